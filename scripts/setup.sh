@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs everything the build, the tests and the benchmarks need. Idempotent: packages already
+# present are skipped, so a second run costs seconds.
+set -euo pipefail
+
+APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config
+              protobuf-compiler libprotobuf-dev libdnnl-dev libgtest-dev clang)
+PIP_PACKAGES=("numpy>=1.26" "onnx==1.23.2" "onnxruntime==1.31.1")
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+PY=${PYTHON:-python3}
+if ! $PY - "${PIP_PACKAGES[@]}" <<'PYEOF' 2>/dev/null
+import sys
+from importlib.metadata import version
+from packaging.requirements import Requirement
+for spec in sys.argv[1:]:
+    r = Requirement(spec)
+    if not r.specifier.contains(version(r.name), prereleases=True):
+        sys.exit(1)
+PYEOF
+then
+  $PY -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}"
+fi

@@ -1,0 +1,123 @@
+// Element types. Numeric values equal ONNX's TensorProto.DataType and oneflow_dtype_t.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "base/error.h"
+#include "base/half.h"
+
+namespace oneflow {
+
+enum class DType : int32_t {
+  kUndefined = 0,
+  kFloat32 = 1,
+  kUInt8 = 2,
+  kInt8 = 3,
+  kUInt16 = 4,
+  kInt16 = 5,
+  kInt32 = 6,
+  kInt64 = 7,
+  kString = 8,  // recognised so models can name it; no kernel supports it
+  kBool = 9,
+  kFloat16 = 10,
+  kFloat64 = 11,
+  kUInt32 = 12,
+  kUInt64 = 13,
+  kBFloat16 = 16,
+};
+
+// Bytes per element; 0 for kUndefined and kString.
+size_t DTypeSize(DType t);
+const char* DTypeName(DType t);  // "float32", "int64", ...
+bool IsKnownDType(int32_t code);  // a DType we can store tensors of
+bool IsFloatDType(DType t);       // f16, bf16, f32, f64
+bool IsIntegerDType(DType t);     // signed or unsigned integers (not bool)
+
+template <typename T> struct DTypeOf;
+#define OF_DTYPE_OF(T, D) template <> struct DTypeOf<T> { static constexpr DType value = DType::D; }
+OF_DTYPE_OF(float, kFloat32);
+OF_DTYPE_OF(double, kFloat64);
+OF_DTYPE_OF(Float16, kFloat16);
+OF_DTYPE_OF(BFloat16, kBFloat16);
+OF_DTYPE_OF(int8_t, kInt8);
+OF_DTYPE_OF(int16_t, kInt16);
+OF_DTYPE_OF(int32_t, kInt32);
+OF_DTYPE_OF(int64_t, kInt64);
+OF_DTYPE_OF(uint8_t, kUInt8);
+OF_DTYPE_OF(uint16_t, kUInt16);
+OF_DTYPE_OF(uint32_t, kUInt32);
+OF_DTYPE_OF(uint64_t, kUInt64);
+OF_DTYPE_OF(bool, kBool);
+#undef OF_DTYPE_OF
+
+template <typename T> struct TypeTag { using type = T; };
+
+template <typename T>
+constexpr bool kIsHalfType = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
+// Value conversions that also work for the 16-bit float storage types.
+template <typename T>
+inline T CastFromDouble(double v) {
+  if constexpr (kIsHalfType<T>) return T(static_cast<float>(v));
+  else return static_cast<T>(v);
+}
+template <typename T>
+inline double CastToDouble(T v) {
+  if constexpr (kIsHalfType<T>) return static_cast<double>(static_cast<float>(v));
+  else return static_cast<double>(v);
+}
+
+// Calls fn(TypeTag<T>{}) for the C++ type of `t`, restricted to the listed groups.
+// Example: DispatchNumeric(t, [&](auto tag) { using T = typename decltype(tag)::type; ... });
+template <typename Fn>
+decltype(auto) DispatchAll(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::kFloat32: return fn(TypeTag<float>{});
+    case DType::kFloat64: return fn(TypeTag<double>{});
+    case DType::kFloat16: return fn(TypeTag<Float16>{});
+    case DType::kBFloat16: return fn(TypeTag<BFloat16>{});
+    case DType::kInt8: return fn(TypeTag<int8_t>{});
+    case DType::kInt16: return fn(TypeTag<int16_t>{});
+    case DType::kInt32: return fn(TypeTag<int32_t>{});
+    case DType::kInt64: return fn(TypeTag<int64_t>{});
+    case DType::kUInt8: return fn(TypeTag<uint8_t>{});
+    case DType::kUInt16: return fn(TypeTag<uint16_t>{});
+    case DType::kUInt32: return fn(TypeTag<uint32_t>{});
+    case DType::kUInt64: return fn(TypeTag<uint64_t>{});
+    case DType::kBool: return fn(TypeTag<bool>{});
+    default: Fail(ErrorCode::kUnsupported, "unsupported dtype ", DTypeName(t));
+  }
+}
+
+// Native arithmetic types: f32, f64, all integers (no bool, no f16/bf16).
+template <typename Fn>
+decltype(auto) DispatchNumeric(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::kFloat32: return fn(TypeTag<float>{});
+    case DType::kFloat64: return fn(TypeTag<double>{});
+    case DType::kInt8: return fn(TypeTag<int8_t>{});
+    case DType::kInt16: return fn(TypeTag<int16_t>{});
+    case DType::kInt32: return fn(TypeTag<int32_t>{});
+    case DType::kInt64: return fn(TypeTag<int64_t>{});
+    case DType::kUInt8: return fn(TypeTag<uint8_t>{});
+    case DType::kUInt16: return fn(TypeTag<uint16_t>{});
+    case DType::kUInt32: return fn(TypeTag<uint32_t>{});
+    case DType::kUInt64: return fn(TypeTag<uint64_t>{});
+    default: Fail(ErrorCode::kUnsupported, "dtype ", DTypeName(t), " is not supported here (numeric types only)");
+  }
+}
+
+// f32 and f64 only.
+template <typename Fn>
+decltype(auto) DispatchFloat(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::kFloat32: return fn(TypeTag<float>{});
+    case DType::kFloat64: return fn(TypeTag<double>{});
+    default: Fail(ErrorCode::kUnsupported, "dtype ", DTypeName(t), " is not supported here (float32/float64 only)");
+  }
+}
+
+}  // namespace oneflow

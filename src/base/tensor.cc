@@ -1,0 +1,134 @@
+// Tensor and Storage implementation.
+#include "base/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+
+namespace oneflow {
+
+int64_t NumElements(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    OF_REQUIRE(d >= 0, "negative dimension ", d, " in shape ", ShapeToString(shape));
+    OF_REQUIRE(d == 0 || n <= std::numeric_limits<int64_t>::max() / d,
+               "shape ", ShapeToString(shape), " has too many elements");
+    n *= d;
+  }
+  return n;
+}
+
+std::string ShapeToString(const Shape& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+std::shared_ptr<Storage> Storage::Allocate(size_t bytes) {
+  std::shared_ptr<Storage> s = AllocateUninitialized(bytes);
+  std::memset(s->data_, 0, s->bytes_);
+  return s;
+}
+
+std::shared_ptr<Storage> Storage::AllocateUninitialized(size_t bytes) {
+  std::shared_ptr<Storage> s(new Storage());
+  size_t rounded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+  if (rounded == 0) rounded = kTensorAlignment;
+  s->data_ = std::aligned_alloc(kTensorAlignment, rounded);
+  OF_CHECK(s->data_ != nullptr, kOutOfMemory, "out of memory allocating ", bytes, " bytes");
+  s->bytes_ = bytes;
+  s->owned_ = true;
+  return s;
+}
+
+std::shared_ptr<Storage> Storage::Borrow(void* data, size_t bytes, std::function<void()> release) {
+  std::shared_ptr<Storage> s(new Storage());
+  s->data_ = data;
+  s->bytes_ = bytes;
+  s->owned_ = false;
+  s->release_ = std::move(release);
+  return s;
+}
+
+Storage::~Storage() {
+  if (owned_) std::free(data_);
+  if (release_) release_();
+}
+
+Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  OF_REQUIRE(DTypeSize(dtype) != 0, "cannot create a tensor of dtype ", DTypeName(dtype));
+  numel_ = NumElements(shape_);
+  storage_ = Storage::Allocate(nbytes());
+}
+
+Tensor Tensor::Uninitialized(DType dtype, Shape shape) {
+  OF_REQUIRE(DTypeSize(dtype) != 0, "cannot create a tensor of dtype ", DTypeName(dtype));
+  size_t bytes = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
+  return Tensor(dtype, std::move(shape), Storage::AllocateUninitialized(bytes), 0);
+}
+
+Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage, size_t byte_offset)
+    : dtype_(dtype), shape_(std::move(shape)), storage_(std::move(storage)), offset_(byte_offset) {
+  OF_REQUIRE(DTypeSize(dtype) != 0, "cannot create a tensor of dtype ", DTypeName(dtype));
+  numel_ = NumElements(shape_);
+  OF_ASSERT(storage_ != nullptr);
+  OF_REQUIRE(offset_ + nbytes() <= storage_->bytes(), "tensor of ", nbytes(), " bytes at offset ",
+             offset_, " does not fit its ", storage_->bytes(), "-byte buffer");
+}
+
+Tensor Tensor::Scalar(DType dtype, double value) {
+  Tensor t(dtype, Shape{});
+  DispatchAll(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    *t.data<T>() = CastFromDouble<T>(value);
+  });
+  return t;
+}
+
+Tensor Tensor::Reshaped(Shape shape) const {
+  OF_REQUIRE(NumElements(shape) == numel_, "cannot reshape ", ShapeToString(shape_), " to ",
+             ShapeToString(shape));
+  return Tensor(dtype_, std::move(shape), storage_, offset_);
+}
+
+Tensor Tensor::Clone() const {
+  Tensor t(dtype_, shape_);
+  if (nbytes()) std::memcpy(t.raw(), raw(), nbytes());
+  return t;
+}
+
+double Tensor::GetAsDouble(int64_t i) const {
+  OF_ASSERT(i >= 0 && i < numel_);
+  return DispatchAll(dtype_, [&](auto tag) -> double {
+    using T = typename decltype(tag)::type;
+    return CastToDouble<T>(data<T>()[i]);
+  });
+}
+
+int64_t Tensor::GetAsInt64(int64_t i) const {
+  OF_ASSERT(i >= 0 && i < numel_);
+  return DispatchAll(dtype_, [&](auto tag) -> int64_t {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsHalfType<T>) return static_cast<int64_t>(static_cast<float>(data<T>()[i]));
+    else if constexpr (std::is_floating_point_v<T>) {
+      double v = static_cast<double>(data<T>()[i]);  // clamp: int64 casts of huge floats are UB
+      if (!(v < 9.2e18)) return v != v ? 0 : std::numeric_limits<int64_t>::max();
+      if (!(v > -9.2e18)) return std::numeric_limits<int64_t>::min();
+      return static_cast<int64_t>(v);
+    } else {
+      return static_cast<int64_t>(data<T>()[i]);
+    }
+  });
+}
+
+std::vector<int64_t> Tensor::ToInt64Vector() const {
+  std::vector<int64_t> v(static_cast<size_t>(numel_));
+  for (int64_t i = 0; i < numel_; ++i) v[static_cast<size_t>(i)] = GetAsInt64(i);
+  return v;
+}
+
+}  // namespace oneflow

@@ -1,0 +1,88 @@
+// Tensor: a dtype, a concrete shape and a reference-counted byte buffer (owned or borrowed).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/dtype.h"
+
+namespace oneflow {
+
+using Shape = std::vector<int64_t>;
+
+int64_t NumElements(const Shape& shape);  // 1 for a scalar (rank 0); throws on overflow
+std::string ShapeToString(const Shape& shape);  // "[2,3,4]"
+
+// Every buffer we allocate is aligned to this many bytes (a cache line, and AVX-512 width).
+constexpr size_t kTensorAlignment = 64;
+
+// A contiguous byte range. Either allocated by us (freed on destruction) or borrowed from a
+// caller who promises it outlives every tensor that views it (freed by `release`, if given).
+class Storage {
+ public:
+  static std::shared_ptr<Storage> Allocate(size_t bytes);  // zero-filled, aligned
+  static std::shared_ptr<Storage> AllocateUninitialized(size_t bytes);  // aligned, contents undefined
+  static std::shared_ptr<Storage> Borrow(void* data, size_t bytes, std::function<void()> release = {});
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  bool owned() const { return owned_; }
+
+ private:
+  Storage() = default;
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+  bool owned_ = false;
+  std::function<void()> release_;
+};
+
+// Dense, row-major tensor. Copying a Tensor shares its storage (a view, not a deep copy).
+class Tensor {
+ public:
+  Tensor() = default;
+  // Allocates zero-filled storage for `shape`.
+  Tensor(DType dtype, Shape shape);
+  // Allocates without zero-filling: for kernel outputs that are fully overwritten.
+  static Tensor Uninitialized(DType dtype, Shape shape);
+  // Views `storage` starting at `byte_offset`; the storage must hold the whole tensor.
+  Tensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage, size_t byte_offset = 0);
+
+  static Tensor Scalar(DType dtype, double value);  // rank-0 tensor holding `value`
+
+  bool defined() const { return dtype_ != DType::kUndefined; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
+  int64_t dim(int64_t i) const { return shape_[static_cast<size_t>(i)]; }
+  int64_t numel() const { return numel_; }
+  size_t nbytes() const { return static_cast<size_t>(numel_) * DTypeSize(dtype_); }
+
+  void* raw() const { return storage_ ? static_cast<char*>(storage_->data()) + offset_ : nullptr; }
+  template <typename T> T* data() const { return static_cast<T*>(raw()); }
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+
+  // Same storage, new shape with the same element count.
+  Tensor Reshaped(Shape shape) const;
+  // A deep copy into freshly allocated storage.
+  Tensor Clone() const;
+  // Element i converted to double / int64 (any dtype); for attributes and shape inputs.
+  double GetAsDouble(int64_t i) const;
+  int64_t GetAsInt64(int64_t i) const;
+  // All elements as int64 (for shape, axes, pads inputs).
+  std::vector<int64_t> ToInt64Vector() const;
+
+ private:
+  DType dtype_ = DType::kUndefined;
+  Shape shape_;
+  int64_t numel_ = 0;
+  std::shared_ptr<Storage> storage_;
+  size_t offset_ = 0;
+};
+
+}  // namespace oneflow

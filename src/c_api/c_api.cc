@@ -1,0 +1,343 @@
+// The C ABI: thin wrappers that validate pointers, convert types and turn exceptions into statuses.
+#include "oneflow_c.h"
+
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "engine/session.h"
+#include "serialize/onnx_import.h"
+
+#ifndef ONEFLOW_VERSION_STRING
+#define ONEFLOW_VERSION_STRING "0.0.0"
+#endif
+
+using namespace oneflow;
+
+struct oneflow_status_s {
+  oneflow_code_t code;
+  std::string message;
+};
+
+struct oneflow_env_s {
+  int unused = 0;
+};
+
+struct oneflow_tensor_s {
+  Tensor tensor;
+};
+
+// The names, dims and symbol pointers handed out by *_get_*_info live here, owned by the handle.
+struct ValueInfoStore {
+  std::vector<std::string> names;
+  std::vector<std::vector<int64_t>> dims;
+  std::vector<std::vector<const char*>> dim_names;
+  std::vector<DType> dtypes;
+  std::vector<int64_t> ranks;
+
+  void Add(const Value& v) {
+    names.push_back(v.name);
+    dtypes.push_back(v.type.dtype);
+    ranks.push_back(v.type.has_rank ? v.type.rank() : -1);
+    std::vector<int64_t> d;
+    std::vector<const char*> n;
+    for (const Dim& dim : v.type.dims) {
+      d.push_back(dim.known() ? dim.value : -1);
+      n.push_back(dim.symbol.empty() ? nullptr : dim.symbol.c_str());  // points into the graph
+    }
+    dims.push_back(std::move(d));
+    dim_names.push_back(std::move(n));
+  }
+  void Fill(size_t i, oneflow_value_info_t* out) const {
+    out->name = names[i].c_str();
+    out->dtype = static_cast<oneflow_dtype_t>(dtypes[i]);
+    out->rank = ranks[i];
+    out->dims = dims[i].empty() ? nullptr : dims[i].data();
+    out->dim_names = dim_names[i].empty() ? nullptr : dim_names[i].data();
+  }
+};
+
+struct IoInfo {
+  ValueInfoStore inputs, outputs;
+  void Build(const Graph& g) {
+    for (int v : g.inputs) inputs.Add(g.values[static_cast<size_t>(v)]);
+    for (int v : g.outputs) outputs.Add(g.values[static_cast<size_t>(v)]);
+  }
+};
+
+struct oneflow_graph_s {
+  std::shared_ptr<const Graph> graph;
+  IoInfo io;
+};
+
+struct oneflow_session_s {
+  std::unique_ptr<Session> session;
+  IoInfo io;
+};
+
+static_assert(static_cast<int>(ErrorCode::kInternal) == ONEFLOW_INTERNAL, "error codes must match the ABI");
+static_assert(static_cast<int>(DType::kBFloat16) == ONEFLOW_DTYPE_BF16, "dtypes must match the ABI");
+
+namespace {
+
+// Statuses for when allocating a status fails; never freed.
+oneflow_status_s g_oom_status{ONEFLOW_OUT_OF_MEMORY, "out of memory"};
+
+oneflow_status_t MakeStatus(oneflow_code_t code, const char* message) {
+  try {
+    return new oneflow_status_s{code, message};
+  } catch (...) {
+    return &g_oom_status;
+  }
+}
+
+// Runs `fn`, converting any exception into a status: nothing crosses the ABI.
+template <typename Fn>
+oneflow_status_t Guard(Fn&& fn) noexcept {
+  try {
+    fn();
+    return nullptr;
+  } catch (const Error& e) {
+    return MakeStatus(static_cast<oneflow_code_t>(e.code()), e.what());
+  } catch (const std::bad_alloc&) {
+    return MakeStatus(ONEFLOW_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception& e) {
+    return MakeStatus(ONEFLOW_INTERNAL, e.what());
+  } catch (...) {
+    return MakeStatus(ONEFLOW_INTERNAL, "unknown internal error");
+  }
+}
+
+Shape ToShape(const int64_t* shape, size_t rank) {
+  OF_REQUIRE(shape != nullptr || rank == 0, "shape is NULL but rank is ", rank);
+  OF_REQUIRE(rank <= 64, "rank ", rank, " is too large (at most 64)");
+  Shape s(shape, shape + rank);
+  for (size_t i = 0; i < rank; ++i) OF_REQUIRE(s[i] >= 0, "dim ", i, " is negative (", s[i], ")");
+  return s;
+}
+
+DType ToDType(oneflow_dtype_t dtype) {
+  OF_REQUIRE(IsKnownDType(static_cast<int32_t>(dtype)), "unknown dtype ", static_cast<int>(dtype));
+  return static_cast<DType>(dtype);
+}
+
+void CheckInfoStruct(const oneflow_value_info_t* info) {
+  OF_REQUIRE(info != nullptr, "out_info is NULL");
+  OF_REQUIRE(info->struct_size >= sizeof(oneflow_value_info_t),
+             "out_info.struct_size is too small; initialize it with oneflow_value_info_init");
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* oneflow_version(void) { return ONEFLOW_VERSION_STRING; }
+uint32_t oneflow_api_version(void) { return ONEFLOW_API_VERSION; }
+
+oneflow_code_t oneflow_status_code(const struct oneflow_status_s* status) {
+  return status ? status->code : ONEFLOW_OK;
+}
+const char* oneflow_status_message(const struct oneflow_status_s* status) {
+  return status ? status->message.c_str() : "";
+}
+void oneflow_status_free(oneflow_status_t status) {
+  if (status != &g_oom_status) delete status;
+}
+const char* oneflow_code_name(oneflow_code_t code) { return ErrorCodeName(static_cast<ErrorCode>(code)); }
+
+size_t oneflow_dtype_size(oneflow_dtype_t dtype) {
+  return IsKnownDType(static_cast<int32_t>(dtype)) ? DTypeSize(static_cast<DType>(dtype)) : 0;
+}
+const char* oneflow_dtype_name(oneflow_dtype_t dtype) {
+  return IsKnownDType(static_cast<int32_t>(dtype)) ? DTypeName(static_cast<DType>(dtype)) : "undefined";
+}
+
+oneflow_status_t oneflow_env_create(oneflow_env_t** out_env) {
+  return Guard([&] {
+    OF_REQUIRE(out_env != nullptr, "out_env is NULL");
+    *out_env = new oneflow_env_s();
+  });
+}
+void oneflow_env_release(oneflow_env_t* env) { delete env; }
+
+oneflow_status_t oneflow_tensor_create(oneflow_dtype_t dtype, const int64_t* shape, size_t rank,
+                                       oneflow_tensor_t** out_tensor) {
+  return Guard([&] {
+    OF_REQUIRE(out_tensor != nullptr, "out_tensor is NULL");
+    auto t = std::make_unique<oneflow_tensor_s>();
+    t->tensor = Tensor(ToDType(dtype), ToShape(shape, rank));
+    *out_tensor = t.release();
+  });
+}
+
+oneflow_status_t oneflow_tensor_create_borrowed(oneflow_dtype_t dtype, const int64_t* shape, size_t rank, void* data,
+                                                size_t byte_size, oneflow_deleter_fn deleter, void* user_data,
+                                                oneflow_tensor_t** out_tensor) {
+  return Guard([&] {
+    OF_REQUIRE(out_tensor != nullptr, "out_tensor is NULL");
+    DType dt = ToDType(dtype);
+    Shape s = ToShape(shape, rank);
+    size_t needed = static_cast<size_t>(NumElements(s)) * DTypeSize(dt);
+    OF_REQUIRE(data != nullptr || needed == 0, "data is NULL for a tensor of ", needed, " bytes");
+    OF_REQUIRE(byte_size >= needed, "buffer of ", byte_size, " bytes is too small for ", DTypeName(dt),
+               ShapeToString(s), " (", needed, " bytes)");
+    std::function<void()> release;
+    if (deleter) release = [deleter, data, user_data] { deleter(data, user_data); };
+    auto t = std::make_unique<oneflow_tensor_s>();
+    t->tensor = Tensor(dt, s, Storage::Borrow(data, byte_size, std::move(release)));
+    *out_tensor = t.release();
+  });
+}
+
+void oneflow_tensor_release(oneflow_tensor_t* tensor) { delete tensor; }
+
+oneflow_dtype_t oneflow_tensor_dtype(const oneflow_tensor_t* t) {
+  return t ? static_cast<oneflow_dtype_t>(t->tensor.dtype()) : ONEFLOW_DTYPE_UNDEFINED;
+}
+size_t oneflow_tensor_rank(const oneflow_tensor_t* t) { return t ? t->tensor.shape().size() : 0; }
+const int64_t* oneflow_tensor_shape(const oneflow_tensor_t* t) {
+  return t && !t->tensor.shape().empty() ? t->tensor.shape().data() : nullptr;
+}
+int64_t oneflow_tensor_element_count(const oneflow_tensor_t* t) { return t ? t->tensor.numel() : 0; }
+size_t oneflow_tensor_byte_size(const oneflow_tensor_t* t) { return t ? t->tensor.nbytes() : 0; }
+void* oneflow_tensor_data(const oneflow_tensor_t* t) { return t ? t->tensor.raw() : nullptr; }
+
+static oneflow_graph_t* WrapGraph(Graph g) {
+  PrepareGraph(g);
+  auto h = std::make_unique<oneflow_graph_s>();
+  h->graph = std::make_shared<const Graph>(std::move(g));
+  h->io.Build(*h->graph);
+  return h.release();
+}
+
+oneflow_status_t oneflow_graph_load_file(const char* path, oneflow_graph_t** out_graph) {
+  return Guard([&] {
+    OF_REQUIRE(path != nullptr, "path is NULL");
+    OF_REQUIRE(out_graph != nullptr, "out_graph is NULL");
+    *out_graph = WrapGraph(LoadOnnxFile(path));
+  });
+}
+
+oneflow_status_t oneflow_graph_load_memory(const void* data, size_t size, const char* external_data_dir,
+                                           oneflow_graph_t** out_graph) {
+  return Guard([&] {
+    OF_REQUIRE(data != nullptr, "data is NULL");
+    OF_REQUIRE(out_graph != nullptr, "out_graph is NULL");
+    *out_graph = WrapGraph(LoadOnnxBytes(data, size, external_data_dir ? external_data_dir : ""));
+  });
+}
+
+void oneflow_graph_release(oneflow_graph_t* graph) { delete graph; }
+
+void oneflow_value_info_init(oneflow_value_info_t* info) {
+  if (!info) return;
+  std::memset(info, 0, sizeof(*info));
+  info->struct_size = sizeof(*info);
+}
+
+size_t oneflow_graph_input_count(const oneflow_graph_t* g) { return g ? g->io.inputs.names.size() : 0; }
+size_t oneflow_graph_output_count(const oneflow_graph_t* g) { return g ? g->io.outputs.names.size() : 0; }
+
+static oneflow_status_t GetInfo(const IoInfo* io, bool input, size_t index, oneflow_value_info_t* out) {
+  return Guard([&] {
+    OF_REQUIRE(io != nullptr, "handle is NULL");
+    CheckInfoStruct(out);
+    const ValueInfoStore& store = input ? io->inputs : io->outputs;
+    OF_REQUIRE(index < store.names.size(), input ? "input" : "output", " index ", index, " is out of range (",
+               store.names.size(), " ", input ? "inputs" : "outputs", ")");
+    store.Fill(index, out);
+  });
+}
+
+oneflow_status_t oneflow_graph_get_input_info(const oneflow_graph_t* g, size_t i, oneflow_value_info_t* out) {
+  return GetInfo(g ? &g->io : nullptr, true, i, out);
+}
+oneflow_status_t oneflow_graph_get_output_info(const oneflow_graph_t* g, size_t i, oneflow_value_info_t* out) {
+  return GetInfo(g ? &g->io : nullptr, false, i, out);
+}
+
+void oneflow_session_options_init(oneflow_session_options_t* options) {
+  if (!options) return;
+  std::memset(options, 0, sizeof(*options));
+  options->struct_size = sizeof(*options);
+  options->intra_op_threads = 0;
+  options->optimization_level = 2;
+}
+
+oneflow_status_t oneflow_session_create(oneflow_env_t* env, const oneflow_graph_t* graph,
+                                        const oneflow_session_options_t* options, oneflow_session_t** out_session) {
+  (void)env;
+  return Guard([&] {
+    OF_REQUIRE(graph != nullptr, "graph is NULL");
+    OF_REQUIRE(out_session != nullptr, "out_session is NULL");
+    SessionOptions opts;
+    if (options) {
+      OF_REQUIRE(options->struct_size >= offsetof(oneflow_session_options_t, optimization_level) + sizeof(int32_t),
+                 "options.struct_size is too small; initialize options with oneflow_session_options_init");
+      opts.intra_op_threads = options->intra_op_threads;
+      opts.optimization_level = options->optimization_level;
+    }
+    auto h = std::make_unique<oneflow_session_s>();
+    h->session = std::make_unique<Session>(*graph->graph, opts);
+    h->io.Build(h->session->model());
+    *out_session = h.release();
+  });
+}
+
+void oneflow_session_release(oneflow_session_t* session) { delete session; }
+
+oneflow_status_t oneflow_session_run(oneflow_session_t* session, const char* const* input_names,
+                                     const oneflow_tensor_t* const* inputs, size_t num_inputs,
+                                     const char* const* output_names, size_t num_output_names,
+                                     oneflow_tensor_t** out_outputs, size_t out_capacity) {
+  return Guard([&] {
+    OF_REQUIRE(session != nullptr, "session is NULL");
+    OF_REQUIRE(num_inputs == 0 || (input_names != nullptr && inputs != nullptr),
+               "input_names or inputs is NULL with num_inputs = ", num_inputs);
+    OF_REQUIRE(num_output_names == 0 || output_names != nullptr, "output_names is NULL with num_output_names = ",
+               num_output_names);
+    OF_REQUIRE(out_outputs != nullptr, "out_outputs is NULL");
+    std::vector<std::pair<std::string, Tensor>> feeds;
+    for (size_t i = 0; i < num_inputs; ++i) {
+      OF_REQUIRE(input_names[i] != nullptr, "input_names[", i, "] is NULL");
+      OF_REQUIRE(inputs[i] != nullptr, "inputs[", i, "] (for '", input_names[i], "') is NULL");
+      feeds.emplace_back(input_names[i], inputs[i]->tensor);
+    }
+    std::vector<std::string> fetches;
+    for (size_t i = 0; i < num_output_names; ++i) {
+      OF_REQUIRE(output_names[i] != nullptr, "output_names[", i, "] is NULL");
+      fetches.emplace_back(output_names[i]);
+    }
+    size_t expected = num_output_names ? num_output_names : session->session->optimized().outputs.size();
+    OF_REQUIRE(out_capacity >= expected, "out_outputs has room for ", out_capacity, " tensors but the run returns ",
+               expected);
+    auto results = session->session->Run(feeds, fetches);
+    std::vector<std::unique_ptr<oneflow_tensor_s>> handles;
+    for (auto& r : results) {
+      handles.push_back(std::make_unique<oneflow_tensor_s>());
+      handles.back()->tensor = std::move(r.second);
+    }
+    for (size_t i = 0; i < handles.size(); ++i) out_outputs[i] = handles[i].release();
+  });
+}
+
+oneflow_status_t oneflow_session_get_planned_peak_bytes(const oneflow_session_t* session, uint64_t* out_bytes) {
+  return Guard([&] {
+    OF_REQUIRE(session != nullptr, "session is NULL");
+    OF_REQUIRE(out_bytes != nullptr, "out_bytes is NULL");
+    *out_bytes = session->session->planned_peak_bytes();
+  });
+}
+
+size_t oneflow_session_input_count(const oneflow_session_t* s) { return s ? s->io.inputs.names.size() : 0; }
+size_t oneflow_session_output_count(const oneflow_session_t* s) { return s ? s->io.outputs.names.size() : 0; }
+oneflow_status_t oneflow_session_get_input_info(const oneflow_session_t* s, size_t i, oneflow_value_info_t* out) {
+  return GetInfo(s ? &s->io : nullptr, true, i, out);
+}
+oneflow_status_t oneflow_session_get_output_info(const oneflow_session_t* s, size_t i, oneflow_value_info_t* out) {
+  return GetInfo(s ? &s->io : nullptr, false, i, out);
+}
+
+}  // extern "C"

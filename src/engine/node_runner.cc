@@ -1,0 +1,53 @@
+// NodeRunner implementation.
+#include "engine/node_runner.h"
+
+#include "graph/op_schema.h"
+
+namespace oneflow {
+
+NodeRunner::NodeRunner(const Graph& graph, const Node& node) : node_(node) {
+  const KernelDef* def = KernelRegistry::Global().Find(node.domain, node.op_type, DeviceType::kCpu);
+  OF_CHECK(def != nullptr, kUnsupported, "no CPU kernel for ", node.Describe());
+  kind_ = def->kind;
+  if (kind_ == KernelKind::kCompute) kernel_ = def->factory(KernelInitContext(graph, node));
+}
+
+void NodeRunner::Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs, ThreadPool& pool,
+                     const OutputAllocator& alloc) const {
+  const size_t num_outputs = node_.outputs.size();
+  InferContext infer(node_.attrs, node_.opset, node_.Describe(), num_outputs);
+  std::vector<TensorType> input_types(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i] == nullptr) {
+      infer.AddInput(nullptr, nullptr);
+      continue;
+    }
+    input_types[i] = TensorType::Of(inputs[i]->dtype(), inputs[i]->shape());
+    infer.AddInput(&input_types[i], inputs[i]);
+  }
+  node_.schema->infer(infer);
+
+  outputs.assign(num_outputs, Tensor());
+  for (size_t i = 0; i < num_outputs; ++i) {
+    if (node_.outputs[i] == kNoValue) continue;
+    const TensorType& t = infer.output(i);
+    OF_CHECK(t.fully_known() && t.dtype != DType::kUndefined, kInternal, node_.Describe(),
+             ": output ", i, " shape not determined at run time (", t.ToString(), ")");
+    if (kind_ == KernelKind::kView && i == 0) {
+      OF_ASSERT(inputs.size() > 0 && inputs[0] != nullptr);
+      outputs[0] = inputs[0]->Reshaped(t.ToShape());
+    } else {
+      outputs[i] = alloc ? alloc(i, t.dtype, t.ToShape()) : Tensor::Uninitialized(t.dtype, t.ToShape());
+    }
+  }
+  if (kind_ == KernelKind::kView) return;
+
+  KernelContext ctx(node_, pool);
+  ctx.inputs() = inputs;
+  ctx.outputs().resize(num_outputs, nullptr);
+  for (size_t i = 0; i < num_outputs; ++i)
+    if (outputs[i].defined()) ctx.outputs()[i] = &outputs[i];
+  kernel_->Compute(ctx);
+}
+
+}  // namespace oneflow

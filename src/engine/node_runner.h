@@ -1,0 +1,36 @@
+// Runs one node on concrete tensors: runtime shape inference, output allocation, kernel call.
+// Shared by the executor and by constant folding so both compute exactly the same thing.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "kernels/kernel.h"
+
+namespace oneflow {
+
+// Allocates the tensor for output `index` of the node; the default allocates on the heap.
+using OutputAllocator = std::function<Tensor(size_t index, DType dtype, const Shape& shape)>;
+
+class NodeRunner {
+ public:
+  // Finds and instantiates the CPU kernel for `node` (throws kUnsupported when there is none).
+  NodeRunner(const Graph& graph, const Node& node);
+
+  const Node& node() const { return node_; }
+  KernelKind kind() const { return kind_; }
+
+  // Infers output shapes from `inputs` (nullptr = omitted optional input), allocates outputs
+  // with `alloc` and computes them. `outputs` is resized to the node's output count; omitted
+  // outputs stay undefined.
+  void Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs, ThreadPool& pool,
+           const OutputAllocator& alloc) const;
+
+ private:
+  const Node& node_;
+  KernelKind kind_;
+  std::unique_ptr<OpKernel> kernel_;
+};
+
+}  // namespace oneflow

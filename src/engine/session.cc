@@ -1,0 +1,102 @@
+// Session creation (optimization pipeline) and input validation.
+#include "engine/session.h"
+
+#include <map>
+
+#include "graph/passes/passes.h"
+
+namespace oneflow {
+
+void PrepareGraph(Graph& g) {
+  ResolveSchemas(g);
+  InferShapes(g);
+}
+
+void OptimizeGraph(Graph& g, int level, ThreadPool& pool) {
+  if (level <= 0) return;
+  FoldConstants(g, pool);
+  if (level >= 2) {
+    if (FuseOps(g) > 0) {
+      ResolveSchemas(g);
+      InferShapes(g);
+      FoldConstants(g, pool);
+    }
+  }
+  EliminateDeadCode(g);
+}
+
+Session::Session(const Graph& model, const SessionOptions& options) : model_(model), options_(options) {
+  OF_REQUIRE(options.intra_op_threads >= 0 && options.intra_op_threads <= 1024,
+             "intra_op_threads must be in [0, 1024], got ", options.intra_op_threads);
+  OF_REQUIRE(options.optimization_level >= 0 && options.optimization_level <= 2,
+             "optimization_level must be 0, 1 or 2, got ", options.optimization_level);
+  optimized_ = std::make_shared<Graph>(model_);
+  {
+    ThreadPool fold_pool(1);
+    OptimizeGraph(*optimized_, options.optimization_level, fold_pool);
+  }
+  executor_ = std::make_unique<Executor>(optimized_, options.intra_op_threads);
+}
+
+// Checks one feed against the declared type; binds symbolic dims to sizes across feeds.
+static void CheckFeed(const Value& decl, const Tensor& t, std::map<std::string, int64_t>& symbols) {
+  OF_REQUIRE(t.defined(), "input '", decl.name, "' is an empty tensor handle");
+  OF_REQUIRE(decl.type.dtype == DType::kUndefined || t.dtype() == decl.type.dtype, "input '", decl.name,
+             "' has dtype ", DTypeName(t.dtype()), ", the model expects ", DTypeName(decl.type.dtype));
+  if (!decl.type.has_rank) return;
+  OF_REQUIRE(t.rank() == decl.type.rank(), "input '", decl.name, "' has rank ", t.rank(), " (shape ",
+             ShapeToString(t.shape()), "), the model expects ", decl.type.ToString());
+  for (size_t i = 0; i < decl.type.dims.size(); ++i) {
+    const Dim& d = decl.type.dims[i];
+    int64_t got = t.shape()[i];
+    if (d.known()) {
+      OF_REQUIRE(got == d.value, "input '", decl.name, "' has shape ", ShapeToString(t.shape()),
+                 ", the model expects ", decl.type.ToString(), " (dim ", i, " differs)");
+    } else if (!d.symbol.empty()) {
+      auto [it, inserted] = symbols.emplace(d.symbol, got);
+      OF_REQUIRE(inserted || it->second == got, "input '", decl.name, "' binds dim '", d.symbol, "' to ", got,
+                 " but another input bound it to ", it->second);
+    }
+  }
+}
+
+std::vector<std::pair<std::string, Tensor>> Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                                         const std::vector<std::string>& fetches) const {
+  const Graph& g = *optimized_;
+  std::vector<Tensor> ordered(g.inputs.size());
+  std::map<std::string, int64_t> symbols;
+  for (const auto& [name, tensor] : feeds) {
+    size_t slot = g.inputs.size();
+    for (size_t i = 0; i < g.inputs.size(); ++i)
+      if (g.values[static_cast<size_t>(g.inputs[i])].name == name) slot = i;
+    if (slot == g.inputs.size()) {
+      std::string names;
+      for (int in : g.inputs) names += (names.empty() ? "" : ", ") + g.values[static_cast<size_t>(in)].name;
+      Fail(ErrorCode::kNotFound, "the model has no input named '", name, "' (inputs: ", names, ")");
+    }
+    OF_REQUIRE(!ordered[slot].defined(), "input '", name, "' is given twice");
+    CheckFeed(g.values[static_cast<size_t>(g.inputs[slot])], tensor, symbols);
+    ordered[slot] = tensor;
+  }
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    OF_REQUIRE(ordered[i].defined(), "input '", g.values[static_cast<size_t>(g.inputs[i])].name, "' is missing");
+
+  std::vector<size_t> wanted;
+  if (fetches.empty()) {
+    for (size_t i = 0; i < g.outputs.size(); ++i) wanted.push_back(i);
+  } else {
+    for (const std::string& name : fetches) {
+      size_t slot = g.outputs.size();
+      for (size_t i = 0; i < g.outputs.size(); ++i)
+        if (g.values[static_cast<size_t>(g.outputs[i])].name == name) slot = i;
+      OF_CHECK(slot < g.outputs.size(), kNotFound, "the model has no output named '", name, "'");
+      wanted.push_back(slot);
+    }
+  }
+  std::vector<Tensor> results = executor_->Run(ordered);
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (size_t slot : wanted) out.emplace_back(g.values[static_cast<size_t>(g.outputs[slot])].name, results[slot]);
+  return out;
+}
+
+}  // namespace oneflow

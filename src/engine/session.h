@@ -1,0 +1,47 @@
+// A session: an optimized graph plus its executor. Created from a loaded model; runs inference.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/executor.h"
+#include "graph/graph.h"
+
+namespace oneflow {
+
+struct SessionOptions {
+  int intra_op_threads = 0;    // 0 = one per core
+  int optimization_level = 2;  // 0: none; 1: constant folding + dead code; 2: also fusions
+};
+
+// Validates a loaded graph (schemas, defaults, static shapes) in place. Used by loaders.
+void PrepareGraph(Graph& g);
+// Applies the optimization passes of `level` to a prepared graph.
+void OptimizeGraph(Graph& g, int level, ThreadPool& pool);
+
+class Session {
+ public:
+  // `model` must be prepared (PrepareGraph); the session optimizes its own copy.
+  Session(const Graph& model, const SessionOptions& options);
+
+  const Graph& model() const { return model_; }          // as loaded (for queries)
+  const Graph& optimized() const { return *optimized_; }  // as executed
+  const SessionOptions& options() const { return options_; }
+
+  // Runs with named feeds; returns the requested outputs (all graph outputs when `fetches` is
+  // empty) in the order asked. Validates names, dtypes, ranks and static dims of the feeds.
+  std::vector<std::pair<std::string, Tensor>> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                                  const std::vector<std::string>& fetches) const;
+
+  size_t planned_peak_bytes() const { return executor_->planned_peak_bytes(); }
+
+ private:
+  Graph model_;
+  SessionOptions options_;
+  std::shared_ptr<Graph> optimized_;
+  std::unique_ptr<Executor> executor_;
+};
+
+}  // namespace oneflow

@@ -1,0 +1,69 @@
+// The logical graph IR: values (typed edges, optionally constant), nodes and graph inputs/outputs.
+#pragma once
+
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/attribute.h"
+#include "graph/tensor_type.h"
+
+namespace oneflow {
+
+struct OpSchema;
+
+// A value is a tensor-valued edge. Constants (initializers, folded results) carry their data.
+struct Value {
+  std::string name;
+  TensorType type;
+  Tensor constant;         // defined() for initializers and folded constants
+  bool is_parameter = false;  // an initializer from the model (trainable later), not a folded result
+};
+
+constexpr int kNoValue = -1;  // an omitted optional input or output
+
+struct Node {
+  std::string name;
+  std::string op_type;
+  std::string domain;         // "" is the default ONNX domain
+  int opset = 0;              // the model's opset for `domain`: kernels branch on it where ONNX changed
+  std::vector<int> inputs;    // value ids; kNoValue for an omitted optional input
+  std::vector<int> outputs;   // value ids; kNoValue for an omitted optional output
+  AttrMap attrs;
+  const OpSchema* schema = nullptr;  // set by validation
+
+  bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != kNoValue; }
+  bool has_output(size_t i) const { return i < outputs.size() && outputs[i] != kNoValue; }
+  std::string Describe() const;  // "Conv 'conv1' (opset 17)"
+};
+
+class Graph {
+ public:
+  std::vector<Value> values;
+  std::vector<Node> nodes;
+  std::vector<int> inputs;   // runtime-fed values, in declaration order
+  std::vector<int> outputs;  // values returned by a run, in declaration order
+  std::map<std::string, int> opset_imports;  // domain -> version
+  std::string name;
+  std::string producer;
+
+  // Adds a value; its name must be unique (empty names get a generated one).
+  int AddValue(const std::string& name, TensorType type = {});
+  int FindValue(const std::string& name) const;  // kNoValue when absent
+  int AddConstant(const std::string& name, Tensor t);
+  std::string UniqueName(const std::string& base);  // a value name not used yet
+
+  // Node indices in an order where every producer precedes its consumers. Throws kInvalidModel
+  // naming a node on the cycle when there is one.
+  std::vector<int> TopologicalOrder() const;
+  // Producer node index of each value (kNoValue for inputs and constants).
+  std::vector<int> Producers() const;
+  // Rebuilds the name index after values were edited directly.
+  void Reindex();
+
+ private:
+  std::unordered_map<std::string, int> by_name_;
+};
+
+}  // namespace oneflow

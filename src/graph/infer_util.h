@@ -1,0 +1,28 @@
+// Shape-inference building blocks shared by op definitions.
+#pragma once
+
+#include <vector>
+
+#include "graph/op_schema.h"
+
+namespace oneflow {
+
+// Maps a possibly negative axis into [0, rank); fails naming `what` when out of range.
+int64_t NormalizeAxis(int64_t axis, int64_t rank, const char* what = "axis");
+
+// Numpy-style multidirectional broadcasting of static types (dims may be symbolic).
+std::vector<Dim> BroadcastDims(const std::vector<Dim>& a, const std::vector<Dim>& b, const InferContext& ctx);
+// Same for concrete shapes; throws kInvalidArgument naming both shapes when they do not broadcast.
+Shape BroadcastShapes(const Shape& a, const Shape& b);
+
+// Output 0 = input 0's type (elementwise unary ops).
+void InferSameAsInput0(InferContext& ctx);
+// Output 0 = broadcast of all present inputs, with input 0's dtype; inputs must share a dtype.
+void InferBroadcast(InferContext& ctx);
+// Like InferBroadcast but the output dtype is bool (comparisons).
+void InferBroadcastToBool(InferContext& ctx);
+
+// Requires all present inputs to have the same dtype; fails naming the op otherwise.
+void CheckSameDType(const InferContext& ctx);
+
+}  // namespace oneflow

@@ -1,0 +1,127 @@
+// The op registry: one OpSchema per op holds its signature, attribute defaults, the ONNX opset
+// versions it covers and its type/shape inference. Later issues attach SBP signatures and the
+// gradient rule to the same definition (see the reserved members below).
+#pragma once
+
+#include <climits>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/attribute.h"
+#include "graph/tensor_type.h"
+
+namespace oneflow {
+
+// What inference sees of one node: input types, constant input values where known, attributes.
+// The same function runs statically at session creation (shapes may be symbolic, values mostly
+// unknown) and at run time (every shape concrete, every input value present), so each op's shape
+// logic is written once.
+class InferContext {
+ public:
+  InferContext(const AttrMap& attrs, int opset, std::string node_desc, size_t num_outputs)
+      : attrs_(attrs), opset_(opset), node_desc_(std::move(node_desc)), outputs_(num_outputs) {}
+
+  void AddInput(const TensorType* type, const Tensor* value) { types_.push_back(type); values_.push_back(value); }
+
+  size_t num_inputs() const { return types_.size(); }
+  size_t num_outputs() const { return outputs_.size(); }
+  bool has_input(size_t i) const { return i < types_.size() && types_[i] != nullptr; }
+  const TensorType& input_type(size_t i) const;  // throws when the input is absent
+  DType input_dtype(size_t i) const { return input_type(i).dtype; }
+  // The input's data when known (constants statically; always at run time); else nullptr.
+  const Tensor* input_value(size_t i) const { return i < values_.size() ? values_[i] : nullptr; }
+  const AttrMap& attrs() const { return attrs_; }
+  int opset() const { return opset_; }
+  const std::string& node() const { return node_desc_; }  // for error messages
+
+  void set_output(size_t i, TensorType t);
+  const TensorType& output(size_t i) const { return outputs_[i]; }
+  std::vector<TensorType>& outputs() { return outputs_; }
+
+  // Fails with kInvalidModel (statically) naming this node; use for shape/dtype mismatches.
+  template <typename... Args>
+  [[noreturn]] void Error(const Args&... args) const {
+    Fail(ErrorCode::kInvalidArgument, node_desc_, ": ", args...);
+  }
+
+ private:
+  const AttrMap& attrs_;
+  int opset_;
+  std::string node_desc_;
+  std::vector<const TensorType*> types_;
+  std::vector<const Tensor*> values_;
+  std::vector<TensorType> outputs_;
+};
+
+using InferFn = std::function<void(InferContext&)>;
+
+enum class ParamArity { kSingle, kOptional, kVariadic };
+
+struct ParamSpec {
+  std::string name;
+  ParamArity arity = ParamArity::kSingle;
+};
+
+struct AttrSpec {
+  std::string name;
+  AttrKind kind = AttrKind::kUndefined;
+  bool required = false;
+  bool has_default = false;
+  Attribute default_value;
+};
+
+struct OpSchema {
+  std::string name;
+  std::string domain;     // "" = ONNX default domain; "ai.oneflow" = our internal fused ops
+  int since_version = 1;  // first opset of `domain` this definition covers
+  int last_version = INT_MAX;  // last opset covered (an op removed or redefined later)
+  std::string doc;
+  std::vector<ParamSpec> inputs;
+  std::vector<ParamSpec> outputs;
+  std::vector<AttrSpec> attrs;
+  InferFn infer;
+  // Reserved, filled by later issues in the same definition:
+  //   SbpFn sbp;   valid SBP signatures and their costs (global tensors)
+  //   GradFn grad; the reverse-mode gradient rule (training)
+
+  // Builder: OpSchema("Relu").Since(14).Input("X").Output("Y").Infer(SameAsInput0)
+  explicit OpSchema(std::string n, std::string d = "") : name(std::move(n)), domain(std::move(d)) {}
+  OpSchema& Since(int v) { since_version = v; return *this; }
+  OpSchema& Until(int v) { last_version = v; return *this; }
+  OpSchema& Doc(std::string d) { doc = std::move(d); return *this; }
+  OpSchema& Input(std::string n, ParamArity a = ParamArity::kSingle) { inputs.push_back({std::move(n), a}); return *this; }
+  OpSchema& OptionalInput(std::string n) { return Input(std::move(n), ParamArity::kOptional); }
+  OpSchema& VariadicInput(std::string n) { return Input(std::move(n), ParamArity::kVariadic); }
+  OpSchema& Output(std::string n, ParamArity a = ParamArity::kSingle) { outputs.push_back({std::move(n), a}); return *this; }
+  OpSchema& OptionalOutput(std::string n) { return Output(std::move(n), ParamArity::kOptional); }
+  OpSchema& VariadicOutput(std::string n) { return Output(std::move(n), ParamArity::kVariadic); }
+  OpSchema& Attr(std::string n, Attribute default_value);           // optional, with a default
+  OpSchema& RequiredAttr(std::string n, AttrKind kind);             // must be present
+  OpSchema& OptionalAttr(std::string n, AttrKind kind);             // may be absent, no default
+  OpSchema& Infer(InferFn fn) { infer = std::move(fn); return *this; }
+};
+
+class OpRegistry {
+ public:
+  static OpRegistry& Global();  // every built-in op, registered on first use
+
+  void Register(OpSchema schema);  // throws kInternal on overlapping version ranges
+  // The schema of `op` in `domain` that covers `opset`, or nullptr.
+  const OpSchema* Find(const std::string& domain, const std::string& op, int opset) const;
+  // Any version of `op` in `domain` (for messages such as "supported from opset 17").
+  std::vector<const OpSchema*> FindAllVersions(const std::string& domain, const std::string& op) const;
+  std::vector<const OpSchema*> All() const;
+
+ private:
+  std::map<std::pair<std::string, std::string>, std::vector<OpSchema>> schemas_;
+};
+
+// Opsets of the default ONNX domain we accept.
+constexpr int kMinOnnxOpset = 13;
+constexpr int kMaxOnnxOpset = 28;
+constexpr const char* kOneflowDomain = "ai.oneflow";
+constexpr int kOneflowDomainVersion = 1;
+
+}  // namespace oneflow

@@ -1,0 +1,9 @@
+// Op family: fused (schemas, attribute defaults, opset ranges, shape inference).
+#include "graph/infer_util.h"
+#include "graph/ops/all_ops.h"
+
+namespace oneflow {
+
+void RegisterFusedOps(OpRegistry& r) { (void)r; }
+
+}  // namespace oneflow

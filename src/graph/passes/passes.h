@@ -1,0 +1,31 @@
+// Graph passes run at session creation. Each takes the graph by reference and rewrites it in
+// place; the order is fixed by OptimizeGraph (engine/session.cc).
+#pragma once
+
+#include <cstdint>
+
+#include "base/thread_pool.h"
+#include "graph/graph.h"
+
+namespace oneflow {
+
+// Resolves each node's schema for its opset (errors name op, domain and opset), checks input and
+// output counts, attribute kinds and required attributes, and fills attribute defaults.
+void ResolveSchemas(Graph& g);
+
+// Static type and shape inference over the whole graph (symbolic dims allowed). Types declared by
+// the model are kept where inference learns less.
+void InferShapes(Graph& g);
+
+// Removes nodes whose outputs nobody uses and constants nobody reads. Returns nodes removed.
+int EliminateDeadCode(Graph& g);
+
+// Evaluates nodes whose inputs are all constant (and Shape/Size of fully known types) with the
+// CPU kernels, replacing them by constants. Outputs larger than `max_bytes` are left alone.
+int FoldConstants(Graph& g, ThreadPool& pool, size_t max_bytes = size_t{64} << 20);
+
+// Fusions (graph/passes/fusion.cc): Conv+BatchNormalization folding, MatMul/Gemm + bias +
+// activation, Conv + activation. Returns the number of rewrites.
+int FuseOps(Graph& g);
+
+}  // namespace oneflow

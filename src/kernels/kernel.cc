@@ -1,0 +1,61 @@
+// Kernel contexts and the kernel registry.
+#include "kernels/kernel.h"
+
+#include "kernels/cpu/all_kernels.h"
+
+namespace oneflow {
+
+const TensorType& KernelInitContext::input_type(size_t i) const {
+  OF_ASSERT(node_.has_input(i));
+  return graph_.values[static_cast<size_t>(node_.inputs[i])].type;
+}
+
+const Tensor* KernelInitContext::constant_input(size_t i) const {
+  if (!node_.has_input(i)) return nullptr;
+  const Value& v = graph_.values[static_cast<size_t>(node_.inputs[i])];
+  return v.constant.defined() ? &v.constant : nullptr;
+}
+
+const Tensor& KernelContext::input(size_t i) const {
+  OF_CHECK(has_input(i), kInvalidArgument, node_.Describe(), ": input ", i, " is required but missing");
+  return *inputs_[i];
+}
+
+Tensor& KernelContext::output(size_t i) {
+  OF_ASSERT(has_output(i));
+  return *outputs_[i];
+}
+
+KernelRegistry& KernelRegistry::Global() {
+  static KernelRegistry* registry = [] {
+    auto* r = new KernelRegistry();
+    RegisterAllCpuKernels(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+void KernelRegistry::Register(KernelDef def) {
+  OF_CHECK(Find(def.domain, def.op, def.device) == nullptr, kInternal, "kernel for ", def.op,
+           " registered twice");
+  defs_.push_back(std::move(def));
+}
+
+void KernelRegistry::RegisterFn(const std::string& op, void (*fn)(KernelContext&), const std::string& domain) {
+  Register(KernelDef{domain, op, DeviceType::kCpu, KernelKind::kCompute,
+                     [fn](const KernelInitContext&) -> std::unique_ptr<OpKernel> {
+                       return std::make_unique<FunctionKernel>(fn);
+                     }});
+}
+
+void KernelRegistry::RegisterView(const std::string& op, const std::string& domain) {
+  Register(KernelDef{domain, op, DeviceType::kCpu, KernelKind::kView, nullptr});
+}
+
+const KernelDef* KernelRegistry::Find(const std::string& domain, const std::string& op, DeviceType device) const {
+  for (const KernelDef& d : defs_)
+    if (d.op == op && d.domain == domain && d.device == device) return &d;
+  return nullptr;
+}
+
+}  // namespace oneflow

@@ -1,0 +1,113 @@
+// The kernel interface: an OpKernel is created once per node at session creation (where it may
+// pre-pack constant weights) and computes that node on every run.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/tensor.h"
+#include "base/thread_pool.h"
+#include "graph/graph.h"
+
+namespace oneflow {
+
+enum class DeviceType { kCpu = 0, kCuda = 1 };
+
+// What a kernel sees at creation: the node, its static input types and constant inputs.
+class KernelInitContext {
+ public:
+  KernelInitContext(const Graph& graph, const Node& node) : graph_(graph), node_(node) {}
+  const Node& node() const { return node_; }
+  const AttrMap& attrs() const { return node_.attrs; }
+  int opset() const { return node_.opset; }
+  bool has_input(size_t i) const { return node_.has_input(i); }
+  const TensorType& input_type(size_t i) const;
+  // Data of input i when it is a constant (weights), else nullptr.
+  const Tensor* constant_input(size_t i) const;
+
+ private:
+  const Graph& graph_;
+  const Node& node_;
+};
+
+// What a kernel sees on each run. Outputs arrive allocated with their inferred shapes.
+class KernelContext {
+ public:
+  KernelContext(const Node& node, ThreadPool& pool) : node_(node), pool_(pool) {}
+  const Node& node() const { return node_; }
+  const AttrMap& attrs() const { return node_.attrs; }
+  int opset() const { return node_.opset; }
+  ThreadPool& pool() { return pool_; }
+
+  size_t num_inputs() const { return inputs_.size(); }
+  size_t num_outputs() const { return outputs_.size(); }
+  bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
+  const Tensor& input(size_t i) const;
+  bool has_output(size_t i) const { return i < outputs_.size() && outputs_[i] != nullptr; }
+  Tensor& output(size_t i);
+
+  std::vector<const Tensor*>& inputs() { return inputs_; }
+  std::vector<Tensor*>& outputs() { return outputs_; }
+
+ private:
+  const Node& node_;
+  ThreadPool& pool_;
+  std::vector<const Tensor*> inputs_;
+  std::vector<Tensor*> outputs_;
+};
+
+class OpKernel {
+ public:
+  virtual ~OpKernel() = default;
+  virtual void Compute(KernelContext& ctx) = 0;
+};
+
+// A stateless kernel from a plain function.
+class FunctionKernel final : public OpKernel {
+ public:
+  explicit FunctionKernel(void (*fn)(KernelContext&)) : fn_(fn) {}
+  void Compute(KernelContext& ctx) override { fn_(ctx); }
+
+ private:
+  void (*fn_)(KernelContext&);
+};
+
+using KernelFactory = std::function<std::unique_ptr<OpKernel>(const KernelInitContext&)>;
+
+// How the executor treats a node's output 0.
+enum class KernelKind {
+  kCompute,  // the kernel writes into freshly allocated outputs
+  kView,     // output 0 is input 0's data with the inferred shape: no kernel call, no copy
+};
+
+struct KernelDef {
+  std::string domain;
+  std::string op;
+  DeviceType device = DeviceType::kCpu;
+  KernelKind kind = KernelKind::kCompute;
+  KernelFactory factory;  // unused for kView
+};
+
+class KernelRegistry {
+ public:
+  static KernelRegistry& Global();  // every built-in kernel, registered on first use
+
+  void Register(KernelDef def);
+  // Shorthands for the common cases.
+  void RegisterFn(const std::string& op, void (*fn)(KernelContext&), const std::string& domain = "");
+  void RegisterView(const std::string& op, const std::string& domain = "");
+  template <typename K>
+  void RegisterClass(const std::string& op, const std::string& domain = "") {
+    Register(KernelDef{domain, op, DeviceType::kCpu, KernelKind::kCompute,
+                       [](const KernelInitContext& c) -> std::unique_ptr<OpKernel> { return std::make_unique<K>(c); }});
+  }
+
+  const KernelDef* Find(const std::string& domain, const std::string& op, DeviceType device) const;
+
+ private:
+  std::vector<KernelDef> defs_;
+};
+
+}  // namespace oneflow

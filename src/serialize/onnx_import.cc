@@ -1,0 +1,315 @@
+// ONNX import. Protobuf classes come from the installed onnx package's onnx.proto, generated at
+// build time (see CMakeLists.txt); nothing generated is committed.
+#include "serialize/onnx_import.h"
+
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "graph/op_schema.h"
+#include "onnx.pb.h"
+
+namespace oneflow {
+namespace fs = std::filesystem;
+
+namespace {
+
+DType ToDType(int32_t elem_type, const std::string& what) {
+  OF_CHECK(IsKnownDType(elem_type), kUnsupported, what, " has element type ",
+           onnx::TensorProto_DataType_IsValid(elem_type)
+               ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(elem_type))
+               : std::to_string(elem_type),
+           ", which is not supported");
+  return static_cast<DType>(elem_type);
+}
+
+TensorType ToTensorType(const onnx::TypeProto& tp, const std::string& what) {
+  OF_CHECK(tp.has_tensor_type(), kUnsupported, what, " is not a tensor (sequence, map and optional types are not supported)");
+  const auto& tt = tp.tensor_type();
+  OF_CHECK(tt.has_elem_type(), kInvalidModel, what, " has no element type");
+  TensorType t;
+  t.dtype = ToDType(tt.elem_type(), what);
+  if (!tt.has_shape()) return t;
+  t.has_rank = true;
+  for (const auto& d : tt.shape().dim()) {
+    if (d.has_dim_value()) {
+      OF_CHECK(d.dim_value() >= 0, kInvalidModel, what, " has negative dimension ", d.dim_value());
+      t.dims.push_back(Dim::Known(d.dim_value()));
+    } else if (d.has_dim_param() && !d.dim_param().empty()) {
+      t.dims.push_back(Dim::Symbol(d.dim_param()));
+    } else {
+      t.dims.push_back(Dim::Unknown());
+    }
+  }
+  return t;
+}
+
+struct ImportContext {
+  std::string external_data_dir;  // empty: external data refused
+};
+
+// Reads `length` bytes at `offset` of an external data file, confined to the model directory.
+std::string ReadExternalData(const ImportContext& ctx, const onnx::TensorProto& tp) {
+  std::string location;
+  long long offset = 0, length = -1;
+  for (const auto& kv : tp.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    else if (kv.key() == "offset") offset = std::atoll(kv.value().c_str());
+    else if (kv.key() == "length") length = std::atoll(kv.value().c_str());
+  }
+  OF_CHECK(!location.empty(), kInvalidModel, "tensor '", tp.name(), "' has external data without a location");
+  OF_CHECK(!ctx.external_data_dir.empty(), kInvalidArgument, "tensor '", tp.name(),
+           "' uses external data, but the model was loaded from memory without a base directory");
+  fs::path rel(location);
+  OF_CHECK(!rel.is_absolute(), kInvalidModel, "external data path '", location, "' of tensor '", tp.name(),
+           "' is absolute; it must be relative to the model's directory");
+  std::error_code ec;
+  fs::path base = fs::weakly_canonical(fs::path(ctx.external_data_dir), ec);
+  fs::path full = fs::weakly_canonical(base / rel, ec);
+  OF_CHECK(!ec, kIo, "cannot resolve external data path '", location, "': ", ec.message());
+  auto [b, f] = std::mismatch(base.begin(), base.end(), full.begin(), full.end());
+  OF_CHECK(b == base.end(), kInvalidModel, "external data path '", location, "' of tensor '", tp.name(),
+           "' escapes the model's directory");
+  std::ifstream in(full, std::ios::binary);
+  OF_CHECK(in.good(), kNotFound, "external data file '", full.string(), "' of tensor '", tp.name(), "' cannot be opened");
+  in.seekg(0, std::ios::end);
+  long long file_size = static_cast<long long>(in.tellg());
+  OF_CHECK(offset >= 0 && offset <= file_size, kInvalidModel, "external data offset ", offset, " of tensor '",
+           tp.name(), "' is outside '", location, "' (", file_size, " bytes)");
+  if (length < 0) length = file_size - offset;
+  OF_CHECK(length <= file_size - offset, kInvalidModel, "external data of tensor '", tp.name(), "' (", length,
+           " bytes at offset ", offset, ") runs past the end of '", location, "'");
+  std::string bytes(static_cast<size_t>(length), '\0');
+  in.seekg(offset);
+  in.read(bytes.data(), length);
+  OF_CHECK(in.good() || length == 0, kIo, "reading external data of tensor '", tp.name(), "' failed");
+  return bytes;
+}
+
+template <typename T, typename Field>
+void CopyTypedField(const Field& field, Tensor& t, const std::string& name) {
+  OF_CHECK(field.size() == t.numel(), kInvalidModel, "tensor '", name, "' has ", field.size(),
+           " values for shape ", ShapeToString(t.shape()));
+  T* dst = t.data<T>();
+  for (int i = 0; i < field.size(); ++i) dst[i] = static_cast<T>(field.Get(i));
+}
+
+}  // namespace
+
+Tensor TensorFromProto(const onnx::TensorProto& tp, const ImportContext& ctx) {
+  const std::string& name = tp.name();
+  OF_CHECK(tp.has_data_type(), kInvalidModel, "tensor '", name, "' has no data type");
+  DType dtype = ToDType(tp.data_type(), "tensor '" + name + "'");
+  Shape shape(tp.dims().begin(), tp.dims().end());
+  for (int64_t d : shape) OF_CHECK(d >= 0, kInvalidModel, "tensor '", name, "' has negative dimension ", d);
+  Tensor t(dtype, shape);
+  const size_t nbytes = t.nbytes();
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string bytes = ReadExternalData(ctx, tp);
+    OF_CHECK(bytes.size() == nbytes, kInvalidModel, "external data of tensor '", name, "' has ", bytes.size(),
+             " bytes; ", DTypeName(dtype), ShapeToString(shape), " needs ", nbytes);
+    if (nbytes) std::memcpy(t.raw(), bytes.data(), nbytes);
+    return t;
+  }
+  if (tp.has_raw_data()) {
+    OF_CHECK(tp.raw_data().size() == nbytes, kInvalidModel, "tensor '", name, "' has ", tp.raw_data().size(),
+             " bytes of raw data; ", DTypeName(dtype), ShapeToString(shape), " needs ", nbytes);
+    if (nbytes) std::memcpy(t.raw(), tp.raw_data().data(), nbytes);
+    return t;
+  }
+  switch (dtype) {
+    case DType::kFloat32: CopyTypedField<float>(tp.float_data(), t, name); break;
+    case DType::kFloat64: CopyTypedField<double>(tp.double_data(), t, name); break;
+    case DType::kInt64: CopyTypedField<int64_t>(tp.int64_data(), t, name); break;
+    case DType::kUInt32: CopyTypedField<uint32_t>(tp.uint64_data(), t, name); break;
+    case DType::kUInt64: CopyTypedField<uint64_t>(tp.uint64_data(), t, name); break;
+    case DType::kInt32: CopyTypedField<int32_t>(tp.int32_data(), t, name); break;
+    case DType::kInt16: CopyTypedField<int16_t>(tp.int32_data(), t, name); break;
+    case DType::kInt8: CopyTypedField<int8_t>(tp.int32_data(), t, name); break;
+    case DType::kUInt16: CopyTypedField<uint16_t>(tp.int32_data(), t, name); break;
+    case DType::kUInt8: CopyTypedField<uint8_t>(tp.int32_data(), t, name); break;
+    case DType::kBool: CopyTypedField<bool>(tp.int32_data(), t, name); break;
+    case DType::kFloat16:
+    case DType::kBFloat16: {
+      // 16-bit floats are stored as their bit patterns in int32_data.
+      OF_CHECK(tp.int32_data_size() == t.numel(), kInvalidModel, "tensor '", name, "' has ",
+               tp.int32_data_size(), " values for shape ", ShapeToString(shape));
+      uint16_t* dst = static_cast<uint16_t*>(t.raw());
+      for (int i = 0; i < tp.int32_data_size(); ++i) dst[i] = static_cast<uint16_t>(tp.int32_data(i));
+      break;
+    }
+    default: Fail(ErrorCode::kUnsupported, "tensor '", name, "' has unsupported dtype ", DTypeName(dtype));
+  }
+  return t;
+}
+
+namespace {
+
+Attribute AttributeFromProto(const onnx::AttributeProto& ap, const ImportContext& ctx, const std::string& where) {
+  OF_CHECK(ap.ref_attr_name().empty(), kInvalidModel, where, ": attribute '", ap.name(),
+           "' refers to a function attribute outside a function");
+  switch (ap.type()) {
+    case onnx::AttributeProto::FLOAT: return Attribute::Float(ap.f());
+    case onnx::AttributeProto::INT: return Attribute::Int(ap.i());
+    case onnx::AttributeProto::STRING: return Attribute::String(ap.s());
+    case onnx::AttributeProto::TENSOR: return Attribute::TensorValue(TensorFromProto(ap.t(), ctx));
+    case onnx::AttributeProto::FLOATS: return Attribute::Floats({ap.floats().begin(), ap.floats().end()});
+    case onnx::AttributeProto::INTS: return Attribute::Ints({ap.ints().begin(), ap.ints().end()});
+    case onnx::AttributeProto::STRINGS: return Attribute::Strings({ap.strings().begin(), ap.strings().end()});
+    case onnx::AttributeProto::UNDEFINED: {
+      // Writers before IR v3 left the type out; infer it from the one field that is set.
+      if (ap.has_f()) return Attribute::Float(ap.f());
+      if (ap.has_i()) return Attribute::Int(ap.i());
+      if (ap.has_s()) return Attribute::String(ap.s());
+      if (ap.has_t()) return Attribute::TensorValue(TensorFromProto(ap.t(), ctx));
+      if (ap.floats_size()) return Attribute::Floats({ap.floats().begin(), ap.floats().end()});
+      if (ap.ints_size()) return Attribute::Ints({ap.ints().begin(), ap.ints().end()});
+      Fail(ErrorCode::kInvalidModel, where, ": attribute '", ap.name(), "' has no type");
+    }
+    default:
+      Fail(ErrorCode::kUnsupported, where, ": attribute '", ap.name(), "' is of kind ",
+           onnx::AttributeProto_AttributeType_Name(ap.type()),
+           " (subgraphs, sparse tensors and type protos are not supported)");
+  }
+}
+
+Graph GraphFromModel(const onnx::ModelProto& model, const ImportContext& ctx) {
+  OF_CHECK(model.has_graph(), kInvalidModel, "the ONNX model has no graph");
+  Graph g;
+  g.producer = model.producer_name();
+  const onnx::GraphProto& gp = model.graph();
+  g.name = gp.name();
+
+  for (const auto& os : model.opset_import()) {
+    std::string domain = os.domain() == "ai.onnx" ? "" : os.domain();
+    g.opset_imports[domain] = static_cast<int>(std::min<int64_t>(os.version(), INT_MAX));
+  }
+  if (model.opset_import_size() == 0) g.opset_imports[""] = 1;  // IR v2 models: opset 1
+  auto onnx_opset = g.opset_imports.find("");
+  if (onnx_opset != g.opset_imports.end()) {
+    OF_CHECK(onnx_opset->second >= kMinOnnxOpset, kUnsupported, "the model uses ONNX opset ", onnx_opset->second,
+             "; opsets ", kMinOnnxOpset, " to ", kMaxOnnxOpset, " are supported (convert it with onnx.version_converter)");
+    OF_CHECK(onnx_opset->second <= kMaxOnnxOpset, kUnsupported, "the model uses ONNX opset ", onnx_opset->second,
+             ", newer than the newest supported opset ", kMaxOnnxOpset);
+  }
+  OF_CHECK(gp.sparse_initializer_size() == 0, kUnsupported, "sparse initializers are not supported");
+
+  std::set<std::string> initializer_names;
+  for (const auto& tp : gp.initializer()) {
+    OF_CHECK(!tp.name().empty(), kInvalidModel, "an initializer has no name");
+    int id = g.AddConstant(tp.name(), TensorFromProto(tp, ctx));
+    g.values[static_cast<size_t>(id)].is_parameter = true;
+    initializer_names.insert(tp.name());
+  }
+  for (const auto& vi : gp.input()) {
+    // Before IR v4 initializers were also listed as inputs; they stay constants here.
+    if (initializer_names.count(vi.name())) continue;
+    OF_CHECK(!vi.name().empty(), kInvalidModel, "a graph input has no name");
+    OF_CHECK(vi.has_type(), kInvalidModel, "graph input '", vi.name(), "' has no type");
+    int id = g.AddValue(vi.name(), ToTensorType(vi.type(), "graph input '" + vi.name() + "'"));
+    g.inputs.push_back(id);
+  }
+  // Create node outputs first so nodes listed out of order still resolve.
+  for (const auto& np : gp.node()) {
+    for (const std::string& out : np.output()) {
+      if (out.empty()) continue;
+      OF_CHECK(g.FindValue(out) == kNoValue, kInvalidModel, "value '", out, "' is produced twice (by node '",
+               np.name(), "' and earlier)");
+      g.AddValue(out);
+    }
+  }
+  for (const auto& vi : gp.value_info()) {
+    int id = g.FindValue(vi.name());
+    if (id == kNoValue || !vi.has_type() || !vi.type().has_tensor_type()) continue;
+    if (!g.values[static_cast<size_t>(id)].constant.defined())
+      g.values[static_cast<size_t>(id)].type = ToTensorType(vi.type(), "value '" + vi.name() + "'");
+  }
+  for (const auto& np : gp.node()) {
+    Node n;
+    n.name = np.name();
+    n.op_type = np.op_type();
+    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    OF_CHECK(!n.op_type.empty(), kInvalidModel, "node '", n.name, "' has no op_type");
+    auto opset = g.opset_imports.find(n.domain);
+    OF_CHECK(opset != g.opset_imports.end(), kUnsupported, "node ", n.name.empty() ? n.op_type : "'" + n.name + "'",
+             " uses domain '", n.domain, "', which the model does not import (op '", n.op_type, "')");
+    n.opset = opset->second;
+    for (const std::string& in : np.input()) {
+      if (in.empty()) { n.inputs.push_back(kNoValue); continue; }
+      int id = g.FindValue(in);
+      OF_CHECK(id != kNoValue, kInvalidModel, n.Describe(), ": input '", in,
+               "' is not a graph input, an initializer or the output of any node");
+      n.inputs.push_back(id);
+    }
+    for (const std::string& out : np.output()) n.outputs.push_back(out.empty() ? kNoValue : g.FindValue(out));
+    for (const auto& ap : np.attribute()) {
+      OF_CHECK(!ap.name().empty(), kInvalidModel, n.Describe(), ": an attribute has no name");
+      n.attrs.set(ap.name(), AttributeFromProto(ap, ctx, n.Describe()));
+    }
+    g.nodes.push_back(std::move(n));
+  }
+  for (const auto& vi : gp.output()) {
+    int id = g.FindValue(vi.name());
+    OF_CHECK(id != kNoValue, kInvalidModel, "graph output '", vi.name(), "' is not produced by any node");
+    if (vi.has_type() && vi.type().has_tensor_type() && !g.values[static_cast<size_t>(id)].constant.defined()) {
+      TensorType declared = ToTensorType(vi.type(), "graph output '" + vi.name() + "'");
+      Value& v = g.values[static_cast<size_t>(id)];
+      if (v.type.dtype == DType::kUndefined) v.type = declared;
+    }
+    g.outputs.push_back(id);
+  }
+  OF_CHECK(!g.outputs.empty(), kInvalidModel, "the graph has no outputs");
+  return g;
+}
+
+}  // namespace
+
+bool LooksLikeOnnx(const void* data, size_t size) {
+  // ModelProto starts with a field tag; ir_version (1, varint) or another known field.
+  if (size < 2) return false;
+  unsigned char tag = static_cast<const unsigned char*>(data)[0];
+  return tag == 0x08 || tag == 0x12 || tag == 0x1a || tag == 0x22 || tag == 0x2a || tag == 0x32 ||
+         tag == 0x3a || tag == 0x40 || tag == 0x42 || tag == 0x72;
+}
+
+Graph LoadOnnxBytes(const void* data, size_t size, const std::string& external_data_dir) {
+  OF_REQUIRE(data != nullptr || size == 0, "model data is null");
+  OF_CHECK(size > 0, kInvalidModel, "the model is empty (0 bytes)");
+  OF_CHECK(size <= static_cast<size_t>(INT_MAX), kUnsupported, "ONNX protobufs over 2 GB are not supported; "
+           "store weights as external data");
+  onnx::ModelProto model;
+  OF_CHECK(model.ParseFromArray(data, static_cast<int>(size)), kInvalidModel,
+           "the data is not a valid ONNX model (protobuf parse failed; the file may be truncated or not ONNX)");
+  ImportContext ctx;
+  ctx.external_data_dir = external_data_dir;
+  return GraphFromModel(model, ctx);
+}
+
+Tensor LoadOnnxTensorBytes(const void* data, size_t size, std::string* out_name) {
+  OF_REQUIRE(data != nullptr || size == 0, "tensor data is null");
+  OF_CHECK(size <= static_cast<size_t>(INT_MAX), kUnsupported, "tensor protobufs over 2 GB are not supported");
+  onnx::TensorProto tp;
+  OF_CHECK(tp.ParseFromArray(data, static_cast<int>(size)), kInvalidModel, "the data is not a valid ONNX TensorProto");
+  if (out_name) *out_name = tp.name();
+  return TensorFromProto(tp, ImportContext{});
+}
+
+Graph LoadOnnxFile(const std::string& path) {
+  std::error_code ec;
+  OF_CHECK(fs::exists(path, ec), kNotFound, "model file '", path, "' does not exist");
+  OF_CHECK(!fs::is_directory(path, ec), kInvalidArgument, "model path '", path, "' is a directory");
+  std::ifstream in(path, std::ios::binary);
+  OF_CHECK(in.good(), kIo, "cannot open model file '", path, "'");
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  try {
+    return LoadOnnxBytes(bytes.data(), bytes.size(), dir.string());
+  } catch (const Error& e) {
+    throw Error(e.code(), "'" + path + "': " + e.what());
+  }
+}
+
+}  // namespace oneflow

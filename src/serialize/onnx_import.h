@@ -1,0 +1,26 @@
+// ONNX import: ModelProto (protobuf) -> Graph, with initializers and external data.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "graph/graph.h"
+
+namespace oneflow {
+
+// Loads an ONNX model file. External data files are resolved relative to the model's directory
+// and refused when they would escape it.
+Graph LoadOnnxFile(const std::string& path);
+
+// Loads an ONNX model from memory. `external_data_dir` is where external data files live; when
+// empty, a model that references external data is refused.
+Graph LoadOnnxBytes(const void* data, size_t size, const std::string& external_data_dir = "");
+
+// Decodes a serialized onnx.TensorProto (e.g. a test's input_0.pb). Its name goes to `out_name`
+// when non-null. External data is refused.
+Tensor LoadOnnxTensorBytes(const void* data, size_t size, std::string* out_name = nullptr);
+
+// True when the bytes look like an ONNX ModelProto rather than another format (a cheap sniff).
+bool LooksLikeOnnx(const void* data, size_t size);
+
+}  // namespace oneflow
