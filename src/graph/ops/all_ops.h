@@ -1,21 +1,25 @@
-// One registration function per op family; all_ops.cc calls each. Adding a family = one line there.
+// One registration function per op family; RegisterAllOps calls each. Adding a family = one line.
 #pragma once
 
 namespace oneflow {
 
 class OpRegistry;
 
-void RegisterElementwiseOps(OpRegistry& r);   // ops/elementwise.cc: math, activations, compare, logic, Cast
-void RegisterReductionOps(OpRegistry& r);     // ops/reduction.cc: Reduce*, ArgMax/Min, Softmax, norms, CumSum, TopK
-void RegisterTensorOps(OpRegistry& r);        // ops/tensor.cc: Reshape .. Slice, Gather, Pad, Shape, Range, Constant
-void RegisterNnOps(OpRegistry& r);            // ops/nn.cc: MatMul, Gemm, Conv, pools, Resize, Einsum
-void RegisterFusedOps(OpRegistry& r);         // ops/fused.cc: ai.oneflow ops produced by fusion passes
+void RegisterElementwiseOps(OpRegistry& r);    // ops/elementwise.cc: math, activations, compare, logic, Cast
+void RegisterReductionOps(OpRegistry& r);      // ops/reduction.cc: Reduce*, ArgMax/Min, CumSum, TopK
+void RegisterNormalizationOps(OpRegistry& r);  // ops/normalization.cc: Softmax family, BatchNorm, LayerNorm, ...
+void RegisterTensorOps(OpRegistry& r);         // ops/tensor.cc: Reshape .. Slice, Gather, Pad, Shape, Range, Constant
+void RegisterNnOps(OpRegistry& r);             // ops/nn.cc: MatMul, Gemm, Conv, ConvTranspose
+void RegisterSpatialOps(OpRegistry& r);        // ops/spatial.cc: pools, Resize, Einsum, LRN
+void RegisterFusedOps(OpRegistry& r);          // ops/fused.cc: ai.oneflow ops produced by fusion passes
 
 inline void RegisterAllOps(OpRegistry& r) {
   RegisterElementwiseOps(r);
   RegisterReductionOps(r);
+  RegisterNormalizationOps(r);
   RegisterTensorOps(r);
   RegisterNnOps(r);
+  RegisterSpatialOps(r);
   RegisterFusedOps(r);
 }
 

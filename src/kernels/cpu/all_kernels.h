@@ -5,17 +5,21 @@ namespace oneflow {
 
 class KernelRegistry;
 
-void RegisterCpuElementwiseKernels(KernelRegistry& r);  // cpu/elementwise.cc
-void RegisterCpuReductionKernels(KernelRegistry& r);    // cpu/reduction.cc
-void RegisterCpuTensorKernels(KernelRegistry& r);       // cpu/tensor.cc
-void RegisterCpuNnKernels(KernelRegistry& r);           // cpu/nn.cc (MatMul, Gemm, Conv, pools, ...)
-void RegisterCpuFusedKernels(KernelRegistry& r);        // cpu/fused.cc
+void RegisterCpuElementwiseKernels(KernelRegistry& r);    // cpu/elementwise.cc
+void RegisterCpuReductionKernels(KernelRegistry& r);      // cpu/reduction.cc
+void RegisterCpuNormalizationKernels(KernelRegistry& r);  // cpu/normalization.cc
+void RegisterCpuTensorKernels(KernelRegistry& r);         // cpu/tensor.cc
+void RegisterCpuNnKernels(KernelRegistry& r);             // cpu/nn.cc
+void RegisterCpuSpatialKernels(KernelRegistry& r);        // cpu/spatial.cc
+void RegisterCpuFusedKernels(KernelRegistry& r);          // cpu/fused.cc
 
 inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuElementwiseKernels(r);
   RegisterCpuReductionKernels(r);
+  RegisterCpuNormalizationKernels(r);
   RegisterCpuTensorKernels(r);
   RegisterCpuNnKernels(r);
+  RegisterCpuSpatialKernels(r);
   RegisterCpuFusedKernels(r);
 }
 
