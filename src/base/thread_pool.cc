@@ -1,9 +1,21 @@
-// ThreadPool implementation: chunked work-sharing with a generation counter.
+// ThreadPool implementation: a seqlock-style published region plus atomic chunk claiming.
 #include "base/thread_pool.h"
 
 #include <algorithm>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define OF_CPU_RELAX() _mm_pause()
+#else
+#define OF_CPU_RELAX() std::this_thread::yield()
+#endif
+
 namespace oneflow {
+
+namespace {
+// ~50-100 us of spinning before a worker sleeps.
+constexpr int kSpinIterations = 20000;
+}  // namespace
 
 int ThreadPool::DefaultThreadCount() {
   unsigned n = std::thread::hardware_concurrency();
@@ -12,74 +24,88 @@ int ThreadPool::DefaultThreadCount() {
 
 ThreadPool::ThreadPool(int num_threads)
     : num_threads_(num_threads <= 0 ? DefaultThreadCount() : num_threads) {
-  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
 ThreadPool::~ThreadPool() {
+  stop_.store(true);
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
+    std::lock_guard<std::mutex> lock(sleep_mutex_);
   }
-  work_cv_.notify_all();
+  sleep_cv_.notify_all();
   for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::RunChunks() {
+  const int64_t chunks = num_chunks_, n = task_n_;
+  for (;;) {
+    int64_t c = next_chunk_.fetch_add(1);
+    if (c >= chunks) return;
+    (*task_)(c * n / chunks, (c + 1) * n / chunks);
+    chunks_done_.fetch_add(1);
+  }
 }
 
 void ThreadPool::ParallelFor(int64_t n, double cost_per_item,
                              const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  // Waking a thread costs a few microseconds; below ~20k cycles of work it does not pay.
+  // Handing work to another thread costs about a microsecond even when it is spinning; below
+  // ~20k cycles of work it does not pay.
   const double total_cost = static_cast<double>(n) * std::max(cost_per_item, 1.0);
   if (num_threads_ == 1 || n == 1 || total_cost < 20000.0) {
     fn(0, n);
     return;
   }
   std::lock_guard<std::mutex> region(region_mutex_);
-  // A few chunks per thread balance uneven work without much scheduling overhead.
+  // A few chunks per thread balance uneven work; each chunk is worth at least ~10k cycles.
   int64_t chunks = std::min<int64_t>(n, static_cast<int64_t>(num_threads_) * 4);
   chunks = std::max<int64_t>(1, std::min<int64_t>(chunks, static_cast<int64_t>(total_cost / 10000.0)));
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    task_ = &fn;
-    task_n_ = n;
-    num_chunks_ = chunks;
-    next_chunk_ = 0;
-    chunks_done_ = 0;
-    ++generation_;
+
+  generation_.fetch_add(1);  // odd: being written; workers keep out
+  while (active_.load() != 0) OF_CPU_RELAX();
+  task_ = &fn;
+  task_n_ = n;
+  num_chunks_ = chunks;
+  next_chunk_.store(0);
+  chunks_done_.store(0);
+  generation_.fetch_add(1);  // even: published
+  if (sleeping_.load() > 0) {
+    std::lock_guard<std::mutex> lock(sleep_mutex_);
+    sleep_cv_.notify_all();
   }
-  work_cv_.notify_all();
-  // The caller works too.
-  for (;;) {
-    int64_t c;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (next_chunk_ >= num_chunks_) break;
-      c = next_chunk_++;
-    }
-    fn(c * n / chunks, (c + 1) * n / chunks);
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++chunks_done_;
-  }
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_cv_.wait(lock, [&] { return chunks_done_ == num_chunks_; });
-  task_ = nullptr;
+  RunChunks();
+  while (chunks_done_.load() != chunks) OF_CPU_RELAX();
 }
 
-void ThreadPool::WorkerLoop(int) {
+void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
-  std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    work_cv_.wait(lock, [&] { return stop_ || (generation_ != seen && task_ != nullptr); });
-    if (stop_) return;
-    seen = generation_;
-    while (task_ != nullptr && next_chunk_ < num_chunks_) {
-      int64_t c = next_chunk_++;
-      const auto* task = task_;
-      int64_t n = task_n_, chunks = num_chunks_;
-      lock.unlock();
-      (*task)(c * n / chunks, (c + 1) * n / chunks);
-      lock.lock();
-      if (++chunks_done_ == num_chunks_) done_cv_.notify_all();
+    uint64_t g = generation_.load();
+    int spins = 0;
+    while ((g == seen || (g & 1)) && !stop_.load()) {
+      if (++spins < kSpinIterations) {
+        OF_CPU_RELAX();
+      } else {
+        std::unique_lock<std::mutex> lock(sleep_mutex_);
+        sleeping_.fetch_add(1);
+        sleep_cv_.wait(lock, [&] {
+          uint64_t now = generation_.load();
+          return stop_.load() || (now != seen && !(now & 1));
+        });
+        sleeping_.fetch_sub(1);
+        spins = 0;
+      }
+      g = generation_.load();
     }
+    if (stop_.load()) return;
+    active_.fetch_add(1);
+    if (generation_.load() != g) {  // a new region started being written meanwhile: retry
+      active_.fetch_sub(1);
+      continue;
+    }
+    RunChunks();
+    active_.fetch_sub(1);
+    seen = g;
   }
 }
 
