@@ -6,6 +6,10 @@
 
 namespace oneflow {
 
+namespace {
+constexpr size_t kMaxCachedPlans = 16;
+}  // namespace
+
 Executor::Executor(std::shared_ptr<const Graph> graph, int num_threads)
     : graph_(std::move(graph)), pool_(std::make_unique<ThreadPool>(num_threads)) {
   const Graph& g = *graph_;
@@ -167,6 +171,8 @@ std::vector<Tensor> Executor::Run(const std::vector<Tensor>& feeds) const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!plan) {
     auto built = BuildPlan(observed_bytes);
+    // Dynamic shapes could grow the cache without bound; keep the most useful few.
+    if (plans_.size() >= kMaxCachedPlans) plans_.erase(plans_.begin());
     plans_[key] = built;
     last_plan_ = built;
   } else if (arena) {

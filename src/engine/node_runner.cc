@@ -5,7 +5,7 @@
 
 namespace oneflow {
 
-NodeRunner::NodeRunner(const Graph& graph, const Node& node) : node_(node) {
+NodeRunner::NodeRunner(const Graph& graph, const Node& node) : node_(node), desc_(node.Describe()) {
   const KernelDef* def = KernelRegistry::Global().Find(node.domain, node.op_type, DeviceType::kCpu);
   OF_CHECK(def != nullptr, kUnsupported, "no CPU kernel for ", node.Describe());
   kind_ = def->kind;
@@ -15,7 +15,7 @@ NodeRunner::NodeRunner(const Graph& graph, const Node& node) : node_(node) {
 void NodeRunner::Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs, ThreadPool& pool,
                      const OutputAllocator& alloc) const {
   const size_t num_outputs = node_.outputs.size();
-  InferContext infer(node_.attrs, node_.opset, node_.Describe(), num_outputs);
+  InferContext infer(node_.attrs, node_.opset, desc_, num_outputs);
   std::vector<TensorType> input_types(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i] == nullptr) {
@@ -31,7 +31,7 @@ void NodeRunner::Run(const std::vector<const Tensor*>& inputs, std::vector<Tenso
   for (size_t i = 0; i < num_outputs; ++i) {
     if (node_.outputs[i] == kNoValue) continue;
     const TensorType& t = infer.output(i);
-    OF_CHECK(t.fully_known() && t.dtype != DType::kUndefined, kInternal, node_.Describe(),
+    OF_CHECK(t.fully_known() && t.dtype != DType::kUndefined, kInternal, desc_,
              ": output ", i, " shape not determined at run time (", t.ToString(), ")");
     if (kind_ == KernelKind::kView && i == 0) {
       OF_ASSERT(inputs.size() > 0 && inputs[0] != nullptr);

@@ -29,6 +29,7 @@ class NodeRunner {
 
  private:
   const Node& node_;
+  const std::string desc_;  // node_.Describe(), computed once for error messages
   KernelKind kind_;
   std::unique_ptr<OpKernel> kernel_;
 };

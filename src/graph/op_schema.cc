@@ -6,7 +6,7 @@
 namespace oneflow {
 
 const TensorType& InferContext::input_type(size_t i) const {
-  if (!has_input(i)) Fail(ErrorCode::kInvalidModel, node_desc_, ": input ", i, " is required but missing");
+  if (!has_input(i)) Fail(ErrorCode::kInvalidModel, *node_desc_, ": input ", i, " is required but missing");
   return *types_[i];
 }
 

@@ -20,8 +20,9 @@ namespace oneflow {
 // logic is written once.
 class InferContext {
  public:
-  InferContext(const AttrMap& attrs, int opset, std::string node_desc, size_t num_outputs)
-      : attrs_(attrs), opset_(opset), node_desc_(std::move(node_desc)), outputs_(num_outputs) {}
+  // `node_desc` (used in error messages) must outlive the context.
+  InferContext(const AttrMap& attrs, int opset, const std::string& node_desc, size_t num_outputs)
+      : attrs_(attrs), opset_(opset), node_desc_(&node_desc), outputs_(num_outputs) {}
 
   void AddInput(const TensorType* type, const Tensor* value) { types_.push_back(type); values_.push_back(value); }
 
@@ -34,7 +35,7 @@ class InferContext {
   const Tensor* input_value(size_t i) const { return i < values_.size() ? values_[i] : nullptr; }
   const AttrMap& attrs() const { return attrs_; }
   int opset() const { return opset_; }
-  const std::string& node() const { return node_desc_; }  // for error messages
+  const std::string& node() const { return *node_desc_; }  // for error messages
 
   void set_output(size_t i, TensorType t);
   const TensorType& output(size_t i) const { return outputs_[i]; }
@@ -43,13 +44,13 @@ class InferContext {
   // Fails with kInvalidModel (statically) naming this node; use for shape/dtype mismatches.
   template <typename... Args>
   [[noreturn]] void Error(const Args&... args) const {
-    Fail(ErrorCode::kInvalidArgument, node_desc_, ": ", args...);
+    Fail(ErrorCode::kInvalidArgument, *node_desc_, ": ", args...);
   }
 
  private:
   const AttrMap& attrs_;
   int opset_;
-  std::string node_desc_;
+  const std::string* node_desc_;
   std::vector<const TensorType*> types_;
   std::vector<const Tensor*> values_;
   std::vector<TensorType> outputs_;

@@ -24,7 +24,8 @@ void InferShapes(Graph& g) {
   for (int idx : g.TopologicalOrder()) {
     Node& n = g.nodes[static_cast<size_t>(idx)];
     OF_ASSERT(n.schema != nullptr);
-    InferContext ctx(n.attrs, n.opset, n.Describe(), n.outputs.size());
+    const std::string desc = n.Describe();
+    InferContext ctx(n.attrs, n.opset, desc, n.outputs.size());
     for (int v : n.inputs) {
       if (v == kNoValue) {
         ctx.AddInput(nullptr, nullptr);
