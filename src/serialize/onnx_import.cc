@@ -266,14 +266,6 @@ Graph GraphFromModel(const onnx::ModelProto& model, const ImportContext& ctx) {
 
 }  // namespace
 
-bool LooksLikeOnnx(const void* data, size_t size) {
-  // ModelProto starts with a field tag; ir_version (1, varint) or another known field.
-  if (size < 2) return false;
-  unsigned char tag = static_cast<const unsigned char*>(data)[0];
-  return tag == 0x08 || tag == 0x12 || tag == 0x1a || tag == 0x22 || tag == 0x2a || tag == 0x32 ||
-         tag == 0x3a || tag == 0x40 || tag == 0x42 || tag == 0x72;
-}
-
 Graph LoadOnnxBytes(const void* data, size_t size, const std::string& external_data_dir) {
   OF_REQUIRE(data != nullptr || size == 0, "model data is null");
   OF_CHECK(size > 0, kInvalidModel, "the model is empty (0 bytes)");

@@ -20,7 +20,4 @@ Graph LoadOnnxBytes(const void* data, size_t size, const std::string& external_d
 // when non-null. External data is refused.
 Tensor LoadOnnxTensorBytes(const void* data, size_t size, std::string* out_name = nullptr);
 
-// True when the bytes look like an ONNX ModelProto rather than another format (a cheap sniff).
-bool LooksLikeOnnx(const void* data, size_t size);
-
 }  // namespace oneflow
