@@ -52,7 +52,7 @@ class Library:
 
     def __init__(self, path):
         if not os.path.exists(path):
-            raise FileNotFoundError(f"{path} not found (build it: cmake --build build --target liboneflow.so)")
+            raise FileNotFoundError(f"{path} not found (build it: bench/run.sh does, or ninja -C build liboneflow.so)")
         lib = ctypes.CDLL(os.path.abspath(path))
         self._lib = lib
 

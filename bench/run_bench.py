@@ -44,7 +44,7 @@ def compare(ours, ref):
         if a.size == 0:
             continue
         a64, r64 = a.astype(np.float64), r.astype(np.float64)
-        tol = RTOL * max(1.0, float(np.max(np.abs(r64))))
+        tol = RTOL * max(1.0, float(np.max(np.abs(r64[~np.isnan(r64)]), initial=0.0)))
         if not np.array_equal(np.isnan(a64), np.isnan(r64)):
             err = math.inf
         else:
@@ -113,9 +113,14 @@ def bench_one(lib, lib_error, name, path, batch, threads, iters, warmup, max_sec
     per_iter = {}
     for key, fn in engines:
         t0 = time.perf_counter()
-        for _ in range(max(1, warmup)):
+        fn()
+        first = time.perf_counter() - t0
+        # A very slow engine gets fewer warmup runs (at most ~20% of the time budget).
+        extra = warmup - 1 if max_seconds <= 0 else min(warmup - 1, int(0.2 * max_seconds / max(first, 1e-9)))
+        t0 = time.perf_counter()
+        for _ in range(max(0, extra)):
             fn()
-        per_iter[key] = (time.perf_counter() - t0) / max(1, warmup)
+        per_iter[key] = (time.perf_counter() - t0) / extra if extra > 0 else first
     n = iters
     if max_seconds > 0:
         n = max(min(iters, 5), min(iters, int(max_seconds / max(max(per_iter.values()), 1e-9))))
@@ -212,6 +217,19 @@ def machine_info():
             "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
 
 
+def build_type(lib_path):
+    """CMAKE_BUILD_TYPE of the build dir holding the library, when it is one (else None)."""
+    cache = os.path.join(os.path.dirname(os.path.abspath(lib_path)), "CMakeCache.txt")
+    try:
+        with open(cache) as f:
+            for line in f:
+                if line.startswith("CMAKE_BUILD_TYPE:"):
+                    return line.split("=", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
 def resolve_lib(path):
     if os.path.isabs(path) or os.path.exists(path):
         return path
@@ -229,7 +247,7 @@ def main(argv=None):
                     help="timed iterations per engine and row (default: per model, mlp/cnn 200, transformer 30, "
                          "resnet18 50)")
     ap.add_argument("--warmup", type=int, default=5, help="untimed runs per engine before timing (default 5)")
-    ap.add_argument("--max-seconds", type=float, default=15.0,
+    ap.add_argument("--max-seconds", type=float, default=10.0,
                     help="cap on the timed seconds per engine and row: fewer iterations (>= 5) for slow "
                          "engines; 0 disables (default %(default)s)")
     ap.add_argument("--lib", default="build/liboneflow.so", help="path to liboneflow.so (default %(default)s)")
@@ -251,7 +269,10 @@ def main(argv=None):
     except OSError as exc:
         lib_error = f"cannot load {lib_path}: {exc}"
         log(f"warning: {lib_error}; timing onnxruntime only")
-    log(f"OneFlow {lib_version or '-'} ({lib_path}) vs onnxruntime {ort.__version__}")
+    btype = build_type(lib_path)
+    if btype not in (None, "Release"):
+        log(f"warning: {lib_path} comes from a '{btype}' build; timings are only meaningful for Release")
+    log(f"OneFlow {lib_version or '-'} ({lib_path}, {btype or 'build type unknown'}) vs onnxruntime {ort.__version__}")
 
     rows = []
     t_start = time.time()
@@ -275,7 +296,8 @@ def main(argv=None):
 
     if args.json:
         meta = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "oneflow_version": lib_version,
-                "oneflow_lib": os.path.abspath(lib_path), "onnxruntime_version": ort.__version__,
+                "oneflow_lib": os.path.abspath(lib_path), "oneflow_build_type": btype,
+                "onnxruntime_version": ort.__version__,
                 "rtol": RTOL, "args": vars(args), "machine": machine_info(), "elapsed_s": elapsed}
         with open(args.json, "w") as f:
             json.dump(_finite({"meta": meta, "rows": rows}), f, indent=1)
