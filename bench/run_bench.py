@@ -81,14 +81,19 @@ def error_status(exc):
 
 
 def bench_one(lib, lib_error, name, path, batch, threads, iters, warmup, max_seconds, log):
-    """One table row: both engines on one (model, batch, threads)."""
-    row = {"model": name, "batch": batch, "threads": threads, "ours": None, "ort": None,
-           "ours_status": "OK", "ours_message": "", "check": None}
+    """One table row: both engines on one (model, batch, threads). A failure of either engine
+    (unsupported op, load error) is recorded in the row and the other engine is still timed."""
+    row = {"model": name, "batch": batch, "threads": threads, "ours": None, "ort": None, "ratio_p50": None,
+           "ours_status": "OK", "ours_message": "", "ort_status": "OK", "ort_message": "", "check": None}
     feeds = make_models.make_inputs(name, batch)
-    ort_sess = make_ort_session(path, threads)
-    ort_names = [o.name for o in ort_sess.get_outputs()]
-    run_ort = lambda: ort_sess.run(ort_names, feeds)  # noqa: E731
-    ref = run_ort()
+    ort_sess = ref = None
+    try:
+        ort_sess = make_ort_session(path, threads)
+        ort_names = [o.name for o in ort_sess.get_outputs()]
+        ref = ort_sess.run(ort_names, feeds)
+    except Exception as exc:
+        row["ort_status"], row["ort_message"] = "ERROR", f"{type(exc).__name__}: {exc}"
+        ort_sess = None
 
     ours = None
     if lib is None:
@@ -97,19 +102,44 @@ def bench_one(lib, lib_error, name, path, batch, threads, iters, warmup, max_sec
         try:
             ours = oneflow_ctypes.Session(lib, path, threads=threads)
             got = ours.run(feeds)
-            # Our outputs in ORT's order (both follow the graph's declaration order, but be sure).
-            got = [got[ours.output_names.index(n)] for n in ort_names]
-            ok, err, tol, detail = compare(got, ref)
-            row["check"] = {"ok": ok, "max_abs_err": err, "tol": tol, "detail": detail}
+            if ref is not None:
+                # Our outputs in ORT's order (both follow the graph's declaration order, but be sure).
+                got = [got[ours.output_names.index(n)] for n in ort_names]
+                ok, err, tol, detail = compare(got, ref)
+                row["check"] = {"ok": ok, "max_abs_err": err, "tol": tol, "detail": detail}
         except Exception as exc:  # an unsupported op must give a row, not end the bench
             row["ours_status"], row["ours_message"] = error_status(exc)
             if ours is not None:
                 ours.close()
             ours = None
-    run_ours = (lambda: ours.run(feeds)) if ours is not None else None
 
-    # Warmup, then size the timed run so that no engine spends more than max_seconds on it.
-    engines = [("ort", run_ort)] + ([("ours", run_ours)] if run_ours else [])
+    engines = []
+    if ort_sess is not None:
+        engines.append(("ort", lambda: ort_sess.run(ort_names, feeds)))
+    if ours is not None:
+        engines.append(("ours", lambda: ours.run(feeds)))
+    n = 0
+    try:
+        n = time_engines(engines, iters, warmup, max_seconds, row)
+    except Exception as exc:  # a failure while timing (after a good first run) is still a row
+        key = "ours" if isinstance(exc, oneflow_ctypes.OneflowError) else "ort"
+        row[key] = None
+        row[key + "_status"], row[key + "_message"] = error_status(exc)
+    if ours is not None:
+        ours.close()
+    if row["ours"] and row["ort"]:
+        row["ratio_p50"] = row["ours"]["p50_ms"] / row["ort"]["p50_ms"]
+    desc = lambda k: (f"{row[k]['p50_ms']:.3f} ms" if row[k] else row[k + "_status"])  # noqa: E731
+    ratio = f", ratio {row['ratio_p50']:.2f}" if row["ratio_p50"] else ""
+    log(f"  {name} batch={batch} threads={threads}: ORT {desc('ort')}, ours {desc('ours')}{ratio} ({n} iters)")
+    return row
+
+
+def time_engines(engines, iters, warmup, max_seconds, row):
+    """Warms up, then times every engine for the same number of runs, alternating blocks; stores
+    stats in row[key]. Returns the number of timed runs per engine."""
+    if not engines:
+        return 0
     per_iter = {}
     for key, fn in engines:
         t0 = time.perf_counter()
@@ -121,6 +151,7 @@ def bench_one(lib, lib_error, name, path, batch, threads, iters, warmup, max_sec
         for _ in range(max(0, extra)):
             fn()
         per_iter[key] = (time.perf_counter() - t0) / extra if extra > 0 else first
+    # Size the timed run so that no engine spends more than max_seconds on it (but >= 5 runs).
     n = iters
     if max_seconds > 0:
         n = max(min(iters, 5), min(iters, int(max_seconds / max(max(per_iter.values()), 1e-9))))
@@ -136,16 +167,9 @@ def bench_one(lib, lib_error, name, path, batch, threads, iters, warmup, max_sec
                 t0 = time.perf_counter_ns()
                 fn()
                 s.append(time.perf_counter_ns() - t0)
-    row["ort"] = stats(samples["ort"])
-    if run_ours:
-        row["ours"] = stats(samples["ours"])
-        row["ratio_p50"] = row["ours"]["p50_ms"] / row["ort"]["p50_ms"]
-        ours.close()
-    del ort_sess
-    desc = (f"ours {row['ours']['p50_ms']:.3f} ms, ratio {row['ratio_p50']:.2f}" if row["ours"]
-            else f"ours {row['ours_status']}")
-    log(f"  {name} batch={batch} threads={threads}: ORT {row['ort']['p50_ms']:.3f} ms, {desc} ({n} iters)")
-    return row
+    for key, s in samples.items():
+        row[key] = stats(s)
+    return n
 
 
 def _finite(obj):
@@ -163,23 +187,33 @@ def fmt_ms(x):
     return f"{x:.3f}" if x < 10 else f"{x:.2f}" if x < 100 else f"{x:.1f}"
 
 
+def one_line(msg, limit=240):
+    """A message fit for a table cell: whitespace collapsed, long ones cut (JSON keeps them whole)."""
+    msg = " ".join(str(msg).split())
+    return msg if len(msg) <= limit else msg[:limit - 3] + "..."
+
+
 def print_table(rows, out=sys.stdout):
     head = f"{'model':<12} {'batch':>5} {'thr':>3} {'ours p50 ms':>12} {'ORT p50 ms':>11} {'ours/ORT':>9}  " \
            f"{'ours p90':>9} {'ORT p90':>9} {'iters':>5}  check"
     print(head, file=out)
     print("-" * len(head), file=out)
     for r in rows:
-        ort = r["ort"]
-        prefix = f"{r['model']:<12} {r['batch']:>5} {r['threads']:>3}"
-        if r["ours"] is None:
-            print(f"{prefix} {'-':>12} {fmt_ms(ort['p50_ms']):>11} {'-':>9}  {'-':>9} "
-                  f"{fmt_ms(ort['p90_ms']):>9} {ort['iters']:>5}  ours: {r['ours_status']}: {r['ours_message']}",
-                  file=out)
-            continue
-        c = r["check"]
-        check = (f"ok (err {c['max_abs_err']:.1e})" if c["ok"] else f"MISMATCH: {c['detail']}")
-        print(f"{prefix} {fmt_ms(r['ours']['p50_ms']):>12} {fmt_ms(ort['p50_ms']):>11} {r['ratio_p50']:>9.2f}  "
-              f"{fmt_ms(r['ours']['p90_ms']):>9} {fmt_ms(ort['p90_ms']):>9} {ort['iters']:>5}  {check}", file=out)
+        ours, ort = r["ours"], r["ort"]
+        cell = lambda st, key, w: f"{fmt_ms(st[key]) if st else '-':>{w}}"  # noqa: E731
+        ratio = f"{r['ratio_p50']:>9.2f}" if r["ratio_p50"] else f"{'-':>9}"
+        iters = (ours or ort or {}).get("iters", 0)
+        notes = []
+        if r["ort"] is None:
+            notes.append(f"ORT: {r['ort_status']}: {one_line(r['ort_message'])}")
+        if ours is None:
+            notes.append(f"ours: {r['ours_status']}: {one_line(r['ours_message'])}")
+        elif r["check"] is not None:
+            c = r["check"]
+            notes.append(f"ok (err {c['max_abs_err']:.1e})" if c["ok"] else f"MISMATCH: {c['detail']}")
+        print(f"{r['model']:<12} {r['batch']:>5} {r['threads']:>3} {cell(ours, 'p50_ms', 12)} "
+              f"{cell(ort, 'p50_ms', 11)} {ratio}  {cell(ours, 'p90_ms', 9)} {cell(ort, 'p90_ms', 9)} "
+              f"{iters:>5}  {'; '.join(notes)}", file=out)
 
 
 def print_model_checks(rows, out=sys.stdout):
@@ -187,17 +221,20 @@ def print_model_checks(rows, out=sys.stdout):
     print("\nOutput agreement with onnxruntime (max abs err <= 1e-4 * max(1, max|ref|)):", file=out)
     for model in dict.fromkeys(r["model"] for r in rows):
         mine = [r for r in rows if r["model"] == model]
-        failed = [r for r in mine if r["ours"] is None]
+        failed = [r for r in mine if r["check"] is None]
         checks = [r["check"] for r in mine if r["check"] is not None]
         if failed and not checks:
-            print(f"  {model:<12} NOT RUN  ({failed[0]['ours_status']}: {failed[0]['ours_message']})", file=out)
+            f0 = failed[0]
+            why = one_line(f"ours: {f0['ours_status']}: {f0['ours_message']}" if f0["ours_status"] != "OK"
+                           else f"ORT: {f0['ort_status']}: {f0['ort_message']}")
+            print(f"  {model:<12} NOT RUN  ({why})", file=out)
             continue
         bad = [c for c in checks if not c["ok"]]
         worst = max(checks, key=lambda c: c["max_abs_err"] / c["tol"] if c["tol"] else math.inf)
         verdict = "MISMATCH" if bad else "OK      "
         extra = f"  {bad[0]['detail']}" if bad else ""
         if failed:
-            extra += f"  (some rows not run: {failed[0]['ours_status']})"
+            extra += "  (some rows not compared)"
         print(f"  {model:<12} {verdict} max abs err {worst['max_abs_err']:.2e} (tol {worst['tol']:.2e}){extra}",
               file=out)
 
@@ -288,7 +325,7 @@ def main(argv=None):
     print()
     print_table(rows)
     print_model_checks(rows)
-    ratios = [r["ratio_p50"] for r in rows if r["ours"] is not None]
+    ratios = [r["ratio_p50"] for r in rows if r["ratio_p50"]]
     if ratios:
         gm = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
         print(f"\nGeometric mean of ours/ORT p50 over {len(ratios)} rows: {gm:.2f} "
