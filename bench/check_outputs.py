@@ -71,7 +71,9 @@ def check_one(cli, name, path, batch, threads, work, timeout):
         file = os.path.join(out_dir, sanitize(out_name) + ".npy")
         if not os.path.exists(file):
             present = ", ".join(sorted(os.listdir(out_dir))) or "nothing"
-            return False, f"missing output {out_name!r}: {file} not written (the dir holds: {present})"
+            said = tail(proc.stdout + proc.stderr, 200)
+            return False, (f"missing output {out_name!r}: {os.path.basename(file)} not written (the output dir "
+                           f"holds: {present})" + (f"; the CLI printed: {said!r}" if said else ""))
         try:
             got.append(np.load(file, allow_pickle=False))
         except Exception as exc:  # a malformed .npy is a failure of the CLI, reported as such

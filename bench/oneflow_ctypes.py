@@ -170,7 +170,7 @@ class Session:
             self._drop_feeds()
             self._feed_tensors = self._make_feed_tensors(feeds)
             self._feed_key = key
-        _, arrays, c_names, tensors = self._feed_tensors
+        originals, arrays, c_names, tensors = self._feed_tensors
         n_out = self._n_out
         outs = (ctypes.c_void_p * max(n_out, 1))()
         try:
@@ -180,13 +180,17 @@ class Session:
             for t in outs:
                 if t:
                     self._release(t)
+            if any(a is not o for a, o in zip(arrays, originals)):
+                # A non-contiguous input was copied: the copy would not see later writes to the
+                # caller's array, so it is not reused.
+                self._drop_feeds()
 
     def _make_feed_tensors(self, feeds):
         names = list(feeds)
         # Keep references to the fed arrays (and contiguous copies) while the tensors borrow them.
         arrays = [np.ascontiguousarray(feeds[n]) for n in names]
         tensors = (ctypes.c_void_p * max(len(names), 1))()
-        entry = (feeds, arrays, (ctypes.c_char_p * max(len(names), 1))(*[n.encode() for n in names]), tensors)
+        entry = (tuple(feeds[n] for n in names), arrays, (ctypes.c_char_p * max(len(names), 1))(*[n.encode() for n in names]), tensors)
         try:
             for i, a in enumerate(arrays):
                 code = _NP_TO_CODE.get(a.dtype)
