@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""Generates the bench models (ONNX, opset 17) with onnx.helper and seeded numpy weights.
+
+The models are written to bench/models/ (git-ignored) and never committed: the same seed always
+produces the same files. Each model is checked with onnx.checker and, unless --no-verify, run once
+in onnxruntime. Usage: python3 bench/make_models.py [--models mlp,cnn,...] [--force] [--out DIR]
+
+MODELS below is also the bench's registry: for each model, its file name, the batch sizes to bench,
+the default iteration count and how to make its inputs, so run_bench.py and check_outputs.py share
+one definition.
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_OUT = os.path.join(HERE, "models")
+
+
+class _Builder:
+    """Accumulates nodes and initializers; names are generated so graphs read like an exporter's."""
+
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+        self.nodes = []
+        self.inits = []
+        self._n = 0
+
+    def _name(self, prefix):
+        self._n += 1
+        return f"{prefix}_{self._n}"
+
+    def const(self, prefix, array):
+        name = self._name(prefix)
+        self.inits.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def weight(self, prefix, shape, fan_in, gain=2.0):
+        """He-style init so activations keep a sane magnitude through deep stacks."""
+        w = self.rng.standard_normal(shape, dtype=np.float32) * np.float32(np.sqrt(gain / fan_in))
+        return self.const(prefix, w.astype(np.float32))
+
+    def bias(self, prefix, n, scale=0.1):
+        return self.const(prefix, (self.rng.standard_normal(n) * scale).astype(np.float32))
+
+    def op(self, op_type, inputs, prefix=None, **attrs):
+        out = self._name(prefix or op_type.lower())
+        self.nodes.append(helper.make_node(op_type, list(inputs), [out], name=self._name(op_type), **attrs))
+        return out
+
+    def model(self, name, inputs, outputs, final_names):
+        # Rename the last value of each output so graph outputs have stable, readable names.
+        for node in self.nodes:
+            for i, o in enumerate(node.output):
+                if o in final_names:
+                    node.output[i] = final_names[o]
+        graph = helper.make_graph(self.nodes, name, inputs, outputs, self.inits)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                              producer_name="oneflow-bench")
+        m.ir_version = 8  # readable by every onnxruntime that knows opset 17
+        return m
+
+
+def _f32(name, dims):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, dims)
+
+
+# ---- mlp: 784-1024-1024-10 ------------------------------------------------------------------
+
+def make_mlp(seed=1):
+    b = _Builder(seed)
+    x = "input"
+    dims = [784, 1024, 1024, 10]
+    for i in range(3):
+        w = b.weight(f"fc{i}.weight", (dims[i], dims[i + 1]), dims[i])
+        x = b.op("MatMul", [x, w])
+        x = b.op("Add", [x, b.bias(f"fc{i}.bias", dims[i + 1])])
+        if i < 2:
+            x = b.op("Relu", [x])
+    return b.model("mlp", [_f32("input", ["N", 784])], [_f32("logits", ["N", 10])], {x: "logits"})
+
+
+# ---- cnn: 2x (Conv3x3 + Relu + MaxPool) + Gemm 128 + Relu + Gemm 10 on 3x32x32 -----------------
+
+def make_cnn(seed=2):
+    b = _Builder(seed)
+    x = "input"
+    cin = 3
+    for i, cout in enumerate([32, 64]):
+        w = b.weight(f"conv{i}.weight", (cout, cin, 3, 3), cin * 9)
+        x = b.op("Conv", [x, w, b.bias(f"conv{i}.bias", cout)], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                 strides=[1, 1], dilations=[1, 1], group=1)
+        x = b.op("Relu", [x])
+        x = b.op("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+        cin = cout
+    x = b.op("Flatten", [x], axis=1)
+    # Exporters write nn.Linear as Gemm with transB=1 (weight stored [out, in]).
+    x = b.op("Gemm", [x, b.weight("fc0.weight", (128, 64 * 8 * 8), 64 * 8 * 8), b.bias("fc0.bias", 128)],
+             alpha=1.0, beta=1.0, transB=1)
+    x = b.op("Relu", [x])
+    x = b.op("Gemm", [x, b.weight("fc1.weight", (10, 128), 128), b.bias("fc1.bias", 10)],
+             alpha=1.0, beta=1.0, transB=1)
+    return b.model("cnn", [_f32("input", ["N", 3, 32, 32])], [_f32("logits", ["N", 10])], {x: "logits"})
+
+
+# ---- transformer: 4-layer post-LN encoder, d=256, 4 heads, ffn 1024, erf-GELU ----------------------
+
+def make_transformer(seed=3, layers=4, d=256, heads=4, ffn=1024):
+    b = _Builder(seed)
+    dh = d // heads
+    x = "input"
+
+    def linear(x, fin, fout, prefix):
+        x = b.op("MatMul", [x, b.weight(prefix + ".weight", (fin, fout), fin, gain=1.0)])
+        return b.op("Add", [x, b.bias(prefix + ".bias", fout, 0.02)])
+
+    def layer_norm(x, prefix):
+        scale = b.const(prefix + ".weight", (1 + 0.1 * b.rng.standard_normal(d)).astype(np.float32))
+        return b.op("LayerNormalization", [x, scale, b.bias(prefix + ".bias", d, 0.05)], axis=-1,
+                    epsilon=1e-5)
+
+    split_heads = b.const("shape_split_heads", np.array([0, 0, heads, dh], dtype=np.int64))
+    merge_heads = b.const("shape_merge_heads", np.array([0, 0, d], dtype=np.int64))
+    inv_scale = b.const("sqrt_head_dim", np.array(np.sqrt(dh), dtype=np.float32))
+    sqrt2 = b.const("sqrt2", np.array(np.sqrt(2.0), dtype=np.float32))
+    one = b.const("one", np.array(1.0, dtype=np.float32))
+    half = b.const("half", np.array(0.5, dtype=np.float32))
+
+    for l in range(layers):
+        p = f"layer{l}"
+        q = b.op("Reshape", [linear(x, d, d, p + ".q"), split_heads])
+        k = b.op("Reshape", [linear(x, d, d, p + ".k"), split_heads])
+        v = b.op("Reshape", [linear(x, d, d, p + ".v"), split_heads])
+        q = b.op("Transpose", [q], perm=[0, 2, 1, 3])      # [B, H, S, dh]
+        k = b.op("Transpose", [k], perm=[0, 2, 3, 1])      # [B, H, dh, S]
+        v = b.op("Transpose", [v], perm=[0, 2, 1, 3])      # [B, H, S, dh]
+        scores = b.op("Div", [b.op("MatMul", [q, k]), inv_scale])
+        probs = b.op("Softmax", [scores], axis=-1)
+        ctx = b.op("Transpose", [b.op("MatMul", [probs, v])], perm=[0, 2, 1, 3])
+        ctx = b.op("Reshape", [ctx, merge_heads])
+        x = layer_norm(b.op("Add", [x, linear(ctx, d, d, p + ".attn_out")]), p + ".ln1")
+        h = linear(x, d, ffn, p + ".ffn1")
+        # GELU as exporters write it: 0.5 * h * (1 + erf(h / sqrt(2))).
+        g = b.op("Add", [b.op("Erf", [b.op("Div", [h, sqrt2])]), one])
+        h = b.op("Mul", [b.op("Mul", [h, g]), half])
+        x = layer_norm(b.op("Add", [x, linear(h, ffn, d, p + ".ffn2")]), p + ".ln2")
+    return b.model("transformer", [_f32("input", ["batch", "seq", d])], [_f32("output", ["batch", "seq", d])],
+                   {x: "output"})
+
+
+# ---- resnet18: torchvision layout, explicit BatchNormalization after every conv -------------------
+
+def make_resnet18(seed=4, num_classes=1000):
+    b = _Builder(seed)
+
+    def conv_bn(x, cin, cout, k, stride, prefix, relu):
+        w = b.weight(prefix + ".conv.weight", (cout, cin, k, k), cin * k * k)
+        pad = k // 2
+        x = b.op("Conv", [x, w], kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4,
+                 dilations=[1, 1], group=1)
+        scale = b.const(prefix + ".bn.weight", b.rng.uniform(0.5, 1.0, cout).astype(np.float32))
+        shift = b.bias(prefix + ".bn.bias", cout, 0.1)
+        mean = b.bias(prefix + ".bn.running_mean", cout, 0.1)
+        var = b.const(prefix + ".bn.running_var", b.rng.uniform(0.5, 1.5, cout).astype(np.float32))
+        x = b.op("BatchNormalization", [x, scale, shift, mean, var], epsilon=1e-5, momentum=0.9)
+        return b.op("Relu", [x]) if relu else x
+
+    x = conv_bn("input", 3, 64, 7, 2, "conv1", relu=True)
+    x = b.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin = 64
+    for stage, cout in enumerate([64, 128, 256, 512]):
+        for blk in range(2):
+            p = f"layer{stage + 1}.{blk}"
+            stride = 2 if (stage > 0 and blk == 0) else 1
+            y = conv_bn(x, cin, cout, 3, stride, p + ".1", relu=True)
+            y = conv_bn(y, cout, cout, 3, 1, p + ".2", relu=False)
+            identity = x
+            if stride != 1 or cin != cout:
+                identity = conv_bn(x, cin, cout, 1, stride, p + ".downsample", relu=False)
+            x = b.op("Relu", [b.op("Add", [y, identity])])
+            cin = cout
+    x = b.op("GlobalAveragePool", [x])
+    x = b.op("Flatten", [x], axis=1)
+    x = b.op("Gemm", [x, b.weight("fc.weight", (num_classes, 512), 512, gain=1.0), b.bias("fc.bias", num_classes)],
+             alpha=1.0, beta=1.0, transB=1)
+    return b.model("resnet18", [_f32("input", ["N", 3, 224, 224])], [_f32("logits", ["N", num_classes])],
+                   {x: "logits"})
+
+
+# ---- tiny: Add + Relu on two inputs (a smoke test of the harness itself) ------------------------------
+
+def make_tiny(seed=5):
+    b = _Builder(seed)
+    y = b.op("Relu", [b.op("Add", ["a", "b"])])
+    return b.model("tiny", [_f32("a", ["N", 4096]), _f32("b", ["N", 4096])], [_f32("y", ["N", 4096])], {y: "y"})
+
+
+# ---- registry ------------------------------------------------------------------------------------
+
+def _image_inputs(shape):
+    return lambda batch, rng: {"input": rng.standard_normal((batch,) + shape, dtype=np.float32)}
+
+
+MODELS = {
+    # name: builder, batches to bench, default timed iterations, inputs(batch, rng)
+    "mlp": dict(make=make_mlp, batches=[1, 64], iters=200, inputs=_image_inputs((784,))),
+    "cnn": dict(make=make_cnn, batches=[1, 16], iters=200, inputs=_image_inputs((3, 32, 32))),
+    "transformer": dict(make=make_transformer, batches=[8], iters=30,
+                        inputs=lambda batch, rng: {"input": rng.standard_normal((batch, 128, 256), dtype=np.float32)}),
+    "resnet18": dict(make=make_resnet18, batches=[1], iters=50, inputs=_image_inputs((3, 224, 224))),
+    "tiny": dict(make=make_tiny, batches=[1, 64], iters=200,
+                 inputs=lambda batch, rng: {"a": rng.standard_normal((batch, 4096), dtype=np.float32),
+                                            "b": rng.standard_normal((batch, 4096), dtype=np.float32)}),
+}
+DEFAULT_MODELS = ["mlp", "cnn", "transformer", "resnet18"]
+
+
+def model_path(name, out_dir=DEFAULT_OUT):
+    return os.path.join(out_dir, name + ".onnx")
+
+
+def make_inputs(name, batch, seed=0):
+    """The bench inputs for `name` at `batch`: deterministic for a (name, batch, seed)."""
+    rng = np.random.default_rng([seed, batch, sum(map(ord, name))])
+    return MODELS[name]["inputs"](batch, rng)
+
+
+def verify_with_ort(path, name):
+    import onnxruntime as ort
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    batch = MODELS[name]["batches"][0]
+    outs = sess.run(None, make_inputs(name, batch))
+    for o in outs:
+        if not np.all(np.isfinite(o)):
+            raise RuntimeError(f"{name}: onnxruntime produced non-finite outputs")
+    return [o.shape for o in outs]
+
+
+def ensure(names, out_dir=DEFAULT_OUT, force=False, verify=True, log=print):
+    """Writes each missing (or, with force, every) model; returns {name: path}."""
+    os.makedirs(out_dir, exist_ok=True)
+    paths = {}
+    for name in names:
+        if name not in MODELS:
+            raise KeyError(f"unknown model {name!r} (known: {', '.join(MODELS)})")
+        path = model_path(name, out_dir)
+        if force or not os.path.exists(path):
+            model = MODELS[name]["make"]()
+            onnx.checker.check_model(model, full_check=True)
+            tmp = path + ".tmp"
+            onnx.save(model, tmp)
+            if verify:
+                shapes = verify_with_ort(tmp, name)
+            os.replace(tmp, path)
+            log(f"wrote {os.path.relpath(path)} ({os.path.getsize(path) / 1e6:.1f} MB, "
+                f"{len(model.graph.node)} nodes" + (f", ORT output {shapes}" if verify else "") + ")")
+        paths[name] = path
+    return paths
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default=",".join(DEFAULT_MODELS + ["tiny"]),
+                    help=f"comma-separated subset of: {', '.join(MODELS)}")
+    ap.add_argument("--out", default=DEFAULT_OUT, help="output directory (default bench/models)")
+    ap.add_argument("--force", action="store_true", help="regenerate even if the file exists")
+    ap.add_argument("--no-verify", action="store_true", help="skip the onnxruntime smoke run")
+    args = ap.parse_args(argv)
+    ensure([m for m in args.models.split(",") if m], args.out, args.force, not args.no_verify)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

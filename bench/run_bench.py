@@ -1,0 +1,348 @@
+#!/usr/bin/env python3
+"""Benchmarks OneFlow (liboneflow.so through its C ABI) against onnxruntime on the same inputs.
+
+For every model, batch size and thread count: both engines run the same numpy inputs; outputs are
+compared (max abs error <= 1e-4 * max(1, max|ORT output|)); then both are timed for the same number
+of iterations after a warmup, alternating engines block by block so machine drift hits both alike.
+Prints a table (p50 latencies and the ratio ours/ORT: < 1.0 means OneFlow is faster) and optionally
+writes every number as JSON. Models are generated into bench/models/ on first use.
+
+    python3 bench/run_bench.py [--models mlp,cnn] [--threads 1,2] [--iters N] [--json out.json]
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import make_models  # noqa: E402
+import oneflow_ctypes  # noqa: E402
+
+RTOL = 1e-4
+
+
+def compare(ours, ref):
+    """Returns (ok, max_abs_err, tolerance, detail) for two lists of arrays (ours vs reference)."""
+    if len(ours) != len(ref):
+        return False, math.inf, 0.0, f"{len(ours)} outputs, reference has {len(ref)}"
+    worst, tol_used, detail = 0.0, 0.0, ""
+    ok = True
+    for i, (a, r) in enumerate(zip(ours, ref)):
+        if a.shape != r.shape:
+            return False, math.inf, 0.0, f"output {i}: shape {a.shape}, reference {r.shape}"
+        if a.dtype != r.dtype:
+            return False, math.inf, 0.0, f"output {i}: dtype {a.dtype}, reference {r.dtype}"
+        if a.size == 0:
+            continue
+        a64, r64 = a.astype(np.float64), r.astype(np.float64)
+        tol = RTOL * max(1.0, float(np.max(np.abs(r64[~np.isnan(r64)]), initial=0.0)))
+        if not np.array_equal(np.isnan(a64), np.isnan(r64)):
+            err = math.inf
+        else:
+            err = float(np.nanmax(np.abs(a64 - r64))) if not np.isnan(r64).all() else 0.0
+        if err > tol and ok:
+            ok = False
+            detail = f"output {i}: max abs err {err:.3g} > tol {tol:.3g}"
+        if tol_used == 0.0 or err / tol > worst / tol_used:
+            worst, tol_used = err, tol
+    return ok, worst, tol_used, detail
+
+
+def make_ort_session(path, threads):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def stats(samples_ns):
+    ms = np.asarray(samples_ns, dtype=np.float64) / 1e6
+    return {"p50_ms": float(np.percentile(ms, 50)), "p90_ms": float(np.percentile(ms, 90)),
+            "mean_ms": float(ms.mean()), "min_ms": float(ms.min()), "iters": int(ms.size)}
+
+
+def error_status(exc):
+    if isinstance(exc, oneflow_ctypes.OneflowError):
+        kind = "UNSUPPORTED" if exc.code_name == "UNSUPPORTED" else f"ERROR {exc.code_name}"
+        return kind, exc.message
+    return "ERROR", f"{type(exc).__name__}: {exc}"
+
+
+def bench_one(lib, lib_error, name, path, batch, threads, iters, warmup, max_seconds, log):
+    """One table row: both engines on one (model, batch, threads). A failure of either engine
+    (unsupported op, load error) is recorded in the row and the other engine is still timed."""
+    row = {"model": name, "batch": batch, "threads": threads, "ours": None, "ort": None, "ratio_p50": None,
+           "ours_status": "OK", "ours_message": "", "ort_status": "OK", "ort_message": "", "check": None}
+    feeds = make_models.make_inputs(name, batch)
+    ort_sess = ref = None
+    try:
+        ort_sess = make_ort_session(path, threads)
+        ort_names = [o.name for o in ort_sess.get_outputs()]
+        ref = ort_sess.run(ort_names, feeds)
+    except Exception as exc:
+        row["ort_status"], row["ort_message"] = "ERROR", f"{type(exc).__name__}: {exc}"
+        ort_sess = None
+
+    ours = None
+    if lib is None:
+        row["ours_status"], row["ours_message"] = "ERROR", lib_error
+    else:
+        try:
+            ours = oneflow_ctypes.Session(lib, path, threads=threads)
+            got = ours.run(feeds)
+            if ref is not None:
+                # Our outputs in ORT's order (both follow the graph's declaration order, but be sure).
+                got = [got[ours.output_names.index(n)] for n in ort_names]
+                ok, err, tol, detail = compare(got, ref)
+                row["check"] = {"ok": ok, "max_abs_err": err, "tol": tol, "detail": detail}
+        except Exception as exc:  # an unsupported op must give a row, not end the bench
+            row["ours_status"], row["ours_message"] = error_status(exc)
+            if ours is not None:
+                ours.close()
+            ours = None
+
+    engines = []
+    if ort_sess is not None:
+        engines.append(("ort", lambda: ort_sess.run(ort_names, feeds)))
+    if ours is not None:
+        engines.append(("ours", lambda: ours.run(feeds)))
+    n = 0
+    try:
+        n = time_engines(engines, iters, warmup, max_seconds, row)
+    except Exception as exc:  # a failure while timing (after a good first run) is still a row
+        key = "ours" if isinstance(exc, oneflow_ctypes.OneflowError) else "ort"
+        row[key] = None
+        row[key + "_status"], row[key + "_message"] = error_status(exc)
+    if ours is not None:
+        ours.close()
+    if row["ours"] and row["ort"]:
+        row["ratio_p50"] = row["ours"]["p50_ms"] / row["ort"]["p50_ms"]
+    desc = lambda k: (f"{row[k]['p50_ms']:.3f} ms" if row[k] else row[k + "_status"])  # noqa: E731
+    ratio = f", ratio {row['ratio_p50']:.2f}" if row["ratio_p50"] else ""
+    log(f"  {name} batch={batch} threads={threads}: ORT {desc('ort')}, ours {desc('ours')}{ratio} ({n} iters)")
+    return row
+
+
+def time_engines(engines, iters, warmup, max_seconds, row):
+    """Warms up, then times every engine for the same number of runs, alternating blocks; stores
+    stats in row[key]. Returns the number of timed runs per engine."""
+    if not engines:
+        return 0
+    per_iter = {}
+    for key, fn in engines:
+        t0 = time.perf_counter()
+        fn()
+        first = time.perf_counter() - t0
+        # A very slow engine gets fewer warmup runs (at most ~20% of the time budget).
+        extra = warmup - 1 if max_seconds <= 0 else min(warmup - 1, int(0.2 * max_seconds / max(first, 1e-9)))
+        t0 = time.perf_counter()
+        for _ in range(max(0, extra)):
+            fn()
+        per_iter[key] = (time.perf_counter() - t0) / extra if extra > 0 else first
+    # Size the timed run so that no engine spends more than max_seconds on it (but >= 5 runs).
+    n = iters
+    if max_seconds > 0:
+        n = max(min(iters, 5), min(iters, int(max_seconds / max(max(per_iter.values()), 1e-9))))
+    blocks = min(10, n)
+    samples = {key: [] for key, _ in engines}
+    for b in range(blocks):
+        count = n // blocks + (1 if b < n % blocks else 0)
+        order = engines if b % 2 == 0 else engines[::-1]  # alternate who goes first
+        for key, fn in order:
+            time.sleep(0.005)  # let the other engine's worker threads go idle before timing
+            s = samples[key]
+            for _ in range(count):
+                t0 = time.perf_counter_ns()
+                fn()
+                s.append(time.perf_counter_ns() - t0)
+    for key, s in samples.items():
+        row[key] = stats(s)
+    return n
+
+
+def _finite(obj):
+    """JSON has no Infinity/NaN: they become null."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def fmt_ms(x):
+    return f"{x:.3f}" if x < 10 else f"{x:.2f}" if x < 100 else f"{x:.1f}"
+
+
+def one_line(msg, limit=240):
+    """A message fit for a table cell: whitespace collapsed, long ones cut (JSON keeps them whole)."""
+    msg = " ".join(str(msg).split())
+    return msg if len(msg) <= limit else msg[:limit - 3] + "..."
+
+
+def print_table(rows, out=sys.stdout):
+    head = f"{'model':<12} {'batch':>5} {'thr':>3} {'ours p50 ms':>12} {'ORT p50 ms':>11} {'ours/ORT':>9}  " \
+           f"{'ours p90':>9} {'ORT p90':>9} {'iters':>5}  check"
+    print(head, file=out)
+    print("-" * len(head), file=out)
+    for r in rows:
+        ours, ort = r["ours"], r["ort"]
+        cell = lambda st, key, w: f"{fmt_ms(st[key]) if st else '-':>{w}}"  # noqa: E731
+        ratio = f"{r['ratio_p50']:>9.2f}" if r["ratio_p50"] else f"{'-':>9}"
+        iters = (ours or ort or {}).get("iters", 0)
+        notes = []
+        if r["ort"] is None:
+            notes.append(f"ORT: {r['ort_status']}: {one_line(r['ort_message'])}")
+        if ours is None:
+            notes.append(f"ours: {r['ours_status']}: {one_line(r['ours_message'])}")
+        elif r["check"] is not None:
+            c = r["check"]
+            notes.append(f"ok (err {c['max_abs_err']:.1e})" if c["ok"] else f"MISMATCH: {c['detail']}")
+        print(f"{r['model']:<12} {r['batch']:>5} {r['threads']:>3} {cell(ours, 'p50_ms', 12)} "
+              f"{cell(ort, 'p50_ms', 11)} {ratio}  {cell(ours, 'p90_ms', 9)} {cell(ort, 'p90_ms', 9)} "
+              f"{iters:>5}  {'; '.join(notes)}", file=out)
+
+
+def print_model_checks(rows, out=sys.stdout):
+    """One line per model: do our outputs agree with onnxruntime's (worst case over its rows)?"""
+    print("\nOutput agreement with onnxruntime (max abs err <= 1e-4 * max(1, max|ref|)):", file=out)
+    for model in dict.fromkeys(r["model"] for r in rows):
+        mine = [r for r in rows if r["model"] == model]
+        failed = [r for r in mine if r["check"] is None]
+        checks = [r["check"] for r in mine if r["check"] is not None]
+        if failed and not checks:
+            f0 = failed[0]
+            why = one_line(f"ours: {f0['ours_status']}: {f0['ours_message']}" if f0["ours_status"] != "OK"
+                           else f"ORT: {f0['ort_status']}: {f0['ort_message']}")
+            print(f"  {model:<12} NOT RUN  ({why})", file=out)
+            continue
+        bad = [c for c in checks if not c["ok"]]
+        worst = max(checks, key=lambda c: c["max_abs_err"] / c["tol"] if c["tol"] else math.inf)
+        verdict = "MISMATCH" if bad else "OK      "
+        extra = f"  {bad[0]['detail']}" if bad else ""
+        if failed:
+            extra += "  (some rows not compared)"
+        print(f"  {model:<12} {verdict} max abs err {worst['max_abs_err']:.2e} (tol {worst['tol']:.2e}){extra}",
+              file=out)
+
+
+def machine_info():
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"cpu": cpu, "logical_cpus": os.cpu_count(), "platform": platform.platform(),
+            "python": platform.python_version(), "numpy": np.__version__,
+            "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
+
+
+def build_type(lib_path):
+    """CMAKE_BUILD_TYPE of the build dir holding the library, when it is one (else None)."""
+    cache = os.path.join(os.path.dirname(os.path.abspath(lib_path)), "CMakeCache.txt")
+    try:
+        with open(cache) as f:
+            for line in f:
+                if line.startswith("CMAKE_BUILD_TYPE:"):
+                    return line.split("=", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def resolve_lib(path):
+    if os.path.isabs(path) or os.path.exists(path):
+        return path
+    return os.path.join(ROOT, path)  # "build/liboneflow.so" also works from outside the repo root
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="OneFlow vs onnxruntime latency benchmark",
+                                 epilog="ratio = ours p50 / ORT p50; < 1.0 means OneFlow is faster.")
+    ap.add_argument("--models", default=",".join(make_models.DEFAULT_MODELS),
+                    help=f"comma-separated, from: {', '.join(make_models.MODELS)} (default: %(default)s)")
+    ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (default: %(default)s)")
+    ap.add_argument("--batches", default=None, help="comma-separated batch sizes overriding each model's")
+    ap.add_argument("--iters", type=int, default=None,
+                    help="timed iterations per engine and row (default: per model, mlp/cnn 200, transformer 30, "
+                         "resnet18 50)")
+    ap.add_argument("--warmup", type=int, default=5, help="untimed runs per engine before timing (default 5)")
+    ap.add_argument("--max-seconds", type=float, default=10.0,
+                    help="cap on the timed seconds per engine and row: fewer iterations (>= 5) for slow "
+                         "engines; 0 disables (default %(default)s)")
+    ap.add_argument("--lib", default="build/liboneflow.so", help="path to liboneflow.so (default %(default)s)")
+    ap.add_argument("--models-dir", default=make_models.DEFAULT_OUT, help="where models are generated")
+    ap.add_argument("--json", metavar="FILE", help="also write all results as JSON")
+    args = ap.parse_args(argv)
+
+    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    names = [m for m in args.models.split(",") if m]
+    threads = [int(t) for t in args.threads.split(",") if t]
+    paths = make_models.ensure(names, args.models_dir, log=log)
+
+    import onnxruntime as ort
+    lib, lib_error, lib_version = None, "", None
+    lib_path = resolve_lib(args.lib)
+    try:
+        lib = oneflow_ctypes.Library(lib_path)
+        lib_version = lib.version()
+    except OSError as exc:
+        lib_error = f"cannot load {lib_path}: {exc}"
+        log(f"warning: {lib_error}; timing onnxruntime only")
+    btype = build_type(lib_path)
+    if btype not in (None, "Release"):
+        log(f"warning: {lib_path} comes from a '{btype}' build; timings are only meaningful for Release")
+    log(f"OneFlow {lib_version or '-'} ({lib_path}, {btype or 'build type unknown'}) vs onnxruntime {ort.__version__}")
+
+    rows = []
+    t_start = time.time()
+    for name in names:
+        spec = make_models.MODELS[name]
+        batches = [int(b) for b in args.batches.split(",")] if args.batches else spec["batches"]
+        for batch in batches:
+            for t in threads:
+                rows.append(bench_one(lib, lib_error, name, paths[name], batch, t, args.iters or spec["iters"],
+                                      args.warmup, args.max_seconds, log))
+    elapsed = time.time() - t_start
+
+    print()
+    print_table(rows)
+    print_model_checks(rows)
+    ratios = [r["ratio_p50"] for r in rows if r["ratio_p50"]]
+    if ratios:
+        gm = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+        print(f"\nGeometric mean of ours/ORT p50 over {len(ratios)} rows: {gm:.2f} "
+              f"({'faster' if gm < 1 else 'slower'} than onnxruntime overall). Bench time {elapsed:.0f} s.")
+
+    if args.json:
+        meta = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "oneflow_version": lib_version,
+                "oneflow_lib": os.path.abspath(lib_path), "oneflow_build_type": btype,
+                "onnxruntime_version": ort.__version__,
+                "rtol": RTOL, "args": vars(args), "machine": machine_info(), "elapsed_s": elapsed}
+        with open(args.json, "w") as f:
+            json.dump(_finite({"meta": meta, "rows": rows}), f, indent=1)
+        log(f"wrote {args.json}")
+    # Wrong numbers are a failure; an op we do not support yet is reported but is not.
+    mismatched = [r for r in rows if r["check"] is not None and not r["check"]["ok"]]
+    return 1 if mismatched else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
