@@ -93,6 +93,7 @@ void InferGather(InferContext& ctx) {
     ctx.set_output(0, TensorType::UnknownShape(x.dtype));
     return;
   }
+  if (x.rank() == 0) ctx.Error("data must have rank >= 1");
   const int64_t axis = NormalizeAxis(ctx.attrs().GetInt("axis"), x.rank());
   std::vector<Dim> out(x.dims.begin(), x.dims.begin() + axis);
   out.insert(out.end(), idx.dims.begin(), idx.dims.end());
@@ -105,6 +106,7 @@ void InferGatherElements(InferContext& ctx) {
   const TensorType& idx = ctx.input_type(1);
   CheckIndexDType(ctx, 1);
   if (x.has_rank) {
+    if (x.rank() == 0) ctx.Error("data must have rank >= 1");
     NormalizeAxis(ctx.attrs().GetInt("axis"), x.rank());
     if (idx.has_rank && idx.rank() != x.rank()) ctx.Error("indices rank ", idx.rank(), " != data rank ", x.rank());
   }
@@ -139,6 +141,7 @@ void InferScatterElements(InferContext& ctx) {
   CheckReduction(ctx);
   if (ctx.input_dtype(2) != ctx.input_dtype(0)) ctx.Error("updates dtype differs from data");
   const TensorType& x = ctx.input_type(0);
+  if (x.has_rank && x.rank() == 0) ctx.Error("data must have rank >= 1");
   if (x.has_rank) NormalizeAxis(ctx.attrs().GetInt("axis"), x.rank());
   ctx.set_output(0, x);
 }
@@ -189,6 +192,7 @@ void InferCompress(InferContext& ctx) {
   if (ctx.input_dtype(1) != DType::kBool) ctx.Error("condition must be bool");
   const Tensor* cond = ctx.input_value(1);
   const bool has_axis = ctx.attrs().has("axis");
+  if (has_axis && x.has_rank && x.rank() == 0) ctx.Error("input must have rank >= 1 when axis is set");
   Dim count = Dim::Unknown();
   if (cond) {
     if (cond->rank() != 1) ctx.Error("condition must be 1-D");
@@ -231,6 +235,7 @@ void InferUnique(InferContext& ctx) {
   const TensorType& x = ctx.input_type(0);
   const bool has_axis = ctx.attrs().has("axis");
   int64_t axis = -1;
+  if (has_axis && x.has_rank && x.rank() == 0) ctx.Error("input must have rank >= 1 when axis is set");
   if (has_axis && x.has_rank) axis = NormalizeAxis(ctx.attrs().GetInt("axis"), x.rank());
   Dim u = Dim::Unknown(), n = Dim::Unknown();
   if (const Tensor* v = ctx.input_value(0)) {

@@ -268,6 +268,7 @@ void InferConcat(InferContext& ctx) {
     ctx.set_output(0, TensorType::UnknownShape(dt));
     return;
   }
+  if (rank == 0) ctx.Error("cannot concatenate scalars");
   const int64_t axis = NormalizeAxis(ctx.attrs().GetInt("axis"), rank);
   std::vector<Dim> out = UnknownDims(rank);
   int64_t sum = 0;
@@ -302,6 +303,7 @@ void InferSplit(InferContext& ctx) {
     for (size_t i = 0; i < n; ++i) ctx.set_output(i, TensorType::UnknownShape(x.dtype));
     return;
   }
+  if (x.rank() == 0) ctx.Error("cannot split a scalar");
   const int64_t axis = NormalizeAxis(ctx.attrs().GetInt("axis"), x.rank());
   const Dim& d = x.dims[static_cast<size_t>(axis)];
   std::vector<int64_t> sizes;
@@ -563,6 +565,8 @@ void InferDepthToSpace(InferContext& ctx) {
     return;
   }
   if (x.rank() != 4) ctx.Error("input must be 4-D, got ", x.ToString());
+  const std::string& mode = ctx.attrs().GetString("mode");
+  if (mode != "DCR" && mode != "CRD") ctx.Error("unknown mode '", mode, "'");
   std::vector<Dim> o = x.dims;
   auto scale = [](const Dim& d, int64_t m) { return d.known() ? Dim::Known(d.value * m) : Dim::Unknown(); };
   if (o[1].known() && o[1].value % (b * b) != 0) ctx.Error("channels ", o[1].value, " not divisible by blocksize^2");
@@ -581,6 +585,8 @@ void InferSpaceToDepth(InferContext& ctx) {
     return;
   }
   if (x.rank() != 4) ctx.Error("input must be 4-D, got ", x.ToString());
+  const std::string& mode = ctx.attrs().GetString("mode");
+  if (mode != "DCR" && mode != "CRD") ctx.Error("unknown mode '", mode, "'");
   std::vector<Dim> o = x.dims;
   for (size_t k = 2; k < 4; ++k) {
     if (o[k].known() && o[k].value % b != 0) ctx.Error("spatial dim ", o[k].value, " not divisible by blocksize");
@@ -650,8 +656,9 @@ void RegisterTensorOps(OpRegistry& r) {
                  .Attr("upper", Attribute::Int(1)).Infer(InferTrilu));
   r.Register(OpSchema("DepthToSpace").Since(13).Input("input").Output("output")
                  .RequiredAttr("blocksize", AttrKind::kInt).Attr("mode", Attribute::String("DCR")).Infer(InferDepthToSpace));
+  // SpaceToDepth gained `mode` in opset 28; earlier models never set it, so the DCR default holds.
   r.Register(OpSchema("SpaceToDepth").Since(13).Input("input").Output("output")
-                 .RequiredAttr("blocksize", AttrKind::kInt).Infer(InferSpaceToDepth));
+                 .RequiredAttr("blocksize", AttrKind::kInt).Attr("mode", Attribute::String("DCR")).Infer(InferSpaceToDepth));
   r.Register(OpSchema("CenterCropPad").Since(18).Input("input_data").Input("shape").Output("output")
                  .OptionalAttr("axes", AttrKind::kInts).Infer(InferCenterCropPad));
   RegisterIndexOps(r);

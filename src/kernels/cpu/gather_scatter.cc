@@ -116,6 +116,9 @@ void GatherNDKernel(KernelContext& ctx) {
   const Tensor& ind = ctx.input(1);
   Tensor& y = ctx.output(0);
   const int64_t b = ctx.attrs().GetInt("batch_dims");
+  for (int64_t k = 0; k < b; ++k)
+    OF_CHECK(k < ind.rank() - 1 && ind.dim(k) == x.dim(k), kInvalidArgument, ctx.node().Describe(),
+             ": batch dim ", k, " of indices and data differ");
   std::vector<int64_t> off = TupleOffsets(ctx, x, ind, b);
   const int64_t last = ind.dim(ind.rank() - 1);
   const size_t esz = DTypeSize(x.dtype());

@@ -258,8 +258,9 @@ void SpaceToDepthKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const int64_t b = ctx.attrs().GetInt("blocksize");
   const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2) / b, w = x.dim(3) / b;
-  TransposeCopy(x.raw(), ctx.output(0).raw(), Shape{n, c, h, b, w, b}, {0, 3, 5, 1, 2, 4}, DTypeSize(x.dtype()),
-                &ctx.pool());
+  const bool crd = ctx.attrs().GetString("mode") == "CRD";
+  std::vector<int64_t> perm = crd ? std::vector<int64_t>{0, 1, 3, 5, 2, 4} : std::vector<int64_t>{0, 3, 5, 1, 2, 4};
+  TransposeCopy(x.raw(), ctx.output(0).raw(), Shape{n, c, h, b, w, b}, perm, DTypeSize(x.dtype()), &ctx.pool());
 }
 
 }  // namespace
