@@ -4,6 +4,10 @@
 #include <algorithm>
 #include <cstring>
 
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
 #include "base/error.h"
 
 namespace oneflow {
@@ -79,14 +83,56 @@ void StridedRowsTyped(const U* src, U* dst, const std::vector<DimStride>& dims, 
   }
 }
 
-// out[o][r][c] = src[base(o) + r + c * ld] for a [R, C] tile per outer index: blocked so both the
-// reads and the writes stay within a few cache lines.
+// One 8x8 tile: out[r][c] = in[c * ld + r] for r, c < 8, through registers/local storage so that
+// each source row and each destination row is touched as a whole.
+template <typename U>
+inline void Tile8x8(const U* in, int64_t ld, U* out, int64_t ldo) {
+#if defined(__AVX__)
+  if constexpr (sizeof(U) == 4) {
+    __m256 r0 = _mm256_loadu_ps(reinterpret_cast<const float*>(in + 0 * ld));
+    __m256 r1 = _mm256_loadu_ps(reinterpret_cast<const float*>(in + 1 * ld));
+    __m256 r2 = _mm256_loadu_ps(reinterpret_cast<const float*>(in + 2 * ld));
+    __m256 r3 = _mm256_loadu_ps(reinterpret_cast<const float*>(in + 3 * ld));
+    __m256 r4 = _mm256_loadu_ps(reinterpret_cast<const float*>(in + 4 * ld));
+    __m256 r5 = _mm256_loadu_ps(reinterpret_cast<const float*>(in + 5 * ld));
+    __m256 r6 = _mm256_loadu_ps(reinterpret_cast<const float*>(in + 6 * ld));
+    __m256 r7 = _mm256_loadu_ps(reinterpret_cast<const float*>(in + 7 * ld));
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    float* o = reinterpret_cast<float*>(out);
+    _mm256_storeu_ps(o + 0 * ldo, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(o + 1 * ldo, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(o + 2 * ldo, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(o + 3 * ldo, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(o + 4 * ldo, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(o + 5 * ldo, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(o + 6 * ldo, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(o + 7 * ldo, _mm256_permute2f128_ps(u3, u7, 0x31));
+    return;
+  }
+#endif
+  U t[8][8];
+  for (int c = 0; c < 8; ++c)
+    for (int r = 0; r < 8; ++r) t[r][c] = in[c * ld + r];
+  for (int r = 0; r < 8; ++r)
+    for (int c = 0; c < 8; ++c) out[r * ldo + c] = t[r][c];
+}
+
+// out[o][r][c] = src[base(o) + r + c * ld] for an [R, C] matrix per outer index. Work item w is
+// (outer index, block of 64 rows); inside, 8x8 register tiles, with scalar loops at the edges.
+constexpr int64_t kRowBlock = 64;
+
 template <typename U>
 void Transpose2DTyped(const U* src, U* dst, const std::vector<DimStride>& dims, int64_t begin, int64_t end) {
   const size_t n = dims.size() - 2;
   const int64_t R = dims[n].size, C = dims[n + 1].size, ld = dims[n + 1].stride;
-  constexpr int64_t B = 32;
-  const int64_t row_blocks = (R + B - 1) / B;
+  const int64_t row_blocks = (R + kRowBlock - 1) / kRowBlock;
   std::vector<int64_t> idx;
   int64_t o = begin / row_blocks;
   int64_t base = RowOffset(dims, n, o, idx);
@@ -96,15 +142,19 @@ void Transpose2DTyped(const U* src, U* dst, const std::vector<DimStride>& dims, 
       base = NextRow(dims, n, idx, base);
       o = wo;
     }
-    const int64_t r0 = (w % row_blocks) * B, r1 = std::min(R, r0 + B);
+    const int64_t r0 = (w % row_blocks) * kRowBlock, r1 = std::min(R, r0 + kRowBlock);
     U* out = dst + o * R * C;
     const U* in = src + base;
-    for (int64_t c0 = 0; c0 < C; c0 += B) {
-      const int64_t c1 = std::min(C, c0 + B);
-      for (int64_t c = c0; c < c1; ++c) {
-        const U* s = in + c * ld;
-        for (int64_t r = r0; r < r1; ++r) out[r * C + c] = s[r];
-      }
+    const int64_t r8 = r0 + (r1 - r0) / 8 * 8, c8 = C / 8 * 8;
+    for (int64_t c0 = 0; c0 < C; c0 += kRowBlock) {
+      const int64_t c1 = std::min(C, c0 + kRowBlock), c1_8 = std::min(c1, c8);
+      for (int64_t r = r0; r < r8; r += 8)
+        for (int64_t c = c0; c < c1_8; c += 8) Tile8x8<U>(in + c * ld + r, ld, out + r * C + c, C);
+      // Ragged edges: leftover columns for the tiled rows, then leftover rows.
+      for (int64_t c = c1_8; c < c1; ++c)
+        for (int64_t r = r0; r < r8; ++r) out[r * C + c] = in[c * ld + r];
+      for (int64_t r = r8; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) out[r * C + c] = in[c * ld + r];
     }
   }
 }
@@ -165,10 +215,10 @@ void StridedCopy(const void* src, void* dst, const Shape& shape, const std::vect
   }
   if (m >= 2 && dims[m - 2].stride == 1 && dims[m - 2].size >= 8 && dims[m - 1].size >= 8 && elem_size <= 8) {
     const int64_t R = dims[m - 2].size, C = dims[m - 1].size;
-    const int64_t outer = total / (R * C), row_blocks = (R + 31) / 32;
+    const int64_t outer = total / (R * C), row_blocks = (R + kRowBlock - 1) / kRowBlock;
     DispatchElemSize(elem_size, [&](auto tag) {
       using U = typename decltype(tag)::type;
-      Parallel(pool, outer * row_blocks, 32.0 * static_cast<double>(C), [&](int64_t b, int64_t e) {
+      Parallel(pool, outer * row_blocks, static_cast<double>(kRowBlock * C), [&](int64_t b, int64_t e) {
         Transpose2DTyped<U>(reinterpret_cast<const U*>(s), reinterpret_cast<U*>(d), dims, b, e);
       });
     });
