@@ -179,11 +179,11 @@ void InferOneHot(InferContext& ctx) {
 }
 
 void InferNonZero(InferContext& ctx) {
+  // A scalar behaves as a 1-element vector (numpy's nonzero on 0-d input), so rows = max(rank, 1).
   const TensorType& x = ctx.input_type(0);
   Dim rank = x.has_rank ? Dim::Known(std::max<int64_t>(x.rank(), 1)) : Dim::Unknown();
   Dim count = Dim::Unknown();
   if (const Tensor* v = ctx.input_value(0)) count = Dim::Known(CountNonZero(*v));
-  if (x.has_rank && x.rank() == 0) rank = Dim::Known(0);
   ctx.set_output(0, TensorType::Of(DType::kInt64, {rank, count}));
 }
 

@@ -238,8 +238,13 @@ void OneHotKernel(KernelContext& ctx) {
 void NonZeroKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);
-  const int64_t r = x.rank(), nnz = y.rank() == 2 ? y.dim(1) : 0;
+  const int64_t nnz = y.dim(1);
   int64_t* p = y.data<int64_t>();
+  if (x.rank() == 0) {  // [1, nnz]: the single element's index 0, when it is non-zero
+    if (nnz) p[0] = 0;
+    return;
+  }
+  const int64_t r = x.rank();
   std::vector<int64_t> pos(static_cast<size_t>(r), 0);
   DispatchAll(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
