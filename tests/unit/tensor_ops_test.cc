@@ -8,6 +8,7 @@
 
 #include "graph/ops/tensor_util.h"
 #include "kernels/cpu/tensor_copy.h"
+#include "kernels/kernel.h"
 
 namespace oneflow {
 namespace {
@@ -135,6 +136,112 @@ TEST(TensorOps, IndicesWrapAndRejectOutOfRange) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kRuntime);
     EXPECT_NE(std::string(e.what()).find("Gather 'g'"), std::string::npos);
+  }
+}
+
+// Runs one registered CPU kernel directly on a 4-thread pool, so the parallel paths are exercised
+// (the conformance runner uses one thread).
+void RunKernel(const std::string& op, const AttrMap& attrs, std::vector<const Tensor*> inputs,
+               std::vector<Tensor*> outputs) {
+  static ThreadPool pool(4);
+  Graph g;
+  Node n;
+  n.op_type = op;
+  n.opset = 18;
+  n.attrs = attrs;
+  const KernelDef* def = KernelRegistry::Global().Find("", op, DeviceType::kCpu);
+  ASSERT_NE(def, nullptr);
+  auto kernel = def->factory(KernelInitContext(g, n));
+  KernelContext ctx(n, pool);
+  ctx.inputs() = inputs;
+  ctx.outputs() = outputs;
+  kernel->Compute(ctx);
+}
+
+Tensor Iota(DType dt, Shape shape) {
+  Tensor t(dt, std::move(shape));
+  DispatchAll(dt, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = CastFromDouble<T>(static_cast<double>(i % 1000003));
+  });
+  return t;
+}
+
+Tensor Ints(std::vector<int64_t> v) {
+  Tensor t(DType::kInt64, {static_cast<int64_t>(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
+  return t;
+}
+
+TEST(TensorOps, ConcatSplitRoundTripThreaded) {
+  Tensor a = Iota(DType::kFloat32, {64, 3, 500}), b = Iota(DType::kFloat32, {64, 7, 500});
+  for (int64_t i = 0; i < b.numel(); ++i) b.data<float>()[i] += 0.5f;
+  Tensor y = Tensor::Uninitialized(DType::kFloat32, {64, 10, 500});
+  AttrMap attrs;
+  attrs.set("axis", Attribute::Int(1));
+  RunKernel("Concat", attrs, {&a, &b}, {&y});
+  for (int64_t o = 0; o < 64; ++o)
+    for (int64_t k = 0; k < 10; ++k)
+      for (int64_t j = 0; j < 500; ++j) {
+        float want = k < 3 ? a.data<float>()[(o * 3 + k) * 500 + j] : b.data<float>()[(o * 7 + k - 3) * 500 + j];
+        ASSERT_EQ(y.data<float>()[(o * 10 + k) * 500 + j], want);
+      }
+  Tensor a2 = Tensor::Uninitialized(DType::kFloat32, {64, 3, 500}), b2 = Tensor::Uninitialized(DType::kFloat32, {64, 7, 500});
+  RunKernel("Split", attrs, {&y}, {&a2, &b2});
+  ASSERT_EQ(0, std::memcmp(a.raw(), a2.raw(), a.nbytes()));
+  ASSERT_EQ(0, std::memcmp(b.raw(), b2.raw(), b.nbytes()));
+}
+
+TEST(TensorOps, GatherThreadedMatchesNaive) {
+  Tensor x = Iota(DType::kFloat16, {5000, 64});
+  std::vector<int64_t> iv;
+  for (int i = 0; i < 20000; ++i) iv.push_back((i * 7919) % 10000 - 5000);  // negatives wrap
+  Tensor idx = Ints(iv).Reshaped({100, 200});
+  Tensor y = Tensor::Uninitialized(DType::kFloat16, {100, 200, 64});
+  AttrMap attrs;
+  attrs.set("axis", Attribute::Int(0));
+  RunKernel("Gather", attrs, {&x, &idx}, {&y});
+  const uint16_t* px = x.data<uint16_t>();
+  const uint16_t* py = y.data<uint16_t>();
+  for (size_t i = 0; i < iv.size(); ++i) {
+    int64_t row = iv[i] < 0 ? iv[i] + 5000 : iv[i];
+    ASSERT_EQ(0, std::memcmp(py + i * 64, px + row * 64, 64 * 2)) << i;
+  }
+}
+
+TEST(TensorOps, SliceNegativeStepThreaded) {
+  Tensor x = Iota(DType::kInt64, {300, 400});
+  Tensor starts = Ints({-1, 5}), ends = Ints({std::numeric_limits<int64_t>::min(), 1000}), axes = Ints({0, 1}),
+         steps = Ints({-2, 3});
+  Tensor y = Tensor::Uninitialized(DType::kInt64, {150, 132});
+  RunKernel("Slice", AttrMap(), {&x, &starts, &ends, &axes, &steps}, {&y});
+  for (int64_t i = 0; i < 150; ++i)
+    for (int64_t j = 0; j < 132; ++j)
+      ASSERT_EQ(y.data<int64_t>()[i * 132 + j], x.data<int64_t>()[(299 - 2 * i) * 400 + 5 + 3 * j]);
+}
+
+TEST(TensorOps, PadReflectAndTriluThreaded) {
+  Tensor x = Iota(DType::kFloat32, {40, 300, 50});
+  Tensor pads = Ints({0, 3, 2, 0, 4, 5});
+  Tensor y = Tensor::Uninitialized(DType::kFloat32, {40, 307, 57});
+  AttrMap attrs;
+  attrs.set("mode", Attribute::String("reflect"));
+  RunKernel("Pad", attrs, {&x, &pads}, {&y});
+  auto reflect = [](int64_t i, int64_t d) { return i < 0 ? -i : i >= d ? 2 * (d - 1) - i : i; };
+  for (int64_t a = 0; a < 40; ++a)
+    for (int64_t b = 0; b < 307; ++b)
+      for (int64_t c = 0; c < 57; ++c)
+        ASSERT_EQ(y.data<float>()[(a * 307 + b) * 57 + c],
+                  x.data<float>()[(a * 300 + reflect(b - 3, 300)) * 50 + reflect(c - 2, 50)]);
+  Tensor m = Iota(DType::kFloat32, {6, 200, 300});
+  Tensor k = Ints({-3}).Reshaped({});
+  Tensor t = Tensor::Uninitialized(DType::kFloat32, {6, 200, 300});
+  AttrMap lower;
+  lower.set("upper", Attribute::Int(0));
+  RunKernel("Trilu", lower, {&m, &k}, {&t});
+  for (int64_t i = 0; i < m.numel(); ++i) {
+    int64_t r = (i / 300) % 200, c = i % 300;
+    ASSERT_EQ(t.data<float>()[i], c <= r - 3 ? m.data<float>()[i] : 0.0f);
   }
 }
 
