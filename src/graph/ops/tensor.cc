@@ -365,11 +365,8 @@ void InferSlice(InferContext& ctx) {
     if (a < -r || a >= r) ctx.Error("axis ", a, " is out of range for rank ", r);
     sliced[static_cast<size_t>(a < 0 ? a + r : a)] = true;
   }
-  bool unknown_sliced = false;
-  for (size_t k = 0; k < dims.size(); ++k) {
+  for (size_t k = 0; k < dims.size(); ++k)
     if (x.dims[k].known()) dims[k] = x.dims[k].value;
-    else if (sliced[k]) unknown_sliced = true;
-  }
   std::vector<SliceAxis> sl;
   try {
     sl = ComputeSlice(dims, starts, ends, axes, steps, "Slice");
@@ -378,7 +375,6 @@ void InferSlice(InferContext& ctx) {
   }
   for (size_t k = 0; k < out.size(); ++k)
     if (sliced[k]) out[k] = x.dims[k].known() ? Dim::Known(sl[k].count) : Dim::Unknown();
-  (void)unknown_sliced;
   ctx.set_output(0, TensorType::Of(x.dtype, out));
 }
 
