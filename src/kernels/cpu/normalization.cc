@@ -46,8 +46,7 @@ void SoftmaxView(const T* x, T* y, const AxisView& v, bool log, ThreadPool& pool
           const T shift = m + std::log(s);
           for (int64_t i = 0; i < n; ++i) yr[i] = xr[i] - shift;
         } else {
-          for (int64_t i = 0; i < n; ++i) yr[i] = Exp<T>(xr[i] - m);
-          const T inv = T(1) / LaneSum<T>(n, [&](int64_t i) { return yr[i]; });
+          const T inv = T(1) / LaneSum<T>(n, [&](int64_t i) { return yr[i] = Exp<T>(xr[i] - m); });
           for (int64_t i = 0; i < n; ++i) yr[i] *= inv;
         }
       }

@@ -29,32 +29,29 @@ inline AxisView ViewAround(const Shape& shape, int64_t first, int64_t last) {
 }
 
 // exp(x) for float without branches or table lookups, so loops calling it auto-vectorize.
-// Range reduction x = k*ln2 + r (|r| <= ln2/2, Cody-Waite split of ln2), then a degree-7 Taylor
-// polynomial for e^r: relative error ~2e-7 over the normal range. Results below FLT_MIN flush to 0.
+// Range reduction x = k*ln2 + r (|r| <= ln2/2, Cody-Waite split of ln2), then a fitted degree-5
+// polynomial for e^r: relative error below 5e-7. 2^k is built as 2^(k-1) * 2 so that k = 128 (x near
+// ln(FLT_MAX)) stays finite; results below 2^-125 (x < -86.64) flush to 0.
 inline float FastExp(float x) {
   const float kMax = 88.7228317f;   // ln(FLT_MAX)
-  const float kMin = -87.3365479f;  // ln(FLT_MIN)
-  float xc = x > kMax ? kMax : x;
-  xc = xc < kMin ? kMin : xc;
+  const float kMin = -86.6433525f;  // ln(2^-125)
+  float xc = x < kMin ? kMin : x;
+  xc = xc > kMax ? kMax : xc;
   const float kMagic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer in the low bits
-  float t = xc * 1.44269504f + kMagic;
-  float k = t - kMagic;
-  k = k > 127.0f ? 127.0f : k;  // keep 2^k finite; r then grows to <= ln2 at the very top
+  const float k = (xc * 1.44269504f + kMagic) - kMagic;
   float r = xc - k * 0.693145752f;
   r = r - k * 1.42860677e-6f;
-  float p = 1.0f / 5040.0f;
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
+  // Degree-5 polynomial for e^r with c0 = c1 = 1 and the rest fitted to minimise relative error.
+  float p = 0.008204f;
+  p = p * r + 0.04187702f;
+  p = p * r + 0.16668446f;
+  p = p * r + 0.49999443f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  int32_t ki = static_cast<int32_t>(k);
-  uint32_t bits = static_cast<uint32_t>(ki + 127) << 23;
+  const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(k) + 126) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof(scale));
-  float y = p * scale;
+  float y = (p * scale) * 2.0f;
   y = x < kMin ? 0.0f : y;
   y = x > kMax ? std::numeric_limits<float>::infinity() : y;
   return x != x ? x : y;  // NaN in, NaN out
@@ -67,7 +64,8 @@ inline T Exp(T x) {
 }
 
 // Lane counts that fill two AVX-512 registers; independent accumulators let GCC vectorize
-// reductions without reassociation flags.
+// reductions without reassociation flags. Lanes are combined as a tree (vector adds on halves)
+// rather than one by one, which matters for short rows.
 template <typename T>
 constexpr int kLanes = sizeof(T) >= 8 ? 8 : 16;
 
@@ -79,23 +77,29 @@ inline T LaneSum(int64_t n, F f) {
   int64_t i = 0;
   for (; i + L <= n; i += L)
     for (int j = 0; j < L; ++j) acc[j] += f(i + j);
-  T s = 0;
-  for (int j = 0; j < L; ++j) s += acc[j];
+  for (int w = L / 2; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
+  T s = acc[0];
   for (; i < n; ++i) s += f(i);
   return s;
 }
 
-// Maximum of x[0..n); -inf (or lowest) when n == 0.
+// Maximum of x[0..n) for float/double; -inf when n == 0. GCC does not SLP-vectorize a lane array
+// of max operations, so this uses its generic vector extension (lowered to whatever the target has).
 template <typename T>
 inline T LaneMax(const T* x, int64_t n) {
-  constexpr int L = kLanes<T>;
-  const T lo = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
-                                                    : std::numeric_limits<T>::lowest();
-  T acc[L];
+  static_assert(std::is_floating_point_v<T>, "LaneMax is for float and double");
+  typedef T V __attribute__((vector_size(64)));
+  constexpr int L = 64 / sizeof(T);
+  const T lo = -std::numeric_limits<T>::infinity();
+  V acc;
   for (int j = 0; j < L; ++j) acc[j] = lo;
   int64_t i = 0;
-  for (; i + L <= n; i += L)
-    for (int j = 0; j < L; ++j) acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];
+  for (; i + L <= n; i += L) {
+    V v;
+    std::memcpy(&v, x + i, sizeof(V));
+    acc = v > acc ? v : acc;
+  }
   T m = lo;
   for (int j = 0; j < L; ++j) m = acc[j] > m ? acc[j] : m;
   for (; i < n; ++i) m = x[i] > m ? x[i] : m;
