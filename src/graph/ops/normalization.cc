@@ -87,7 +87,9 @@ void RegisterNormalizationOps(OpRegistry& r) {
   for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"})
     r.Register(OpSchema(op).Since(13).Input("input").Output("output").Attr("axis", Attribute::Int(-1))
                    .Infer(InferSoftmaxLike));
-  r.Register(OpSchema("BatchNormalization").Since(14).Input("X").Input("scale").Input("B").Input("input_mean")
+  // Opset 13 still uses BatchNormalization-9, whose inference semantics are the same as 14/15
+  // (training_mode only exists from 14; it defaults to 0).
+  r.Register(OpSchema("BatchNormalization").Since(13).Input("X").Input("scale").Input("B").Input("input_mean")
                  .Input("input_var").Output("Y").OptionalOutput("running_mean").OptionalOutput("running_var")
                  .Attr("epsilon", Attribute::Float(1e-5f)).Attr("momentum", Attribute::Float(0.9f))
                  .Attr("training_mode", Attribute::Int(0)).Infer(InferBatchNorm));

@@ -84,27 +84,32 @@ inline T LaneSum(int64_t n, F f) {
   return s;
 }
 
-// Maximum of x[0..n) for float/double; -inf when n == 0. GCC does not SLP-vectorize a lane array
-// of max operations, so this uses its generic vector extension (lowered to whatever the target has).
-template <typename T>
-inline T LaneMax(const T* x, int64_t n) {
-  static_assert(std::is_floating_point_v<T>, "LaneMax is for float and double");
+// Maximum (or, with kMax = false, minimum) of x[0..n) for float/double; -inf (+inf) when n == 0.
+// GCC does not SLP-vectorize a lane array of max operations, so this uses its generic vector
+// extension (lowered to whatever the target has).
+template <typename T, bool kMax = true>
+inline T LaneExtreme(const T* x, int64_t n) {
+  static_assert(std::is_floating_point_v<T>, "LaneExtreme is for float and double");
   typedef T V __attribute__((vector_size(64)));
   constexpr int L = 64 / sizeof(T);
-  const T lo = -std::numeric_limits<T>::infinity();
+  const T init = kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
   V acc;
-  for (int j = 0; j < L; ++j) acc[j] = lo;
+  for (int j = 0; j < L; ++j) acc[j] = init;
   int64_t i = 0;
   for (; i + L <= n; i += L) {
     V v;
     std::memcpy(&v, x + i, sizeof(V));
-    acc = v > acc ? v : acc;
+    if constexpr (kMax) acc = v > acc ? v : acc;
+    else acc = v < acc ? v : acc;
   }
-  T m = lo;
-  for (int j = 0; j < L; ++j) m = acc[j] > m ? acc[j] : m;
-  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  T m = init;
+  for (int j = 0; j < L; ++j) m = (kMax ? acc[j] > m : acc[j] < m) ? acc[j] : m;
+  for (; i < n; ++i) m = (kMax ? x[i] > m : x[i] < m) ? x[i] : m;
   return m;
 }
+
+template <typename T>
+inline T LaneMax(const T* x, int64_t n) { return LaneExtreme<T, true>(x, n); }
 
 // f16/bf16 kernels compute in float: widen the input, run the float kernel, narrow the output.
 inline Tensor WidenToFloat(const Tensor& t) {

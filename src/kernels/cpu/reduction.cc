@@ -69,7 +69,8 @@ struct RedOp {
 template <typename T, RK K>
 T ReduceRow(const T* x, int64_t n) {
   using Op = RedOp<T, K>;
-  if constexpr (K == RK::kMax && std::is_floating_point_v<T>) return LaneMax(x, n);
+  if constexpr (K == RK::kMax && std::is_floating_point_v<T>) return LaneExtreme<T, true>(x, n);
+  if constexpr (K == RK::kMin && std::is_floating_point_v<T>) return LaneExtreme<T, false>(x, n);
   constexpr int L = kLanes<T>;
   T acc[L];
   for (int j = 0; j < L; ++j) acc[j] = Op::Init();
