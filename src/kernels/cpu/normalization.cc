@@ -1,9 +1,438 @@
-// CPU kernels: normalization.
+// CPU kernels: normalization (Softmax family, BatchNorm, LayerNorm/RMSNorm, Instance/GroupNorm,
+// LpNormalization, MeanVarianceNormalization).
+#include <vector>
+
 #include "kernels/cpu/all_kernels.h"
+#include "kernels/cpu/reduce_util.h"
 #include "kernels/kernel.h"
 
 namespace oneflow {
 
-void RegisterCpuNormalizationKernels(KernelRegistry& r) { (void)r; }
+namespace {
+
+int64_t AxisAttr(const KernelContext& ctx, int64_t rank) {
+  const int64_t a = ctx.attrs().GetInt("axis");
+  return a < 0 ? a + rank : a;
+}
+
+// Runs fn(x, y) on float32 views when the tensors are f16/bf16, else directly.
+template <typename Fn>
+void WithFloatStaging(const Tensor& x, Tensor& y, Fn&& fn) {
+  if (IsHalfDType(x.dtype())) {
+    Tensor xf = WidenToFloat(x);
+    Tensor yf = Tensor::Uninitialized(DType::kFloat32, y.shape());
+    fn(xf, yf);
+    NarrowFromFloat(yf, y);
+  } else {
+    fn(x, y);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Softmax / LogSoftmax along one axis of an [outer, n, inner] view.
+
+template <typename T>
+void SoftmaxView(const T* x, T* y, const AxisView& v, bool log, ThreadPool& pool) {
+  const int64_t n = v.n, inner = v.inner;
+  if (inner == 1) {
+    // The common case (last axis): each row is independent and stays in L1 across the passes.
+    pool.ParallelFor(v.outer, 12.0 * static_cast<double>(n) + 10.0, [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) {
+        const T* xr = x + o * n;
+        T* yr = y + o * n;
+        const T m = LaneMax(xr, n);
+        if (log) {
+          const T s = LaneSum<T>(n, [&](int64_t i) { return Exp<T>(xr[i] - m); });
+          const T shift = m + std::log(s);
+          for (int64_t i = 0; i < n; ++i) yr[i] = xr[i] - shift;
+        } else {
+          const T inv = T(1) / LaneSum<T>(n, [&](int64_t i) { return yr[i] = Exp<T>(xr[i] - m); });
+          for (int64_t i = 0; i < n; ++i) yr[i] *= inv;
+        }
+      }
+    });
+    return;
+  }
+  // Inner axis > 1: work on blocks of columns so every loop runs over contiguous memory.
+  const int64_t kBlock = 512;
+  const int64_t nb = (inner + kBlock - 1) / kBlock;
+  pool.ParallelFor(v.outer * nb, 12.0 * static_cast<double>(n * std::min(inner, kBlock)), [&](int64_t b, int64_t e) {
+    std::vector<T> m(kBlock), s(kBlock);
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t o = t / nb, c0 = (t % nb) * kBlock, w = std::min(inner, c0 + kBlock) - c0;
+      const T* xb = x + o * n * inner + c0;
+      T* yb = y + o * n * inner + c0;
+      for (int64_t c = 0; c < w; ++c) { m[c] = -std::numeric_limits<T>::infinity(); s[c] = T(0); }
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t c = 0; c < w; ++c) m[c] = xb[r * inner + c] > m[c] ? xb[r * inner + c] : m[c];
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t c = 0; c < w; ++c) {
+          const T ev = Exp<T>(xb[r * inner + c] - m[c]);
+          s[c] += ev;
+          if (!log) yb[r * inner + c] = ev;
+        }
+      if (log) {
+        for (int64_t c = 0; c < w; ++c) m[c] += std::log(s[c]);
+        for (int64_t r = 0; r < n; ++r)
+          for (int64_t c = 0; c < w; ++c) yb[r * inner + c] = xb[r * inner + c] - m[c];
+      } else {
+        for (int64_t c = 0; c < w; ++c) s[c] = T(1) / s[c];
+        for (int64_t r = 0; r < n; ++r)
+          for (int64_t c = 0; c < w; ++c) yb[r * inner + c] *= s[c];
+      }
+    }
+  });
+}
+
+template <bool kLog>
+void SoftmaxKernel(KernelContext& ctx) {
+  const Tensor& x0 = ctx.input(0);
+  if (x0.numel() == 0) return;
+  const int64_t axis = AxisAttr(ctx, x0.rank());
+  const AxisView v = x0.rank() == 0 ? AxisView{} : ViewAround(x0.shape(), axis, axis + 1);
+  WithFloatStaging(x0, ctx.output(0), [&](const Tensor& x, Tensor& y) {
+    DispatchFloat(x.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      SoftmaxView<T>(x.data<T>(), y.data<T>(), v, kLog, ctx.pool());
+    });
+  });
+}
+
+// Hardmax: 1 at the first maximum along the axis, 0 elsewhere.
+void HardmaxKernel(KernelContext& ctx) {
+  const Tensor& x0 = ctx.input(0);
+  if (x0.numel() == 0) return;
+  const int64_t axis = AxisAttr(ctx, x0.rank());
+  const AxisView v = x0.rank() == 0 ? AxisView{} : ViewAround(x0.shape(), axis, axis + 1);
+  WithFloatStaging(x0, ctx.output(0), [&](const Tensor& x, Tensor& y) {
+    DispatchFloat(x.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* px = x.data<T>();
+      T* py = y.data<T>();
+      ctx.pool().ParallelFor(v.outer * v.inner, 2.0 * static_cast<double>(v.n), [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) {
+          const int64_t base = (t / v.inner) * v.n * v.inner + t % v.inner;
+          int64_t best = 0;
+          for (int64_t i = 1; i < v.n; ++i)
+            if (px[base + i * v.inner] > px[base + best * v.inner]) best = i;
+          for (int64_t i = 0; i < v.n; ++i) py[base + i * v.inner] = i == best ? T(1) : T(0);
+        }
+      });
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-row statistics shared by Layer/RMS/Instance/Group normalization. Two passes (mean, then
+// squared deviations) keep the variance accurate; rows are short enough to stay in cache.
+
+template <typename T>
+struct RowStats {
+  T mean;
+  T inv_std;
+};
+
+template <typename T>
+RowStats<T> ComputeRowStats(const T* x, int64_t n, T eps, bool rms) {
+  if (rms) {
+    const T ms = LaneSum<T>(n, [&](int64_t i) { return x[i] * x[i]; }) / static_cast<T>(n);
+    return {T(0), T(1) / std::sqrt(ms + eps)};
+  }
+  const T mean = LaneSum<T>(n, [&](int64_t i) { return x[i]; }) / static_cast<T>(n);
+  const T var = LaneSum<T>(n, [&](int64_t i) { return (x[i] - mean) * (x[i] - mean); }) / static_cast<T>(n);
+  return {mean, T(1) / std::sqrt(var + eps)};
+}
+
+// Expands parameter `p` (unidirectionally broadcastable to `target`, right-aligned) to a dense
+// vector of NumElements(target) values of type T.
+template <typename T>
+std::vector<T> ExpandParam(const Tensor& p, const Shape& target, const std::string& node, const char* what) {
+  const int64_t tr = static_cast<int64_t>(target.size()), pr = p.rank();
+  for (int64_t i = 0; i < pr - tr; ++i)
+    OF_REQUIRE(p.dim(i) == 1, node, ": ", what, " ", ShapeToString(p.shape()), " does not broadcast to ",
+               ShapeToString(target));
+  std::vector<int64_t> pstride(static_cast<size_t>(tr), 0);
+  int64_t s = 1;
+  for (int64_t i = tr - 1, j = pr - 1; i >= 0; --i, --j) {
+    if (j < 0) continue;
+    const int64_t d = p.dim(j);
+    OF_REQUIRE(d == target[i] || d == 1, node, ": ", what, " ", ShapeToString(p.shape()),
+               " does not broadcast to ", ShapeToString(target));
+    pstride[i] = d == 1 ? 0 : s;
+    s *= d;
+  }
+  const int64_t n = NumElements(target);
+  std::vector<T> out(static_cast<size_t>(n));
+  DispatchAll(p.dtype(), [&](auto tag) {
+    using P = typename decltype(tag)::type;
+    const P* src = p.data<P>();
+    if (p.numel() == n) {  // same layout: plain conversion
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(CastToDouble(src[i]));
+      return;
+    }
+    std::vector<int64_t> idx(static_cast<size_t>(tr), 0);
+    int64_t off = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      out[i] = static_cast<T>(CastToDouble(src[off]));
+      for (int64_t d = tr - 1; d >= 0; --d) {
+        off += pstride[d];
+        if (++idx[d] < target[d]) break;
+        off -= pstride[d] * target[d];
+        idx[d] = 0;
+      }
+    }
+  });
+  return out;
+}
+
+// Writes per-row statistics into an optional output of any float dtype.
+void StoreStats(KernelContext& ctx, size_t out_index, const std::vector<double>& vals) {
+  if (!ctx.has_output(out_index)) return;
+  Tensor& t = ctx.output(out_index);
+  DispatchAll(t.dtype(), [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<S>()[i] = CastFromDouble<S>(vals[i]);
+  });
+}
+
+// LayerNormalization (opset 17) and RMSNormalization (opset 23): normalize over axes [axis, rank).
+template <bool kRms>
+void LayerNormKernel(KernelContext& ctx) {
+  const Tensor& x0 = ctx.input(0);
+  const int64_t axis = AxisAttr(ctx, x0.rank());
+  const AxisView v = ViewAround(x0.shape(), 0, axis);  // v.n = rows, v.inner = normalized size
+  const int64_t rows = v.n, n = v.inner;
+  const Shape norm_shape(x0.shape().begin() + axis, x0.shape().end());
+  const double eps = ctx.attrs().GetFloat("epsilon");
+  const bool want_stats = ctx.has_output(1) || ctx.has_output(2);
+  std::vector<double> means(want_stats ? rows : 0), invs(want_stats ? rows : 0);
+  if (x0.numel() != 0) {
+    WithFloatStaging(x0, ctx.output(0), [&](const Tensor& x, Tensor& y) {
+      DispatchFloat(x.dtype(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const std::string node = ctx.node().Describe();
+        const std::vector<T> scale = ExpandParam<T>(ctx.input(1), norm_shape, node, "scale");
+        std::vector<T> bias;
+        if (!kRms && ctx.has_input(2)) bias = ExpandParam<T>(ctx.input(2), norm_shape, node, "bias");
+        const T* px = x.data<T>();
+        T* py = y.data<T>();
+        const T* sc = scale.data();
+        const T* bi = bias.empty() ? nullptr : bias.data();
+        ctx.pool().ParallelFor(rows, 8.0 * static_cast<double>(n) + 10.0, [&](int64_t b, int64_t e) {
+          for (int64_t r = b; r < e; ++r) {
+            const T* xr = px + r * n;
+            T* yr = py + r * n;
+            const RowStats<T> st = ComputeRowStats<T>(xr, n, static_cast<T>(eps), kRms);
+            const T mean = st.mean, inv = st.inv_std;
+            if (bi) for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - mean) * inv * sc[i] + bi[i];
+            else for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - mean) * inv * sc[i];
+            if (want_stats) { means[r] = static_cast<double>(mean); invs[r] = static_cast<double>(inv); }
+          }
+        });
+      });
+    });
+  }
+  if (want_stats) {
+    StoreStats(ctx, 1, means);
+    StoreStats(ctx, 2, invs);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// BatchNormalization, inference: y = x * a[c] + b[c] with a = scale / sqrt(var + eps).
+
+void BatchNormKernel(KernelContext& ctx) {
+  const Tensor& x0 = ctx.input(0);
+  const int64_t c_dim = x0.dim(1);
+  const AxisView v = ViewAround(x0.shape(), 1, 2);
+  const double eps = ctx.attrs().GetFloat("epsilon");
+  for (size_t i = 1; i < 5; ++i)
+    OF_REQUIRE(ctx.input(i).numel() == c_dim, ctx.node().Describe(), ": parameter input ", i, " must have C = ",
+               c_dim, " elements");
+  const Shape cshape{c_dim};
+  const std::string node = ctx.node().Describe();
+  const auto scale = ExpandParam<double>(ctx.input(1), cshape, node, "scale");
+  const auto bias = ExpandParam<double>(ctx.input(2), cshape, node, "B");
+  const auto mean = ExpandParam<double>(ctx.input(3), cshape, node, "input_mean");
+  const auto var = ExpandParam<double>(ctx.input(4), cshape, node, "input_var");
+  if (x0.numel() != 0) {
+    WithFloatStaging(x0, ctx.output(0), [&](const Tensor& x, Tensor& y) {
+      DispatchFloat(x.dtype(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        std::vector<T> a(static_cast<size_t>(c_dim)), b(static_cast<size_t>(c_dim));
+        for (int64_t c = 0; c < c_dim; ++c) {
+          const double s = scale[c] / std::sqrt(var[c] + eps);
+          a[c] = static_cast<T>(s);
+          b[c] = static_cast<T>(bias[c] - mean[c] * s);
+        }
+        const T* px = x.data<T>();
+        T* py = y.data<T>();
+        ctx.pool().ParallelFor(v.outer * c_dim, static_cast<double>(v.inner) + 4.0, [&](int64_t lo, int64_t hi) {
+          for (int64_t t = lo; t < hi; ++t) {
+            const T ac = a[t % c_dim], bc = b[t % c_dim];
+            const T* xr = px + t * v.inner;
+            T* yr = py + t * v.inner;
+            for (int64_t i = 0; i < v.inner; ++i) yr[i] = xr[i] * ac + bc;
+          }
+        });
+      });
+    });
+  }
+  // Inference mode: any wired running statistics are the given ones.
+  for (size_t i = 1; i <= 2; ++i)
+    if (ctx.has_output(i)) std::memcpy(ctx.output(i).raw(), ctx.input(i + 2).raw(), ctx.output(i).nbytes());
+}
+
+// ---------------------------------------------------------------------------------------------
+// InstanceNormalization and GroupNormalization: statistics per (n, group of channels).
+
+void ChannelGroupNorm(KernelContext& ctx, int64_t groups, bool per_group_params) {
+  const Tensor& x0 = ctx.input(0);
+  const int64_t N = x0.dim(0), C = x0.dim(1);
+  const int64_t spatial = ViewAround(x0.shape(), 2, x0.rank()).n;
+  const int64_t cpg = C / groups;
+  const int64_t param_len = per_group_params ? groups : C;
+  const std::string node = ctx.node().Describe();
+  OF_REQUIRE(ctx.input(1).numel() == param_len && ctx.input(2).numel() == param_len, node,
+             ": scale and bias must have ", param_len, " elements");
+  const double eps = ctx.attrs().GetFloat("epsilon");
+  if (x0.numel() == 0) return;
+  WithFloatStaging(x0, ctx.output(0), [&](const Tensor& x, Tensor& y) {
+    DispatchFloat(x.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const auto scale = ExpandParam<T>(ctx.input(1), {param_len}, node, "scale");
+      const auto bias = ExpandParam<T>(ctx.input(2), {param_len}, node, "bias");
+      const int64_t len = cpg * spatial;
+      const T* px = x.data<T>();
+      T* py = y.data<T>();
+      ctx.pool().ParallelFor(N * groups, 8.0 * static_cast<double>(len) + 10.0, [&](int64_t lo, int64_t hi) {
+        for (int64_t t = lo; t < hi; ++t) {
+          const int64_t g = t % groups;
+          const T* xr = px + t * len;
+          T* yr = py + t * len;
+          const RowStats<T> st = ComputeRowStats<T>(xr, len, static_cast<T>(eps), false);
+          for (int64_t j = 0; j < cpg; ++j) {
+            const int64_t p = per_group_params ? g : g * cpg + j;
+            const T a = st.inv_std * scale[p];
+            const T b = bias[p] - st.mean * a;
+            const T* xc = xr + j * spatial;
+            T* yc = yr + j * spatial;
+            for (int64_t i = 0; i < spatial; ++i) yc[i] = xc[i] * a + b;
+          }
+        }
+      });
+    });
+  });
+}
+
+void InstanceNormKernel(KernelContext& ctx) {
+  OF_REQUIRE(ctx.input(0).rank() >= 2, ctx.node().Describe(), ": input must have rank >= 2");
+  ChannelGroupNorm(ctx, ctx.input(0).dim(1), false);
+}
+
+void GroupNormKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  OF_REQUIRE(x.rank() >= 2, ctx.node().Describe(), ": input must have rank >= 2");
+  const int64_t g = ctx.attrs().GetInt("num_groups");
+  OF_REQUIRE(g > 0 && x.dim(1) % g == 0, ctx.node().Describe(), ": channels ", x.dim(1),
+             " are not divisible by num_groups ", g);
+  // Opset 18 defined scale/bias per group; opset 21 changed them to per channel.
+  ChannelGroupNorm(ctx, g, ctx.opset() < 21);
+}
+
+// ---------------------------------------------------------------------------------------------
+// LpNormalization: x / ||x||_p along one axis (p = 1 or 2); a zero norm gives 0.
+
+void LpNormKernel(KernelContext& ctx) {
+  const Tensor& x0 = ctx.input(0);
+  if (x0.numel() == 0) return;
+  const int64_t axis = AxisAttr(ctx, x0.rank());
+  const bool l1 = ctx.attrs().GetInt("p") == 1;
+  const AxisView v = x0.rank() == 0 ? AxisView{} : ViewAround(x0.shape(), axis, axis + 1);
+  WithFloatStaging(x0, ctx.output(0), [&](const Tensor& x, Tensor& y) {
+    DispatchFloat(x.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* px = x.data<T>();
+      T* py = y.data<T>();
+      ctx.pool().ParallelFor(v.outer * v.inner, 4.0 * static_cast<double>(v.n), [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) {
+          const int64_t base = (t / v.inner) * v.n * v.inner + t % v.inner;
+          T s = 0;
+          for (int64_t i = 0; i < v.n; ++i) {
+            const T xv = px[base + i * v.inner];
+            s += l1 ? std::abs(xv) : xv * xv;
+          }
+          const T norm = l1 ? s : std::sqrt(s);
+          const T inv = norm == T(0) ? T(0) : T(1) / norm;
+          for (int64_t i = 0; i < v.n; ++i) py[base + i * v.inner] = px[base + i * v.inner] * inv;
+        }
+      });
+    });
+  });
+}
+
+// MeanVarianceNormalization: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes`.
+void MvnKernel(KernelContext& ctx) {
+  const Tensor& x0 = ctx.input(0);
+  const int64_t rank = x0.rank();
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  for (int64_t a : ctx.attrs().GetInts("axes")) reduced[static_cast<size_t>(a < 0 ? a + rank : a)] = true;
+  if (x0.numel() == 0) return;
+  // Group id of each element = its index over the kept axes, tracked with a multi-index counter.
+  std::vector<int64_t> gstride(static_cast<size_t>(rank), 0);
+  int64_t groups = 1;
+  for (int64_t d = rank - 1; d >= 0; --d)
+    if (!reduced[d]) { gstride[d] = groups; groups *= x0.dim(d); }
+  std::vector<int64_t> gid(static_cast<size_t>(x0.numel()));
+  {
+    std::vector<int64_t> idx(static_cast<size_t>(rank), 0);
+    int64_t g = 0;
+    for (int64_t i = 0; i < x0.numel(); ++i) {
+      gid[i] = g;
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        g += gstride[d];
+        if (++idx[d] < x0.dim(d)) break;
+        g -= gstride[d] * x0.dim(d);
+        idx[d] = 0;
+      }
+    }
+  }
+  const double count = static_cast<double>(x0.numel() / groups);
+  WithFloatStaging(x0, ctx.output(0), [&](const Tensor& x, Tensor& y) {
+    DispatchFloat(x.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* px = x.data<T>();
+      T* py = y.data<T>();
+      std::vector<double> sum(static_cast<size_t>(groups), 0.0), sq(static_cast<size_t>(groups), 0.0);
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        sum[gid[i]] += px[i];
+        sq[gid[i]] += static_cast<double>(px[i]) * px[i];
+      }
+      std::vector<T> mean(static_cast<size_t>(groups)), inv(static_cast<size_t>(groups));
+      for (int64_t g = 0; g < groups; ++g) {
+        const double m = sum[g] / count;
+        const double var = std::max(sq[g] / count - m * m, 0.0);
+        mean[g] = static_cast<T>(m);
+        inv[g] = static_cast<T>(1.0 / (std::sqrt(var) + 1e-9));
+      }
+      for (int64_t i = 0; i < x.numel(); ++i) py[i] = (px[i] - mean[gid[i]]) * inv[gid[i]];
+    });
+  });
+}
+
+}  // namespace
+
+void RegisterCpuNormalizationKernels(KernelRegistry& r) {
+  r.RegisterFn("Softmax", SoftmaxKernel<false>);
+  r.RegisterFn("LogSoftmax", SoftmaxKernel<true>);
+  r.RegisterFn("Hardmax", HardmaxKernel);
+  r.RegisterFn("BatchNormalization", BatchNormKernel);
+  r.RegisterFn("LayerNormalization", LayerNormKernel<false>);
+  r.RegisterFn("RMSNormalization", LayerNormKernel<true>);
+  r.RegisterFn("InstanceNormalization", InstanceNormKernel);
+  r.RegisterFn("GroupNormalization", GroupNormKernel);
+  r.RegisterFn("LpNormalization", LpNormKernel);
+  r.RegisterFn("MeanVarianceNormalization", MvnKernel);
+}
 
 }  // namespace oneflow
