@@ -16,20 +16,27 @@ template <typename T>
 struct MaxOp {
   using Acc = T;
   Acc Init() const { return std::numeric_limits<T>::lowest(); }
+  T PadValue() const { return std::numeric_limits<T>::lowest(); }
   Acc Add(Acc a, T v) const { return v > a ? v : a; }
   T Finish(Acc a, int64_t valid, int64_t) const { return valid > 0 ? a : T(0); }
+  template <typename I>
+  T FinishScaled(Acc a, I inv_valid, I) const { return inv_valid > I(0) ? a : T(0); }
 };
 
-template <typename T>
+// The divisor choice is a template parameter so the finishing loop has no branch and vectorizes.
+template <typename T, bool kIncludePad>
 struct AvgOp {
   using Acc = T;
-  bool count_include_pad = false;
   Acc Init() const { return T(0); }
+  T PadValue() const { return T(0); }
   Acc Add(Acc a, T v) const { return a + v; }
   T Finish(Acc a, int64_t valid, int64_t padded) const {
-    int64_t n = count_include_pad ? padded : valid;
+    int64_t n = kIncludePad ? padded : valid;
     return n > 0 ? a / static_cast<T>(n) : T(0);
   }
+  // With precomputed reciprocals of the counts (0 where a window misses the input entirely).
+  template <typename I>
+  T FinishScaled(Acc a, I inv_valid, I inv_padded) const { return a * (kIncludePad ? inv_padded : inv_valid); }
 };
 
 template <typename T>
@@ -37,6 +44,7 @@ struct LpOp {
   using Acc = T;
   int64_t p = 2;
   Acc Init() const { return T(0); }
+  T PadValue() const { return T(0); }
   Acc Add(Acc a, T v) const {
     T m = v < T(0) ? -v : v;
     if (p == 1) return a + m;
@@ -48,82 +56,107 @@ struct LpOp {
     if (p == 2) return std::sqrt(a);
     return static_cast<T>(std::pow(a, T(1) / static_cast<T>(p)));
   }
+  template <typename I>
+  T FinishScaled(Acc a, I, I) const { return Finish(a, 0, 0); }
 };
 
-// 1-D and 2-D pooling of one plane. Output positions whose window lies entirely inside the
-// input are computed row by row with no bounds checks (the inner loop runs over output columns
-// so it vectorizes); the remaining border positions take the bounds-checked path.
-struct Geo2 {
-  int64_t H, W, OH, OW, kh, kw, sh, sw, dh, dw, ph, pw, ph_end, pw_end;
+// 1-D and 2-D pooling of one plane. The plane is first copied into a scratch buffer surrounded
+// by the op's neutral padding value (lowest for max, 0 for sums), wide and tall enough for every
+// window, including ceil_mode's overhang and the round-up of the last vector chunk. The hot loop
+// then has no bounds checks at all: per output row it folds each window tap into a row of
+// accumulators, running over a whole number of vectors so no scalar tail is left. Only the averaging divisor depends on the
+// border, and it factors into a per-row times a per-column count, precomputed once.
+constexpr int64_t kChunk = 16;
+
+struct Plan2D {
+  int64_t H, W, OH, OW, kh, kw, sh, sw, dh, dw, ph, pw;
+  int64_t PH, PW;                       // scratch plane extents
+  // Reciprocals of the per output row/col tap counts inside the input (v) and inside input+pads
+  // (t); a window's count is the row count times the column count. 0 where the count is 0.
+  std::vector<double> vh, th, vw, tw;
 };
 
-template <typename T, typename Op>
-T PoolAt2D(const T* x, const Geo2& g, const Op& op, int64_t oh, int64_t ow) {
-  const int64_t h0 = oh * g.sh - g.ph, w0 = ow * g.sw - g.pw;
-  typename Op::Acc acc = op.Init();
-  int64_t vh = 0, vw = 0, ph = 0, pw = 0;
-  for (int64_t k = 0; k < g.kh; ++k) {
-    int64_t h = h0 + k * g.dh;
-    if (h < g.H + g.ph_end) ++ph;
-    if (h >= 0 && h < g.H) ++vh;
-  }
-  for (int64_t k = 0; k < g.kw; ++k) {
-    int64_t w = w0 + k * g.dw;
-    if (w < g.W + g.pw_end) ++pw;
-    if (w >= 0 && w < g.W) ++vw;
-  }
-  for (int64_t i = 0; i < g.kh; ++i) {
-    int64_t h = h0 + i * g.dh;
-    if (h < 0 || h >= g.H) continue;
-    const T* row = x + h * g.W;
-    for (int64_t j = 0; j < g.kw; ++j) {
-      int64_t w = w0 + j * g.dw;
-      if (w >= 0 && w < g.W) acc = op.Add(acc, row[w]);
+Plan2D MakePlan2D(const PoolGeometry& g) {
+  const bool one = g.rank() == 1;  // a 1-D pool is a 2-D pool over a single row
+  Plan2D p;
+  p.H = one ? 1 : g.in[0];
+  p.W = g.in.back();
+  p.OH = one ? 1 : g.out[0];
+  p.OW = g.out.back();
+  p.kh = one ? 1 : g.kernel[0];
+  p.kw = g.kernel.back();
+  p.sh = one ? 1 : g.stride[0];
+  p.sw = g.stride.back();
+  p.dh = one ? 1 : g.dilation[0];
+  p.dw = g.dilation.back();
+  p.ph = one ? 0 : g.pad_begin[0];
+  p.pw = g.pad_begin.back();
+  const int64_t ph_end = one ? 0 : g.pad_end[0], pw_end = g.pad_end.back();
+  const int64_t ow_round = (p.OW + kChunk - 1) / kChunk * kChunk;
+  p.PH = std::max(p.ph + p.H, (p.OH - 1) * p.sh + (p.kh - 1) * p.dh + 1);
+  p.PW = std::max(p.pw + p.W, (ow_round - 1) * p.sw + (p.kw - 1) * p.dw + 1);
+  auto counts = [](int64_t out, int64_t k, int64_t s, int64_t d, int64_t pad, int64_t n, int64_t pad_end,
+                   std::vector<double>& valid, std::vector<double>& total) {
+    valid.assign(out, 0);
+    total.assign(out, 0);
+    for (int64_t o = 0; o < out; ++o) {
+      int64_t v = 0, t = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        const int64_t pos = o * s - pad + i * d;
+        v += pos >= 0 && pos < n;
+        t += pos < n + pad_end;
+      }
+      valid[o] = v ? 1.0 / static_cast<double>(v) : 0.0;
+      total[o] = t ? 1.0 / static_cast<double>(t) : 0.0;
     }
-  }
-  return op.Finish(acc, vh * vw, ph * pw);
+  };
+  counts(p.OH, p.kh, p.sh, p.dh, p.ph, p.H, ph_end, p.vh, p.th);
+  counts(p.OW, p.kw, p.sw, p.dw, p.pw, p.W, pw_end, p.vw, p.tw);
+  return p;
 }
 
-// First output index >= lo_bound whose window starts at or after 0, and one past the last
-// whose window ends inside the input.
-void InteriorRange(int64_t n, int64_t out, int64_t k, int64_t s, int64_t d, int64_t p, int64_t* lo, int64_t* hi) {
-  int64_t last = n - 1 - (k - 1) * d + p;  // window start (plus pad) of the last fully-inside window
-  *hi = last < 0 ? 0 : std::min(out, last / s + 1);
-  *lo = std::min((p + s - 1) / s, *hi);
-}
+// Type of the averaging reciprocals: double for double data, float otherwise.
+template <typename T>
+using PoolInv = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-template <typename T, typename Op>
-void Pool2DPlane(const T* x, T* y, const Geo2& g, const Op& op, typename Op::Acc* acc) {
-  int64_t oh_lo, oh_hi, ow_lo, ow_hi;
-  InteriorRange(g.H, g.OH, g.kh, g.sh, g.dh, g.ph, &oh_lo, &oh_hi);
-  InteriorRange(g.W, g.OW, g.kw, g.sw, g.dw, g.pw, &ow_lo, &ow_hi);
-  const int64_t full = g.kh * g.kw;
-  for (int64_t oh = 0; oh < g.OH; ++oh) {
-    T* yr = y + oh * g.OW;
-    if (oh < oh_lo || oh >= oh_hi || ow_lo >= ow_hi) {
-      for (int64_t ow = 0; ow < g.OW; ++ow) yr[ow] = PoolAt2D(x, g, op, oh, ow);
-      continue;
-    }
-    for (int64_t ow = 0; ow < ow_lo; ++ow) yr[ow] = PoolAt2D(x, g, op, oh, ow);
-    for (int64_t ow = ow_hi; ow < g.OW; ++ow) yr[ow] = PoolAt2D(x, g, op, oh, ow);
-    const int64_t n = ow_hi - ow_lo;
-    const int64_t sw = g.sw;
-    for (int64_t i = 0; i < n; ++i) acc[i] = op.Init();
-    for (int64_t i = 0; i < g.kh; ++i) {
-      const T* row = x + (oh * g.sh - g.ph + i * g.dh) * g.W + ow_lo * sw - g.pw;
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const T* src = row + j * g.dw;
-        if (sw == 1) {
-          for (int64_t o = 0; o < n; ++o) acc[o] = op.Add(acc[o], src[o]);
-        } else if (sw == 2) {
-          for (int64_t o = 0; o < n; ++o) acc[o] = op.Add(acc[o], src[2 * o]);
-        } else {
-          for (int64_t o = 0; o < n; ++o) acc[o] = op.Add(acc[o], src[o * sw]);
-        }
+template <typename T, typename Op, int SW>
+void Pool2DRows(const T* buf, T* y, const Plan2D& p, const Op& op, typename Op::Acc* acc, const PoolInv<T>* cv,
+                const PoolInv<T>* ct) {
+  const int64_t sw = SW > 0 ? SW : p.sw;
+  const int64_t n = (p.OW + kChunk - 1) / kChunk * kChunk;  // a whole number of vectors: no scalar tail
+  for (int64_t oh = 0; oh < p.OH; ++oh) {
+    const T* top = buf + oh * p.sh * p.PW;
+    for (int64_t o = 0; o < n; ++o) acc[o] = op.Init();
+    for (int64_t i = 0; i < p.kh; ++i) {
+      for (int64_t j = 0; j < p.kw; ++j) {
+        const T* src = top + i * p.dh * p.PW + j * p.dw;
+        for (int64_t o = 0; o < n; ++o) acc[o] = op.Add(acc[o], src[o * sw]);
       }
     }
-    for (int64_t o = 0; o < n; ++o) yr[ow_lo + o] = op.Finish(acc[o], full, full);
+    T* yr = y + oh * p.OW;
+    const PoolInv<T> rv = static_cast<PoolInv<T>>(p.vh[oh]), rt = static_cast<PoolInv<T>>(p.th[oh]);
+    for (int64_t o = 0; o < p.OW; ++o) yr[o] = op.FinishScaled(acc[o], rv * cv[o], rt * ct[o]);
   }
+}
+
+template <typename T, typename Op>
+void Pool2DPlane(const T* x, T* y, const Plan2D& p, const Op& op, T* buf, typename Op::Acc* acc, const PoolInv<T>* cv,
+                 const PoolInv<T>* ct) {
+  const T pad = static_cast<T>(op.PadValue());
+  for (int64_t r = 0; r < p.PH; ++r) {
+    T* dst = buf + r * p.PW;
+    const int64_t h = r - p.ph;
+    if (h < 0 || h >= p.H) {
+      for (int64_t c = 0; c < p.PW; ++c) dst[c] = pad;
+      continue;
+    }
+    for (int64_t c = 0; c < p.pw; ++c) dst[c] = pad;
+    std::memcpy(dst + p.pw, x + h * p.W, static_cast<size_t>(p.W) * sizeof(T));
+    for (int64_t c = p.pw + p.W; c < p.PW; ++c) dst[c] = pad;
+  }
+  if (p.sw == 1) Pool2DRows<T, Op, 1>(buf, y, p, op, acc, cv, ct);
+  else if (p.sw == 2) Pool2DRows<T, Op, 2>(buf, y, p, op, acc, cv, ct);
+  else Pool2DRows<T, Op, 0>(buf, y, p, op, acc, cv, ct);
 }
 
 // Any-rank pooling of one plane with bounds checks everywhere; also produces MaxPool's Indices
@@ -191,18 +224,18 @@ void RunPool(KernelContext& ctx, const Tensor& x, Tensor& y, Tensor* indices, co
   T* py = y.data<T>();
   int64_t* pi = indices ? indices->data<int64_t>() : nullptr;
   const bool fast = !indices && g.rank() <= 2;
-  Geo2 g2{};
+  Plan2D plan;
+  std::vector<PoolInv<T>> cv, ct;
   if (fast) {
-    const bool one = g.rank() == 1;  // a 1-D pool is a 2-D pool over a single row
-    g2 = Geo2{one ? 1 : g.in[0], g.in.back(), one ? 1 : g.out[0], g.out.back(),
-              one ? 1 : g.kernel[0], g.kernel.back(), one ? 1 : g.stride[0], g.stride.back(),
-              one ? 1 : g.dilation[0], g.dilation.back(), one ? 0 : g.pad_begin[0], g.pad_begin.back(),
-              one ? 0 : g.pad_end[0], g.pad_end.back()};
+    plan = MakePlan2D(g);
+    cv.assign(plan.vw.begin(), plan.vw.end());
+    ct.assign(plan.tw.begin(), plan.tw.end());
   }
   ctx.pool().ParallelFor(planes, static_cast<double>(out_plane * win) * 2.0, [&](int64_t begin, int64_t end) {
-    std::vector<typename Op::Acc> acc(fast ? static_cast<size_t>(g2.OW) : 0);
+    std::vector<T> buf(fast ? static_cast<size_t>(plan.PH * plan.PW) : 0);
+    std::vector<typename Op::Acc> acc(fast ? static_cast<size_t>(plan.OW + kChunk) : 0);
     for (int64_t p = begin; p < end; ++p) {
-      if (fast) Pool2DPlane(px + p * in_plane, py + p * out_plane, g2, op, acc.data());
+      if (fast) Pool2DPlane(px + p * in_plane, py + p * out_plane, plan, op, buf.data(), acc.data(), cv.data(), ct.data());
       else PoolNDPlane(px + p * in_plane, py + p * out_plane, pi ? pi + p * out_plane : nullptr, p * in_plane, g, op,
                        column_major);
     }
@@ -263,9 +296,8 @@ void PoolKernel(KernelContext& ctx, PoolKind kind, bool global) {
   DispatchFloat(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (kind == PoolKind::kAvg) {
-      AvgOp<T> op;
-      op.count_include_pad = ctx.attrs().GetInt("count_include_pad", 0) != 0;
-      RunPool<T>(ctx, x, y, nullptr, g, op, false);
+      if (ctx.attrs().GetInt("count_include_pad", 0) != 0) RunPool<T>(ctx, x, y, nullptr, g, AvgOp<T, true>{}, false);
+      else RunPool<T>(ctx, x, y, nullptr, g, AvgOp<T, false>{}, false);
     } else {
       LpOp<T> op;
       op.p = ctx.attrs().GetInt("p", 2);
@@ -334,7 +366,7 @@ void GlobalPoolKernel(KernelContext& ctx, PoolKind kind) {
   DispatchFloat(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (kind == PoolKind::kAvg) {
-      GlobalPool<T>(ctx, x, y, Combinable<AvgOp<T>>{});
+      GlobalPool<T>(ctx, x, y, Combinable<AvgOp<T, false>>{});
     } else {
       LpCombinable<T> op;
       op.p = ctx.attrs().GetInt("p", 2);
@@ -351,23 +383,48 @@ void GlobalMaxPoolKernel(KernelContext& ctx) { GlobalPoolKernel(ctx, PoolKind::k
 void GlobalAveragePoolKernel(KernelContext& ctx) { GlobalPoolKernel(ctx, PoolKind::kAvg); }
 void GlobalLpPoolKernel(KernelContext& ctx) { GlobalPoolKernel(ctx, PoolKind::kLp); }
 
-// MaxUnpool scatters X into a zero tensor at the flat positions MaxPool's Indices recorded.
+// MaxUnpool scatters X into a zero tensor at the flat positions MaxPool's Indices recorded. The
+// indices address the default unpooled shape; an explicit output_shape places that shape at the
+// output's origin (as the ONNX reference does).
 void MaxUnpoolKernel(KernelContext& ctx) {
+  const std::string node = ctx.node().Describe();
   const Tensor& x = ctx.input(0);
   const Tensor& ind = ctx.input(1);
   Tensor& y = ctx.output(0);
-  OF_REQUIRE(ind.shape() == x.shape(), ctx.node().Describe(), ": indices must have the shape of X");
+  OF_REQUIRE(ind.shape() == x.shape(), node, ": indices must have the shape of X");
+  OF_REQUIRE(x.rank() >= 3 && y.rank() == x.rank(), node, ": X must be [N, C, D1, ...]");
+  const size_t r = static_cast<size_t>(x.rank() - 2);
+  std::vector<int64_t> k = ctx.attrs().GetInts("kernel_shape");
+  std::vector<int64_t> s = ctx.attrs().GetInts("strides", std::vector<int64_t>(r, 1));
+  std::vector<int64_t> p = ctx.attrs().GetInts("pads", std::vector<int64_t>(2 * r, 0));
+  OF_REQUIRE(k.size() == r && s.size() == r && p.size() == 2 * r, node, ": kernel_shape/strides/pads do not match");
+  Shape inferred = {x.dim(0), x.dim(1)};
+  for (size_t d = 0; d < r; ++d) inferred.push_back((x.dim(d + 2) - 1) * s[d] - p[d] - p[d + r] + k[d]);
+  const int64_t total = NumElements(inferred);
+  const bool same = inferred == y.shape();
   std::memset(y.raw(), 0, y.nbytes());
   const int64_t* pi = ind.data<int64_t>();
-  const int64_t total = y.numel();
   DispatchAll(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* px = x.data<T>();
     T* py = y.data<T>();
     for (int64_t i = 0; i < x.numel(); ++i) {
-      OF_CHECK(pi[i] >= 0 && pi[i] < total, kRuntime, ctx.node().Describe(), ": index ", pi[i],
-               " is out of range for an output of ", total, " elements");
-      py[pi[i]] = px[i];
+      OF_CHECK(pi[i] >= 0 && pi[i] < total, kRuntime, node, ": index ", pi[i], " is out of range for ",
+               ShapeToString(inferred));
+      if (same) {
+        py[pi[i]] = px[i];
+        continue;
+      }
+      int64_t rem = pi[i], off = 0, mul = 1;
+      bool inside = true;
+      for (size_t d = inferred.size(); d-- > 0;) {
+        const int64_t c = rem % inferred[d];
+        rem /= inferred[d];
+        if (c >= y.dim(static_cast<int64_t>(d))) inside = false;
+        off += c * mul;
+        mul *= y.dim(static_cast<int64_t>(d));
+      }
+      if (inside) py[off] = px[i];
     }
   });
 }
