@@ -5,6 +5,13 @@
 namespace oneflow {
 namespace {
 
+// Reads one element into the accumulation type (integers exactly, floats via double).
+template <typename A, typename T>
+A Load(T v) {
+  if constexpr (std::is_integral_v<T>) return static_cast<A>(v);
+  else return static_cast<A>(CastToDouble(v));
+}
+
 // Each output element is the sum, over every assignment of the contracted labels, of the product
 // of the inputs' elements. A label's stride in an input is the sum of the strides of every dim it
 // names, which makes repeated labels ("ii") walk diagonals; broadcast ellipsis dims get stride 0.
@@ -40,6 +47,9 @@ void EinsumKernel(KernelContext& ctx) {
   int64_t red_n = 1;
   for (int l : reduce) red_n *= plan.label_size[l];
   const size_t no = plan.output.size(), nr = reduce.size();
+  std::vector<int64_t> inner_stride(ni, 0);
+  if (nr)
+    for (size_t i = 0; i < ni; ++i) inner_stride[i] = strides[i][reduce[nr - 1]];
 
   DispatchAll(y.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -64,15 +74,27 @@ void EinsumKernel(KernelContext& ctx) {
           A acc = 0;
           off = base;
           std::fill(k.begin(), k.end(), 0);
-          for (int64_t r = 0; r < red_n; ++r) {
-            A prod = 1;
-            for (size_t i = 0; i < ni; ++i) {
-              if constexpr (std::is_integral_v<T>) prod *= static_cast<A>(src[i][off[i]]);
-              else prod *= CastToDouble(src[i][off[i]]);
+          // The innermost contracted label runs as a tight strided loop; the odometer covers the rest.
+          const int64_t inner_n = nr ? plan.label_size[reduce[nr - 1]] : 1;
+          for (int64_t r = 0; r < red_n; r += inner_n) {
+            if (ni == 1) {
+              const T* a = src[0] + off[0];
+              const int64_t sa = inner_stride[0];
+              for (int64_t t = 0; t < inner_n; ++t) acc += Load<A>(a[t * sa]);
+            } else if (ni == 2) {
+              const T* a = src[0] + off[0];
+              const T* b = src[1] + off[1];
+              const int64_t sa = inner_stride[0], sb = inner_stride[1];
+              for (int64_t t = 0; t < inner_n; ++t) acc += Load<A>(a[t * sa]) * Load<A>(b[t * sb]);
+            } else {
+              for (int64_t t = 0; t < inner_n; ++t) {
+                A prod = 1;
+                for (size_t i = 0; i < ni; ++i) prod *= Load<A>(src[i][off[i] + t * inner_stride[i]]);
+                acc += prod;
+              }
             }
-            acc += prod;
-            // Advance the odometer over the contracted labels, last label fastest.
-            for (size_t j = nr; j-- > 0;) {
+            // Advance the odometer over the other contracted labels, the last of them fastest.
+            for (size_t j = nr > 0 ? nr - 1 : 0; j-- > 0;) {
               const int l = reduce[j];
               for (size_t i = 0; i < ni; ++i) off[i] += strides[i][l];
               if (++k[j] < plan.label_size[l]) break;
