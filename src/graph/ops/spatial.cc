@@ -1,4 +1,4 @@
-// Op family: spatial (pooling, Resize, Einsum, LRN, MaxUnpool, GridSample, Col2Im): schemas and inference.
+// Op family: spatial (pooling, Resize, Einsum, LRN, MaxUnpool, GridSample, AffineGrid, Col2Im): schemas and inference.
 #include <cmath>
 
 #include "graph/infer_util.h"
@@ -181,6 +181,31 @@ void InferCol2Im(InferContext& ctx) {
   ctx.set_output(0, TensorType::Of(x.dtype, dims));
 }
 
+// AffineGrid: theta [N, r, r+1] and size [N, C, D1..Dr] (r = 2 or 3) give a grid [N, D1..Dr, r].
+void InferAffineGrid(InferContext& ctx) {
+  const TensorType& theta = ctx.input_type(0);
+  if (!IsFloatDType(theta.dtype)) ctx.Error("theta must be a float tensor");
+  const Tensor* size = ctx.input_value(1);
+  if (!size) {
+    ctx.set_output(0, TensorType::UnknownShape(theta.dtype));
+    return;
+  }
+  std::vector<int64_t> s = size->ToInt64Vector();
+  if (s.size() != 4 && s.size() != 5) ctx.Error("size must have 4 or 5 values, got ", s.size());
+  const int64_t r = static_cast<int64_t>(s.size()) - 2;
+  if (theta.has_rank) {
+    if (theta.rank() != 3) ctx.Error("theta must be [N, ", r, ", ", r + 1, "]");
+    if ((theta.dims[1].known() && theta.dims[1].value != r) || (theta.dims[2].known() && theta.dims[2].value != r + 1))
+      ctx.Error("theta must be [N, ", r, ", ", r + 1, "] for a ", r, "-D size");
+  }
+  for (int64_t v : s)
+    if (v < 0) ctx.Error("size has a negative value");
+  std::vector<Dim> dims = {Dim::Known(s[0])};
+  for (int64_t i = 2; i < static_cast<int64_t>(s.size()); ++i) dims.push_back(Dim::Known(s[i]));
+  dims.push_back(Dim::Known(r));
+  ctx.set_output(0, TensorType::Of(theta.dtype, dims));
+}
+
 }  // namespace
 
 void RegisterSpatialOps(OpRegistry& r) {
@@ -224,6 +249,8 @@ void RegisterSpatialOps(OpRegistry& r) {
   r.Register(OpSchema("GridSample").Since(20).Input("X").Input("grid").Output("Y")
                  .Attr("align_corners", Attribute::Int(0)).Attr("mode", Attribute::String("linear"))
                  .Attr("padding_mode", Attribute::String("zeros")).Infer(InferGridSample));
+  r.Register(OpSchema("AffineGrid").Since(20).Input("theta").Input("size").Output("grid")
+                 .Attr("align_corners", Attribute::Int(0)).Infer(InferAffineGrid));
   r.Register(OpSchema("Col2Im").Since(18).Input("input").Input("image_shape").Input("block_shape").Output("output")
                  .OptionalAttr("dilations", AttrKind::kInts).OptionalAttr("pads", AttrKind::kInts)
                  .OptionalAttr("strides", AttrKind::kInts).Infer(InferCol2Im));

@@ -1,4 +1,4 @@
-// CPU kernels: spatial family registration, plus LRN and Col2Im (pooling, Resize and Einsum live in
+// CPU kernels: spatial family registration, plus LRN, Col2Im and AffineGrid (pooling, Resize and Einsum live in
 // pool.cc, resize.cc and einsum.cc).
 #include <cmath>
 #include <cstring>
@@ -106,6 +106,49 @@ void Col2ImKernel(KernelContext& ctx) {
   });
 }
 
+// AffineGrid: each output point is theta applied to the homogeneous normalized coordinates
+// (x, y[, z], 1) of its position, with x along the last (width) dim.
+void AffineGridKernel(KernelContext& ctx) {
+  const Tensor& theta = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  const bool align = ctx.attrs().GetInt("align_corners") != 0;
+  const int64_t N = y.dim(0), r = y.dim(y.rank() - 1);
+  OF_REQUIRE(theta.rank() == 3 && theta.dim(0) == N && theta.dim(1) == r && theta.dim(2) == r + 1,
+             ctx.node().Describe(), ": theta must be [", N, ", ", r, ", ", r + 1, "], got ", ShapeToString(theta.shape()));
+  std::vector<int64_t> dims(y.shape().begin() + 1, y.shape().end() - 1);
+  const int64_t points = N > 0 ? y.numel() / (N * r) : 0;
+  auto coord = [&](int64_t i, int64_t n) {
+    if (align) return n > 1 ? -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(n - 1) : -1.0;
+    return -1.0 + (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(n);
+  };
+  DispatchAll(theta.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!kIsHalfType<T> && !std::is_floating_point_v<T>) {
+      Fail(ErrorCode::kUnsupported, ctx.node().Describe(), ": theta must be a float tensor");
+    } else {
+      const T* pt = theta.data<T>();
+      T* py = y.data<T>();
+      std::vector<double> homo(static_cast<size_t>(r + 1));
+      for (int64_t n = 0; n < N; ++n) {
+        for (int64_t p = 0; p < points; ++p) {
+          int64_t rem = p;
+          for (int64_t d = r; d-- > 0;) {  // homo[0] is x (last dim), homo[1] y, ...
+            const int64_t c = rem % dims[d];
+            rem /= dims[d];
+            homo[r - 1 - d] = coord(c, dims[d]);
+          }
+          homo[r] = 1.0;
+          for (int64_t k = 0; k < r; ++k) {
+            double v = 0;
+            for (int64_t j = 0; j <= r; ++j) v += CastToDouble(pt[(n * r + k) * (r + 1) + j]) * homo[j];
+            py[(n * points + p) * r + k] = CastFromDouble<T>(v);
+          }
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void RegisterCpuSpatialKernels(KernelRegistry& r) {
@@ -114,6 +157,7 @@ void RegisterCpuSpatialKernels(KernelRegistry& r) {
   RegisterCpuEinsumKernels(r);
   r.RegisterFn("LRN", LRNKernel);
   r.RegisterFn("Col2Im", Col2ImKernel);
+  r.RegisterFn("AffineGrid", AffineGridKernel);
 }
 
 }  // namespace oneflow
