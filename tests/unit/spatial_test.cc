@@ -347,5 +347,47 @@ TEST(SpatialResize, NearestAndLinearUpsampleMatchNaive) {
       }
 }
 
+// Static inference keeps a symbolic batch dim through Resize with constant scales, and pooling
+// computes spatial dims statically.
+TEST(SpatialInfer, StaticShapesWithSymbolicBatch) {
+  Graph g;
+  std::vector<Dim> dims = {Dim::Symbol("N"), Dim::Known(3), Dim::Known(10), Dim::Unknown()};
+  int x = g.AddValue("x", TensorType::Of(DType::kFloat32, dims));
+  g.inputs.push_back(x);
+  Tensor scales(DType::kFloat32, {4});
+  float sc[4] = {1, 1, 2, 1};
+  for (int i = 0; i < 4; ++i) scales.data<float>()[i] = sc[i];
+  int roi = g.AddConstant("roi", Tensor(DType::kFloat32, {0}));
+  int s = g.AddConstant("scales", scales);
+  int y = g.AddValue("y");
+  int z = g.AddValue("z");
+  Node resize;
+  resize.op_type = "Resize";
+  resize.opset = 13;
+  resize.inputs = {x, roi, s};
+  resize.outputs = {y};
+  Node pool;
+  pool.op_type = "MaxPool";
+  pool.opset = 13;
+  pool.inputs = {y};
+  pool.outputs = {z};
+  pool.attrs.set("kernel_shape", Attribute::Ints({3, 3}));
+  pool.attrs.set("strides", Attribute::Ints({2, 2}));
+  g.nodes = {resize, pool};
+  g.outputs = {z};
+  g.opset_imports[""] = 13;
+  PrepareGraph(g);
+  const TensorType& ty = g.values[g.FindValue("y")].type;
+  ASSERT_TRUE(ty.has_rank);
+  EXPECT_EQ(ty.dims[0].symbol, "N");
+  EXPECT_EQ(ty.dims[1].value, 3);
+  EXPECT_EQ(ty.dims[2].value, 20);
+  EXPECT_FALSE(ty.dims[3].known());
+  const TensorType& tz = g.values[g.FindValue("z")].type;
+  EXPECT_EQ(tz.dims[0].symbol, "N");
+  EXPECT_EQ(tz.dims[2].value, 9);
+  EXPECT_FALSE(tz.dims[3].known());
+}
+
 }  // namespace
 }  // namespace oneflow

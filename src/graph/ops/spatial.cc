@@ -62,17 +62,33 @@ void InferResize(InferContext& ctx) {
     ctx.set_output(0, TensorType::UnknownShape(x.dtype));
     return;
   }
+  if (x.rank() < 1) ctx.Error("cannot resize a scalar");
   const Tensor* given = have_sizes ? sizes : scales;
-  if (!given || !x.fully_known()) {
+  if (!given) {
     ctx.set_output(0, TensorType::Of(x.dtype, std::vector<Dim>(x.dims.size(), Dim::Unknown())));
     return;
   }
-  Shape in = x.ToShape();
+  // Unknown input dims are probed with two different extents: an output dim that comes out equal
+  // to its input both times keeps the input's (possibly symbolic) dim, one that comes out the
+  // same constant both times is known, anything else is unknown.
+  Shape probe1, probe2;
+  for (const Dim& d : x.dims) {
+    probe1.push_back(d.known() ? d.value : 1);
+    probe2.push_back(d.known() ? d.value : 2);
+  }
   std::vector<double> sc;
-  std::vector<int64_t> out;
-  ComputeResizeOutput(ctx.attrs(), ctx.opset(), in, have_scales ? scales : nullptr, have_sizes ? sizes : nullptr,
-                      ctx.node(), &sc, &out);
-  ctx.set_output(0, TensorType::Of(x.dtype, out));
+  std::vector<int64_t> out1, out2;
+  const Tensor* sc_in = have_scales ? scales : nullptr;
+  const Tensor* sz_in = have_sizes ? sizes : nullptr;
+  ComputeResizeOutput(ctx.attrs(), ctx.opset(), probe1, sc_in, sz_in, ctx.node(), &sc, &out1);
+  ComputeResizeOutput(ctx.attrs(), ctx.opset(), probe2, sc_in, sz_in, ctx.node(), &sc, &out2);
+  std::vector<Dim> dims;
+  for (size_t d = 0; d < x.dims.size(); ++d) {
+    if (out1[d] == probe1[d] && out2[d] == probe2[d]) dims.push_back(x.dims[d]);
+    else if (out1[d] == out2[d]) dims.push_back(Dim::Known(out1[d]));
+    else dims.push_back(Dim::Unknown());
+  }
+  ctx.set_output(0, TensorType::Of(x.dtype, dims));
 }
 
 // Einsum: parse at inference time to get the output shape.
