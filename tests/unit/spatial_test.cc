@@ -215,6 +215,27 @@ TEST(SpatialPool, MaxPoolIntegerTypes) {
   for (size_t i = 0; i < ref.size(); ++i) ASSERT_EQ(yi.data<int8_t>()[i], static_cast<int8_t>(ref[i]));
 }
 
+TEST(SpatialPool, HalfPrecisionMatchesFloat) {
+  Tensor xf = RandomTensor({1, 4, 19, 18}, 5);
+  Tensor xh(DType::kFloat16, xf.shape());
+  for (int64_t i = 0; i < xf.numel(); ++i) {
+    xh.data<Float16>()[i] = Float16(xf.data<float>()[i]);
+    xf.data<float>()[i] = static_cast<float>(xh.data<Float16>()[i]);  // same values in both
+  }
+  AttrMap a;
+  a.set("kernel_shape", Attribute::Ints({3, 3}));
+  a.set("strides", Attribute::Ints({2, 2}));
+  a.set("pads", Attribute::Ints({1, 1, 1, 1}));
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    Tensor yf = RunNode(op, 22, {xf}, a)[0];
+    Tensor yh = RunNode(op, 22, {xh}, a)[0];
+    ASSERT_EQ(yh.dtype(), DType::kFloat16);
+    ASSERT_EQ(yh.shape(), yf.shape());
+    for (int64_t i = 0; i < yf.numel(); ++i)
+      ASSERT_NEAR(static_cast<float>(yh.data<Float16>()[i]), yf.data<float>()[i], 2e-3 * (1 + std::fabs(yf.data<float>()[i])));
+  }
+}
+
 // Not a pass/fail benchmark: prints the ResNet-18 stem pooling time so regressions are visible.
 TEST(SpatialPool, ResNetShapesTiming) {
   ThreadPool pool(getenv("OF_BENCH_THREADS") ? atoi(getenv("OF_BENCH_THREADS")) : 2);
@@ -345,6 +366,35 @@ TEST(SpatialResize, NearestAndLinearUpsampleMatchNaive) {
                      fh * ((1 - fw) * at(c, h0 + 1, w0) + fw * at(c, h0 + 1, w0 + 1));
         ASSERT_NEAR(z.data<float>()[(c * 34 + h) * 46 + w], ref, 1e-4);
       }
+}
+
+TEST(SpatialErrors, BadInputsFailCleanly) {
+  AttrMap a;
+  a.set("kernel_shape", Attribute::Ints({5, 5}));
+  EXPECT_THROW(RunNode("MaxPool", 22, {RandomTensor({1, 1, 3, 3}, 1)}, a), Error);  // window > input
+  EXPECT_THROW(RunNode("MaxPool", 22, {RandomTensor({3, 3}, 1)}, a), Error);        // no spatial dims
+  a.set("kernel_shape", Attribute::Ints({2}));
+  EXPECT_THROW(RunNode("AveragePool", 22, {RandomTensor({1, 1, 3, 3}, 1)}, a), Error);  // rank mismatch
+  a.set("kernel_shape", Attribute::Ints({2, 2}));
+  EXPECT_THROW(RunNode("AveragePool", 22, {RandomTensor({1, 1, 3, 3}, 1, DType::kInt32)}, a), Error);  // dtype
+
+  Tensor scales(DType::kFloat32, {3});
+  for (int i = 0; i < 3; ++i) scales.data<float>()[i] = 2;
+  AttrMap r;
+  EXPECT_THROW(RunNode("Resize", 13, {RandomTensor({1, 1, 3, 3}, 1), Tensor(DType::kFloat32, {0}), scales}, r), Error);
+
+  Tensor ind(DType::kInt64, {1, 1, 2, 2});
+  ind.data<int64_t>()[0] = 100;  // out of range for a 4x4 output
+  AttrMap u;
+  u.set("kernel_shape", Attribute::Ints({2, 2}));
+  u.set("strides", Attribute::Ints({2, 2}));
+  try {
+    RunNode("MaxUnpool", 22, {RandomTensor({1, 1, 2, 2}, 1), ind}, u);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kRuntime);
+  }
+  EXPECT_THROW(RunNode("GridSample", 22, {RandomTensor({1, 1, 3, 3}, 1), RandomTensor({1, 2, 2, 3}, 2)}, {}), Error);
 }
 
 // Static inference keeps a symbolic batch dim through Resize with constant scales, and pooling
