@@ -161,6 +161,8 @@ TEST(SpatialPool, MaxPoolVariants) {
   CheckPool({"MaxPool", {1, 3, 50}, {4}, {3}, {1}, {2, 1}, 1});
   CheckPool({"MaxPool", {1, 2, 9, 10, 11}, {2, 3, 2}, {2, 1, 2}, {1, 2, 1}, {1, 0, 1, 0, 1, 1}});
   CheckPool({"MaxPool", {2, 3, 20, 21}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}}, /*with_indices=*/true);
+  CheckPool({"MaxPool", {1, 4, 17, 18, 19}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, 1});
+  CheckPool({"MaxPool", {1, 2, 4, 5, 6, 7}, {2, 2, 3, 2}, {1, 2, 1, 2}, {1, 1, 1, 2}, {0, 1, 0, 1, 1, 0, 1, 0}});
 }
 
 TEST(SpatialPool, AveragePoolVariants) {

@@ -60,39 +60,36 @@ struct LpOp {
   T FinishScaled(Acc a, I, I) const { return Finish(a, 0, 0); }
 };
 
-// 1-D and 2-D pooling of one plane. The plane is first copied into a scratch buffer surrounded
-// by the op's neutral padding value (lowest for max, 0 for sums), wide and tall enough for every
-// window, including ceil_mode's overhang and the round-up of the last vector chunk. The hot loop
-// then has no bounds checks at all: per output row it folds each window tap into a row of
-// accumulators, running over a whole number of vectors so no scalar tail is left. Only the averaging divisor depends on the
-// border, and it factors into a per-row times a per-column count, precomputed once.
+// 1-D, 2-D and 3-D pooling of one plane (volume). The input is first copied into a scratch
+// buffer surrounded by the op's neutral padding value (lowest for max, 0 for sums), large enough
+// for every window, including ceil_mode's overhang and the round-up of the last vector chunk. The
+// hot loop then has no bounds checks at all: per output row it folds each window tap into a row
+// of accumulators, running over a whole number of vectors so no scalar tail is left. Only the
+// averaging divisor depends on the border; it factors into per-depth, per-row and per-column
+// counts, whose reciprocals are precomputed once per call.
 constexpr int64_t kChunk = 16;
 
-struct Plan2D {
-  int64_t H, W, OH, OW, kh, kw, sh, sw, dh, dw, ph, pw;
-  int64_t PH, PW;                       // scratch plane extents
-  // Reciprocals of the per output row/col tap counts inside the input (v) and inside input+pads
-  // (t); a window's count is the row count times the column count. 0 where the count is 0.
-  std::vector<double> vh, th, vw, tw;
+struct PoolPlan {
+  // Geometry as 3-D (depth, height, width); lower ranks use extent 1 for the missing leading dims.
+  int64_t D, H, W, OD, OH, OW, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw;
+  int64_t PD, PH, PW;  // scratch extents
+  // Reciprocals of the per output depth/row/col tap counts inside the input (v) and inside
+  // input+pads (t); 0 where the count is 0.
+  std::vector<double> vd, td, vh, th, vw, tw;
 };
 
-Plan2D MakePlan2D(const PoolGeometry& g) {
-  const bool one = g.rank() == 1;  // a 1-D pool is a 2-D pool over a single row
-  Plan2D p;
-  p.H = one ? 1 : g.in[0];
-  p.W = g.in.back();
-  p.OH = one ? 1 : g.out[0];
-  p.OW = g.out.back();
-  p.kh = one ? 1 : g.kernel[0];
-  p.kw = g.kernel.back();
-  p.sh = one ? 1 : g.stride[0];
-  p.sw = g.stride.back();
-  p.dh = one ? 1 : g.dilation[0];
-  p.dw = g.dilation.back();
-  p.ph = one ? 0 : g.pad_begin[0];
-  p.pw = g.pad_begin.back();
-  const int64_t ph_end = one ? 0 : g.pad_end[0], pw_end = g.pad_end.back();
+PoolPlan MakePoolPlan(const PoolGeometry& g) {
+  const size_t r = g.rank();
+  auto at = [&](const std::vector<int64_t>& v, size_t i, int64_t fill) { return i + r >= 3 ? v[i + r - 3] : fill; };
+  PoolPlan p;
+  p.D = at(g.in, 0, 1), p.H = at(g.in, 1, 1), p.W = at(g.in, 2, 1);
+  p.OD = at(g.out, 0, 1), p.OH = at(g.out, 1, 1), p.OW = at(g.out, 2, 1);
+  p.kd = at(g.kernel, 0, 1), p.kh = at(g.kernel, 1, 1), p.kw = at(g.kernel, 2, 1);
+  p.sd = at(g.stride, 0, 1), p.sh = at(g.stride, 1, 1), p.sw = at(g.stride, 2, 1);
+  p.dd = at(g.dilation, 0, 1), p.dh = at(g.dilation, 1, 1), p.dw = at(g.dilation, 2, 1);
+  p.pd = at(g.pad_begin, 0, 0), p.ph = at(g.pad_begin, 1, 0), p.pw = at(g.pad_begin, 2, 0);
   const int64_t ow_round = (p.OW + kChunk - 1) / kChunk * kChunk;
+  p.PD = std::max(p.pd + p.D, (p.OD - 1) * p.sd + (p.kd - 1) * p.dd + 1);
   p.PH = std::max(p.ph + p.H, (p.OH - 1) * p.sh + (p.kh - 1) * p.dh + 1);
   p.PW = std::max(p.pw + p.W, (ow_round - 1) * p.sw + (p.kw - 1) * p.dw + 1);
   auto counts = [](int64_t out, int64_t k, int64_t s, int64_t d, int64_t pad, int64_t n, int64_t pad_end,
@@ -110,8 +107,9 @@ Plan2D MakePlan2D(const PoolGeometry& g) {
       total[o] = t ? 1.0 / static_cast<double>(t) : 0.0;
     }
   };
-  counts(p.OH, p.kh, p.sh, p.dh, p.ph, p.H, ph_end, p.vh, p.th);
-  counts(p.OW, p.kw, p.sw, p.dw, p.pw, p.W, pw_end, p.vw, p.tw);
+  counts(p.OD, p.kd, p.sd, p.dd, p.pd, p.D, at(g.pad_end, 0, 0), p.vd, p.td);
+  counts(p.OH, p.kh, p.sh, p.dh, p.ph, p.H, at(g.pad_end, 1, 0), p.vh, p.th);
+  counts(p.OW, p.kw, p.sw, p.dw, p.pw, p.W, at(g.pad_end, 2, 0), p.vw, p.tw);
   return p;
 }
 
@@ -119,48 +117,62 @@ Plan2D MakePlan2D(const PoolGeometry& g) {
 template <typename T>
 using PoolInv = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-template <typename T, typename Op, int SW>
-void Pool2DRows(const T* buf, T* y, const Plan2D& p, const Op& op, typename Op::Acc* acc, const PoolInv<T>* cv,
-                const PoolInv<T>* ct) {
+// kDepth = false compiles the depth loops away for 1-D and 2-D pools (they measurably slow the
+// 2-D case otherwise).
+template <typename T, typename Op, int SW, bool kDepth>
+void PoolRows(const T* buf, T* y, const PoolPlan& p, const Op& op, typename Op::Acc* acc, const PoolInv<T>* cv,
+              const PoolInv<T>* ct) {
   const int64_t sw = SW > 0 ? SW : p.sw;
+  const int64_t OD = kDepth ? p.OD : 1, kd = kDepth ? p.kd : 1;
   const int64_t n = (p.OW + kChunk - 1) / kChunk * kChunk;  // a whole number of vectors: no scalar tail
-  for (int64_t oh = 0; oh < p.OH; ++oh) {
-    const T* top = buf + oh * p.sh * p.PW;
-    for (int64_t o = 0; o < n; ++o) acc[o] = op.Init();
-    for (int64_t i = 0; i < p.kh; ++i) {
-      for (int64_t j = 0; j < p.kw; ++j) {
-        const T* src = top + i * p.dh * p.PW + j * p.dw;
-        for (int64_t o = 0; o < n; ++o) acc[o] = op.Add(acc[o], src[o * sw]);
+  const int64_t slice = p.PH * p.PW;
+  for (int64_t od = 0; od < OD; ++od) {
+    for (int64_t oh = 0; oh < p.OH; ++oh) {
+      const T* top = buf + od * p.sd * slice + oh * p.sh * p.PW;
+      for (int64_t o = 0; o < n; ++o) acc[o] = op.Init();
+      for (int64_t a = 0; a < kd; ++a) {
+        for (int64_t i = 0; i < p.kh; ++i) {
+          for (int64_t j = 0; j < p.kw; ++j) {
+            const T* src = top + a * p.dd * slice + i * p.dh * p.PW + j * p.dw;
+            for (int64_t o = 0; o < n; ++o) acc[o] = op.Add(acc[o], src[o * sw]);
+          }
+        }
       }
+      T* yr = y + (od * p.OH + oh) * p.OW;
+      const PoolInv<T> rv = static_cast<PoolInv<T>>(p.vd[od] * p.vh[oh]);
+      const PoolInv<T> rt = static_cast<PoolInv<T>>(p.td[od] * p.th[oh]);
+      for (int64_t o = 0; o < p.OW; ++o) yr[o] = op.FinishScaled(acc[o], rv * cv[o], rt * ct[o]);
     }
-    T* yr = y + oh * p.OW;
-    const PoolInv<T> rv = static_cast<PoolInv<T>>(p.vh[oh]), rt = static_cast<PoolInv<T>>(p.th[oh]);
-    for (int64_t o = 0; o < p.OW; ++o) yr[o] = op.FinishScaled(acc[o], rv * cv[o], rt * ct[o]);
   }
 }
 
 template <typename T, typename Op>
-void Pool2DPlane(const T* x, T* y, const Plan2D& p, const Op& op, T* buf, typename Op::Acc* acc, const PoolInv<T>* cv,
-                 const PoolInv<T>* ct) {
+void PoolPlane(const T* x, T* y, const PoolPlan& p, const Op& op, T* buf, typename Op::Acc* acc, const PoolInv<T>* cv,
+               const PoolInv<T>* ct) {
   const T pad = static_cast<T>(op.PadValue());
-  for (int64_t r = 0; r < p.PH; ++r) {
-    T* dst = buf + r * p.PW;
-    const int64_t h = r - p.ph;
-    if (h < 0 || h >= p.H) {
-      for (int64_t c = 0; c < p.PW; ++c) dst[c] = pad;
-      continue;
+  for (int64_t z = 0; z < p.PD; ++z) {
+    const int64_t d = z - p.pd;
+    for (int64_t r = 0; r < p.PH; ++r) {
+      T* dst = buf + (z * p.PH + r) * p.PW;
+      const int64_t h = r - p.ph;
+      if (d < 0 || d >= p.D || h < 0 || h >= p.H) {
+        for (int64_t c = 0; c < p.PW; ++c) dst[c] = pad;
+        continue;
+      }
+      for (int64_t c = 0; c < p.pw; ++c) dst[c] = pad;
+      std::memcpy(dst + p.pw, x + (d * p.H + h) * p.W, static_cast<size_t>(p.W) * sizeof(T));
+      for (int64_t c = p.pw + p.W; c < p.PW; ++c) dst[c] = pad;
     }
-    for (int64_t c = 0; c < p.pw; ++c) dst[c] = pad;
-    std::memcpy(dst + p.pw, x + h * p.W, static_cast<size_t>(p.W) * sizeof(T));
-    for (int64_t c = p.pw + p.W; c < p.PW; ++c) dst[c] = pad;
   }
-  if (p.sw == 1) Pool2DRows<T, Op, 1>(buf, y, p, op, acc, cv, ct);
-  else if (p.sw == 2) Pool2DRows<T, Op, 2>(buf, y, p, op, acc, cv, ct);
-  else Pool2DRows<T, Op, 0>(buf, y, p, op, acc, cv, ct);
+  if (p.OD > 1 || p.kd > 1) PoolRows<T, Op, 0, true>(buf, y, p, op, acc, cv, ct);
+  else if (p.sw == 1) PoolRows<T, Op, 1, false>(buf, y, p, op, acc, cv, ct);
+  else if (p.sw == 2) PoolRows<T, Op, 2, false>(buf, y, p, op, acc, cv, ct);
+  else PoolRows<T, Op, 0, false>(buf, y, p, op, acc, cv, ct);
 }
 
-// Any-rank pooling of one plane with bounds checks everywhere; also produces MaxPool's Indices
-// (flat input positions, row-major or, with storage_order 1, column-major within the plane).
+// Any-rank pooling of one plane with bounds checks everywhere, for MaxPool's Indices output
+// (flat input positions, row-major or, with storage_order 1, column-major within the plane) and
+// for inputs with more than 3 spatial dims.
 template <typename T, typename Op>
 void PoolNDPlane(const T* x, T* y, int64_t* indices, int64_t index_base, const PoolGeometry& g, const Op& op,
                  bool column_major) {
@@ -223,19 +235,19 @@ void RunPool(KernelContext& ctx, const Tensor& x, Tensor& y, Tensor* indices, co
   const T* px = x.data<T>();
   T* py = y.data<T>();
   int64_t* pi = indices ? indices->data<int64_t>() : nullptr;
-  const bool fast = !indices && g.rank() <= 2;
-  Plan2D plan;
+  const bool fast = !indices && g.rank() <= 3;
+  PoolPlan plan;
   std::vector<PoolInv<T>> cv, ct;
   if (fast) {
-    plan = MakePlan2D(g);
+    plan = MakePoolPlan(g);
     cv.assign(plan.vw.begin(), plan.vw.end());
     ct.assign(plan.tw.begin(), plan.tw.end());
   }
   ctx.pool().ParallelFor(planes, static_cast<double>(out_plane * win) * 2.0, [&](int64_t begin, int64_t end) {
-    std::vector<T> buf(fast ? static_cast<size_t>(plan.PH * plan.PW) : 0);
+    std::vector<T> buf(fast ? static_cast<size_t>(plan.PD * plan.PH * plan.PW) : 0);
     std::vector<typename Op::Acc> acc(fast ? static_cast<size_t>(plan.OW + kChunk) : 0);
     for (int64_t p = begin; p < end; ++p) {
-      if (fast) Pool2DPlane(px + p * in_plane, py + p * out_plane, plan, op, buf.data(), acc.data(), cv.data(), ct.data());
+      if (fast) PoolPlane(px + p * in_plane, py + p * out_plane, plan, op, buf.data(), acc.data(), cv.data(), ct.data());
       else PoolNDPlane(px + p * in_plane, py + p * out_plane, pi ? pi + p * out_plane : nullptr, p * in_plane, g, op,
                        column_major);
     }
