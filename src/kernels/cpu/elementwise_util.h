@@ -57,9 +57,9 @@ namespace fastmath {
 inline float BitsAsFloat(int32_t i) { float f; std::memcpy(&f, &i, 4); return f; }
 
 // exp(x): Cody-Waite reduction x = n*ln2 + r, degree-6 polynomial for e^r; ~1.5 ulp.
-// Results below ~2.6e-38 flush to 0; NaN propagates; +inf above 88.72.
+// Results below ~2.6e-38 flush to 0; NaN propagates; +inf above ln(FLT_MAX).
 inline float Exp(float x) {
-  float xc = std::min(std::max(x, -86.5f), 88.72f);
+  float xc = std::min(std::max(x, -86.5f), 88.7228f);
   float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
   float r = xc - n * 0.693145751953125f;
   r = r - n * 1.428606765330187e-06f;
@@ -74,7 +74,7 @@ inline float Exp(float x) {
   float scale = BitsAsFloat((static_cast<int32_t>(n) + 126) << 23);
   float y = p * scale * 2.0f;
   y = x < -86.5f ? 0.0f : y;
-  y = x > 88.72f ? std::numeric_limits<float>::infinity() : y;
+  y = x > 88.7228f ? std::numeric_limits<float>::infinity() : y;
   return x != x ? x : y;
 }
 
