@@ -127,15 +127,24 @@ inline float Erf(float x) {
   return ax < 1.0f ? small : big;
 }
 
-// Gelu(x) = x * Phi(x). For x <= -sqrt(2) uses erfc directly, avoiding the cancellation in 1 + erf.
+// Gelu(x) = x * Phi(x), Phi(x) = erfc(-x/sqrt2)/2. One exp for all branches; for x <= -sqrt2 the
+// erfc form avoids the cancellation in 1 + erf(u).
 inline float Gelu(float x) {
   const float kInvSqrt2 = 0.70710678118654752f;
   float u = x * kInvSqrt2;
-  float central = 0.5f * x * (1.0f + Erf(u));
-  float nu = std::min(-u, 9.5f);  // beyond ~9.4 the product underflows to 0 anyway
-  float tail = 0.5f * x * Exp(-nu * nu) * ErfcScaled(std::min(nu, 4.0f));
-  tail = nu > 4.0f ? 0.0f * x : tail;  // |result| < 1e-7 there
-  return u <= -1.0f ? tail : central;
+  float au = std::fabs(u);
+  float u2 = u * u;
+  float p = -0.0005667995109505239f;
+  p = p * u2 + 0.004927419830784432f;
+  p = p * u2 - 0.02672089357457614f;
+  p = p * u2 + 0.11280578874605639f;
+  p = p * u2 - 0.3761239067578162f;
+  p = p * u2 + 1.1283791471036893f;
+  float phi_central = 0.5f + 0.5f * (u * p);
+  float half_erfc = 0.5f * Exp(-u2) * ErfcScaled(std::min(au, 4.0f));  // erfc(|u|) / 2
+  half_erfc = au > 4.0f ? 0.0f : half_erfc;  // < 1e-8 there
+  float phi_tail = u > 0.0f ? 1.0f - half_erfc : half_erfc;
+  return x * (au < 1.0f ? phi_central : phi_tail);
 }
 
 // Gelu with the tanh approximation: 0.5x(1 + tanh(z)) == x * sigmoid(2z), which stays accurate for x << 0.
