@@ -66,10 +66,14 @@ void InferCastLike(InferContext& ctx) {
 }
 
 void InferDropout(InferContext& ctx) {
-  if (const Tensor* training = ctx.input_value(2)) {
-    OF_CHECK(training->numel() != 1 || training->GetAsDouble(0) == 0.0, kUnsupported, ctx.node(),
-             ": Dropout with training_mode=true is not supported (inference only)");
-  }
+  // training_mode=true draws random masks, which we do not do; ratio 0 keeps everything (identity).
+  const Tensor* training = ctx.input_value(2);
+  const Tensor* ratio = ctx.input_value(1);
+  const bool training_on = training && training->numel() == 1 && training->GetAsDouble(0) != 0.0;
+  const bool ratio_unknown = ctx.has_input(1) && !ratio;  // decided at run time
+  const bool ratio_zero = ctx.has_input(1) && ratio && ratio->numel() == 1 && ratio->GetAsDouble(0) == 0.0;
+  OF_CHECK(!training_on || ratio_unknown || ratio_zero, kUnsupported, ctx.node(),
+           ": Dropout with training_mode=true is not supported (inference only)");
   ctx.set_output(0, ctx.input_type(0));
   if (ctx.num_outputs() > 1) {
     TensorType mask = ctx.input_type(0);

@@ -45,10 +45,12 @@ void CastKernel(KernelContext& ctx) {
 }
 
 void DropoutKernel(KernelContext& ctx) {
-  if (ctx.has_input(2)) {
-    OF_CHECK(ctx.input(2).numel() == 1 && ctx.input(2).GetAsDouble(0) == 0.0, kUnsupported, ctx.node().Describe(),
-             ": Dropout with training_mode=true is not supported (inference only)");
-  }
+  // Training mode with ratio 0 keeps every element, so it is the identity too; any other training
+  // run would need random masks, which an inference engine does not produce.
+  const bool training = ctx.has_input(2) && ctx.input(2).numel() == 1 && ctx.input(2).GetAsDouble(0) != 0.0;
+  const double ratio = ctx.has_input(1) && ctx.input(1).numel() == 1 ? ctx.input(1).GetAsDouble(0) : 0.5;
+  OF_CHECK(!training || ratio == 0.0, kUnsupported, ctx.node().Describe(),
+           ": Dropout with training_mode=true and ratio ", ratio, " is not supported (inference only)");
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);
   if (y.raw() != x.raw() && x.nbytes() > 0) std::memcpy(y.raw(), x.raw(), x.nbytes());
