@@ -225,6 +225,47 @@ TEST(ApplyActivation, MatchesReference) {
   EXPECT_EQ(unchanged, xs);
 }
 
+TEST(Elementwise, PowScalarExponentsMatchStdPow) {
+  std::mt19937 rng(5);
+  Tensor x = RandomFloat({70000}, rng, 0.0f, 4.0f);
+  x.data<float>()[0] = -0.0f;
+  x.data<float>()[1] = -std::numeric_limits<float>::infinity();
+  ThreadPool two(2);
+  for (float e : {2.0f, 3.0f, 1.0f, 0.5f, -1.0f, 1.7f}) {
+    Tensor ex = Tensor::Scalar(DType::kFloat32, e);
+    Tensor r = RunOp("Pow", {&x, &ex}, DType::kFloat32, x.shape(), two);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      float want = std::pow(x.data<float>()[i], e);
+      float got = r.data<float>()[i];
+      if (std::isinf(want)) ASSERT_EQ(got, want) << e;
+      else ASSERT_NEAR(got, want, 1e-6f * std::fabs(want)) << "x=" << x.data<float>()[i] << " e=" << e;
+      if (want == 0.0f) ASSERT_EQ(std::signbit(got), std::signbit(want)) << e;
+    }
+  }
+}
+
+TEST(Elementwise, CastConversions) {
+  ThreadPool one(1);
+  Tensor x(DType::kFloat32, {6});
+  float xv[] = {-1.75f, -0.0f, 0.5f, 2.5f, 300.9f, 65519.0f};
+  std::memcpy(x.raw(), xv, sizeof(xv));
+  AttrMap to_i32, to_bool, to_f16;
+  to_i32.set("to", Attribute::Int(static_cast<int64_t>(DType::kInt32)));
+  to_bool.set("to", Attribute::Int(static_cast<int64_t>(DType::kBool)));
+  to_f16.set("to", Attribute::Int(static_cast<int64_t>(DType::kFloat16)));
+  Tensor i = RunOp("Cast", {&x}, DType::kInt32, {6}, one, to_i32);
+  Tensor b = RunOp("Cast", {&x}, DType::kBool, {6}, one, to_bool);
+  Tensor h = RunOp("Cast", {&x}, DType::kFloat16, {6}, one, to_f16);
+  int32_t want_i[] = {-1, 0, 0, 2, 300, 65519};
+  bool want_b[] = {true, false, true, true, true, true};
+  for (int k = 0; k < 6; ++k) {
+    EXPECT_EQ(i.data<int32_t>()[k], want_i[k]) << k;  // truncation toward zero
+    EXPECT_EQ(b.data<bool>()[k], want_b[k]) << k;
+    EXPECT_EQ(static_cast<float>(h.data<Float16>()[k]), static_cast<float>(Float16(xv[k]))) << k;
+  }
+  EXPECT_EQ(static_cast<float>(h.data<Float16>()[5]), 65504.0f);  // rounds to the largest finite half
+}
+
 TEST(Elementwise, BitShiftEdgeCases) {
   ThreadPool one(1);
   Tensor x(DType::kInt8, {4}), s(DType::kInt8, {4});

@@ -131,7 +131,10 @@ void PowKernel(KernelContext& ctx) {
     if (e == 2.0) return UnaryMap(pool, x, y, a.numel(), [](float v) { return v * v; }, kCheapCost);
     if (e == 3.0) return UnaryMap(pool, x, y, a.numel(), [](float v) { return v * v * v; }, kCheapCost);
     if (e == 1.0) return UnaryMap(pool, x, y, a.numel(), [](float v) { return v; }, kCheapCost);
-    if (e == 0.5) return UnaryMap(pool, x, y, a.numel(), [](float v) { return std::sqrt(v); }, kCheapCost);
+    if (e == 0.5) {  // pow(-0, .5) = +0 and pow(-inf, .5) = +inf, unlike sqrt
+      const float inf = std::numeric_limits<float>::infinity();
+      return UnaryMap(pool, x, y, a.numel(), [inf](float v) { return v == -inf ? inf : std::sqrt(v) + 0.0f; }, kCheapCost);
+    }
     if (e == -1.0) return UnaryMap(pool, x, y, a.numel(), [](float v) { return 1.0f / v; }, kCheapCost);
   }
   const bool base_float = IsFloatDType(a.dtype());
