@@ -237,9 +237,14 @@ TEST(Elementwise, PowScalarExponentsMatchStdPow) {
     for (int64_t i = 0; i < x.numel(); ++i) {
       float want = std::pow(x.data<float>()[i], e);
       float got = r.data<float>()[i];
-      if (std::isinf(want)) ASSERT_EQ(got, want) << e;
-      else ASSERT_NEAR(got, want, 1e-6f * std::fabs(want)) << "x=" << x.data<float>()[i] << " e=" << e;
-      if (want == 0.0f) ASSERT_EQ(std::signbit(got), std::signbit(want)) << e;
+      if (std::isinf(want)) {
+        ASSERT_EQ(got, want) << e;
+      } else {
+        ASSERT_NEAR(got, want, 1e-6f * std::fabs(want)) << "x=" << x.data<float>()[i] << " e=" << e;
+      }
+      if (want == 0.0f) {
+        ASSERT_EQ(std::signbit(got), std::signbit(want)) << e;
+      }
     }
   }
 }
@@ -264,6 +269,22 @@ TEST(Elementwise, CastConversions) {
     EXPECT_EQ(static_cast<float>(h.data<Float16>()[k]), static_cast<float>(Float16(xv[k]))) << k;
   }
   EXPECT_EQ(static_cast<float>(h.data<Float16>()[5]), 65504.0f);  // rounds to the largest finite half
+}
+
+TEST(ApplyActivation, FromOnnxNode) {
+  ActivationParams p;
+  AttrMap attrs;
+  attrs.set("alpha", Attribute::Float(0.3f));
+  ASSERT_TRUE(ActivationFromOnnx("LeakyRelu", attrs, &p));
+  EXPECT_EQ(p.kind, Activation::kLeakyRelu);
+  EXPECT_EQ(p.alpha, 0.3f);
+  ASSERT_TRUE(ActivationFromOnnx("HardSigmoid", AttrMap{}, &p));
+  EXPECT_EQ(p.alpha, 0.2f);
+  AttrMap tanh_gelu;
+  tanh_gelu.set("approximate", Attribute::String("tanh"));
+  ASSERT_TRUE(ActivationFromOnnx("Gelu", tanh_gelu, &p));
+  EXPECT_EQ(p.kind, Activation::kGeluTanh);
+  EXPECT_FALSE(ActivationFromOnnx("Softmax", AttrMap{}, &p));
 }
 
 TEST(Elementwise, BitShiftEdgeCases) {

@@ -87,4 +87,33 @@ void ApplyActivation(const ActivationParams& p, float* x, int64_t n) {
   }
 }
 
+bool ActivationFromOnnx(const std::string& op, const AttrMap& attrs, ActivationParams* out) {
+  ActivationParams p;
+  if (op == "Relu") {
+    p.kind = Activation::kRelu;
+  } else if (op == "LeakyRelu") {
+    p.kind = Activation::kLeakyRelu;
+    p.alpha = attrs.GetFloat("alpha", 0.01f);
+  } else if (op == "Sigmoid") {
+    p.kind = Activation::kSigmoid;
+  } else if (op == "Tanh") {
+    p.kind = Activation::kTanh;
+  } else if (op == "Gelu") {
+    std::string approx = attrs.GetString("approximate", "none");
+    if (approx == "none") p.kind = Activation::kGelu;
+    else if (approx == "tanh") p.kind = Activation::kGeluTanh;
+    else return false;
+  } else if (op == "HardSigmoid") {
+    p.kind = Activation::kHardSigmoid;
+    p.alpha = attrs.GetFloat("alpha", 0.2f);
+    p.beta = attrs.GetFloat("beta", 0.5f);
+  } else if (op == "HardSwish") {
+    p.kind = Activation::kHardSwish;
+  } else {
+    return false;
+  }
+  *out = p;
+  return true;
+}
+
 }  // namespace oneflow

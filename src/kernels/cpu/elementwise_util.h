@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include "base/dtype.h"
 #include "base/tensor.h"
 #include "base/thread_pool.h"
+#include "graph/attribute.h"
 
 namespace oneflow {
 
@@ -48,6 +50,13 @@ struct ActivationParams {
 };
 
 void ApplyActivation(const ActivationParams& p, float* data, int64_t n);
+
+// Maps an ONNX activation node (default domain) to ActivationParams, for fusion passes and fused
+// kernels: Relu, LeakyRelu, Sigmoid, Tanh, Gelu (either `approximate`), HardSigmoid, HardSwish.
+// Returns false for anything else. Clip is not handled here because its bounds are inputs: the
+// caller builds {kClip, .min = ..., .max = ...} from the constant min/max tensors itself.
+// `attrs` may lack attributes (defaults are the ONNX ones).
+bool ActivationFromOnnx(const std::string& op_type, const AttrMap& attrs, ActivationParams* out);
 
 // ================================================================================================
 // Fast float32 math. Branch-free (selects only) so GCC vectorizes loops that call them.
