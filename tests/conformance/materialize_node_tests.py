@@ -41,6 +41,13 @@ def main(out_dir: str) -> int:
             for prefix, values, infos in (("input", inputs, case.model.graph.input),
                                           ("output", outputs, case.model.graph.output)):
                 for j, value in enumerate(values):
+                    if isinstance(value, onnx.TensorProto):  # cases that build their data as protos (Cast)
+                        proto = onnx.TensorProto()
+                        proto.CopyFrom(value)
+                        proto.name = infos[j].name
+                        with open(os.path.join(ds, f"{prefix}_{j}.pb"), "wb") as f:
+                            f.write(proto.SerializeToString())
+                        continue
                     if not isinstance(value, np.ndarray) and not np.isscalar(value):
                         continue  # sequences, maps, optionals: the runner reports the case unsupported
                     try:

@@ -1,12 +1,163 @@
 // Op family: elementwise (schemas, attribute defaults, opset ranges, shape inference).
+// Opset notes: ops that predate opset 13 with no semantic change since are registered Since(13);
+// later revisions that only widened the type lists (Add-14, Relu-14, Elu-22, Mod-28, ...) are
+// covered by the same schema since the kernels accept the wider types.
+#include <cmath>
+
 #include "graph/infer_util.h"
 #include "graph/ops/all_ops.h"
 
 namespace oneflow {
+namespace {
+
+void InferSameShapeBool(InferContext& ctx) {
+  TensorType t = ctx.input_type(0);
+  t.dtype = DType::kBool;
+  ctx.set_output(0, t);
+}
+
+// Broadcast of inputs 0 and 1 with input 0's dtype; the dtypes may differ (Pow's exponent).
+void InferBroadcastDType0(InferContext& ctx) {
+  TensorType out = ctx.input_type(0);
+  const TensorType& b = ctx.input_type(1);
+  if (!out.has_rank || !b.has_rank) out = TensorType::UnknownShape(out.dtype);
+  else out.dims = BroadcastDims(out.dims, b.dims, ctx);
+  ctx.set_output(0, out);
+}
+
+// Output = X's type; the other inputs must share its dtype (Clip bounds, PRelu slope).
+void InferSameAsInput0SameDType(InferContext& ctx) {
+  CheckSameDType(ctx);
+  ctx.set_output(0, ctx.input_type(0));
+}
+
+void InferWhere(InferContext& ctx) {
+  if (ctx.input_dtype(0) != DType::kBool) ctx.Error("condition must be bool, got ", DTypeName(ctx.input_dtype(0)));
+  if (ctx.input_dtype(1) != ctx.input_dtype(2)) {
+    ctx.Error("X and Y must share one dtype, got ", DTypeName(ctx.input_dtype(1)), " and ", DTypeName(ctx.input_dtype(2)));
+  }
+  TensorType out = ctx.input_type(1);
+  for (size_t i : {0, 2}) {
+    const TensorType& t = ctx.input_type(i);
+    if (!out.has_rank || !t.has_rank) out = TensorType::UnknownShape(out.dtype);
+    else out.dims = BroadcastDims(out.dims, t.dims, ctx);
+  }
+  ctx.set_output(0, out);
+}
+
+DType CastTarget(const InferContext& ctx, int64_t code) {
+  OF_CHECK(code >= INT32_MIN && code <= INT32_MAX && IsKnownDType(static_cast<int32_t>(code)) &&
+               code != static_cast<int64_t>(DType::kString),
+           kUnsupported, ctx.node(), ": cast to element type ", code,
+           " is not supported (string, float8 and 4-bit types are not implemented)");
+  return static_cast<DType>(code);
+}
+
+void InferCast(InferContext& ctx) {
+  TensorType t = ctx.input_type(0);
+  t.dtype = CastTarget(ctx, ctx.attrs().GetInt("to"));
+  ctx.set_output(0, t);
+}
+
+void InferCastLike(InferContext& ctx) {
+  TensorType t = ctx.input_type(0);
+  t.dtype = CastTarget(ctx, static_cast<int64_t>(ctx.input_dtype(1)));
+  ctx.set_output(0, t);
+}
+
+void InferDropout(InferContext& ctx) {
+  // training_mode=true draws random masks, which we do not do; ratio 0 keeps everything (identity).
+  const Tensor* training = ctx.input_value(2);
+  const Tensor* ratio = ctx.input_value(1);
+  const bool training_on = training && training->numel() == 1 && training->GetAsDouble(0) != 0.0;
+  const bool ratio_unknown = ctx.has_input(1) && !ratio;  // decided at run time
+  const bool ratio_zero = ctx.has_input(1) && ratio && ratio->numel() == 1 && ratio->GetAsDouble(0) == 0.0;
+  OF_CHECK(!training_on || ratio_unknown || ratio_zero, kUnsupported, ctx.node(),
+           ": Dropout with training_mode=true is not supported (inference only)");
+  ctx.set_output(0, ctx.input_type(0));
+  if (ctx.num_outputs() > 1) {
+    TensorType mask = ctx.input_type(0);
+    mask.dtype = DType::kBool;
+    ctx.set_output(1, mask);
+  }
+}
+
+OpSchema Unary(const char* name, int since = 13) {
+  return std::move(OpSchema(name).Since(since).Input("X").Output("Y").Infer(InferSameAsInput0));
+}
+
+OpSchema Binary(const char* name, InferFn fn, int since = 13) {
+  return std::move(OpSchema(name).Since(since).Input("A").Input("B").Output("C").Infer(std::move(fn)));
+}
+
+}  // namespace
 
 void RegisterElementwiseOps(OpRegistry& r) {
-  r.Register(OpSchema("Add").Since(13).Input("A").Input("B").Output("C").Infer(InferBroadcast));
-  r.Register(OpSchema("Relu").Since(13).Input("X").Output("Y").Infer(InferSameAsInput0));
+  // ---- Arithmetic -------------------------------------------------------------------------------
+  for (const char* op : {"Add", "Sub", "Mul", "Div"}) r.Register(Binary(op, InferBroadcast));
+  r.Register(Binary("Mod", InferBroadcast).Attr("fmod", Attribute::Int(0)));
+  r.Register(OpSchema("Pow").Since(13).Input("X").Input("Y").Output("Z").Infer(InferBroadcastDType0));
+  r.Register(OpSchema("PRelu").Since(13).Input("X").Input("slope").Output("Y").Infer(InferSameAsInput0SameDType));
+  for (const char* op : {"Min", "Max", "Mean", "Sum"}) {
+    r.Register(OpSchema(op).Since(13).VariadicInput("data_0").Output("result").Infer(InferBroadcast));
+  }
+
+  // ---- Unary math -------------------------------------------------------------------------------
+  for (const char* op : {"Sqrt", "Exp", "Log", "Abs", "Neg", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Erf",
+                         "Tanh", "Sigmoid", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",
+                         "Acosh", "Atanh", "Relu", "Softplus", "Softsign"}) {
+    r.Register(Unary(op));
+  }
+
+  // ---- Activations with attributes --------------------------------------------------------------
+  r.Register(Unary("LeakyRelu").Attr("alpha", Attribute::Float(0.01f)));
+  r.Register(Unary("Elu").Attr("alpha", Attribute::Float(1.0f)));
+  r.Register(Unary("Selu")
+                 .Attr("alpha", Attribute::Float(1.67326319217681884765625f))
+                 .Attr("gamma", Attribute::Float(1.05070102214813232421875f)));
+  r.Register(Unary("Celu").Attr("alpha", Attribute::Float(1.0f)));  // Celu-12
+  r.Register(Unary("Gelu", 20).Attr("approximate", Attribute::String("none")));
+  r.Register(Unary("HardSigmoid").Attr("alpha", Attribute::Float(0.2f)).Attr("beta", Attribute::Float(0.5f)));
+  r.Register(Unary("HardSwish", 14));
+  r.Register(Unary("Mish", 18));
+  r.Register(Unary("ThresholdedRelu").Attr("alpha", Attribute::Float(1.0f)));
+  r.Register(OpSchema("Shrink").Since(13).Input("input").Output("output")
+                 .Attr("bias", Attribute::Float(0.0f)).Attr("lambd", Attribute::Float(0.5f)).Infer(InferSameAsInput0));
+  r.Register(Unary("Swish", 24).Attr("alpha", Attribute::Float(1.0f)));
+  r.Register(OpSchema("Clip").Since(13).Input("input").OptionalInput("min").OptionalInput("max").Output("output")
+                 .Infer(InferSameAsInput0SameDType));
+
+  // ---- Comparison and logic ---------------------------------------------------------------------
+  for (const char* op : {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor"}) {
+    r.Register(Binary(op, InferBroadcastToBool));
+  }
+  r.Register(Unary("Not"));
+  r.Register(Unary("IsNaN").Infer(InferSameShapeBool));
+  r.Register(Unary("IsInf")
+                 .Attr("detect_negative", Attribute::Int(1))
+                 .Attr("detect_positive", Attribute::Int(1))
+                 .Infer(InferSameShapeBool));
+  r.Register(OpSchema("Where").Since(13).Input("condition").Input("X").Input("Y").Output("output").Infer(InferWhere));
+
+  // ---- Bit ops ----------------------------------------------------------------------------------
+  r.Register(OpSchema("BitShift").Since(13).Input("X").Input("Y").Output("Z")
+                 .RequiredAttr("direction", AttrKind::kString).Infer(InferBroadcast));
+  for (const char* op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor"}) r.Register(Binary(op, InferBroadcast, 18));
+  r.Register(Unary("BitwiseNot", 18));
+
+  // ---- Type conversion and pass-through ---------------------------------------------------------
+  r.Register(OpSchema("Cast").Since(13).Input("input").Output("output")
+                 .RequiredAttr("to", AttrKind::kInt)
+                 .Attr("saturate", Attribute::Int(1))          // float8 targets only (Cast-19)
+                 .Attr("round_mode", Attribute::String("up"))  // float8e8m0 targets only (Cast-25)
+                 .Infer(InferCast));
+  r.Register(OpSchema("CastLike").Since(15).Input("input").Input("target_type").Output("output")
+                 .Attr("saturate", Attribute::Int(1))
+                 .Attr("round_mode", Attribute::String("up"))
+                 .Infer(InferCastLike));
+  r.Register(OpSchema("Identity").Since(13).Input("input").Output("output").Infer(InferSameAsInput0));
+  r.Register(OpSchema("Dropout").Since(13).Input("data").OptionalInput("ratio").OptionalInput("training_mode")
+                 .Output("output").OptionalOutput("mask").OptionalAttr("seed", AttrKind::kInt).Infer(InferDropout));
 }
 
 }  // namespace oneflow

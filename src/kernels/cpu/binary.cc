@@ -1,0 +1,286 @@
+// CPU kernels: broadcasting arithmetic (Add Sub Mul Div Pow Mod PRelu), variadic Min/Max/Sum/Mean,
+// and the integer bit ops (BitShift, BitwiseAnd/Or/Xor).
+#include <cmath>
+
+#include "kernels/cpu/elementwise_util.h"
+#include "kernels/kernel.h"
+
+namespace oneflow {
+namespace {
+
+// Unsigned type wide enough that integer +,-,* wrap instead of overflowing (no UB, no int promotion).
+template <typename C>
+using WrapType = std::conditional_t<(sizeof(C) < 4), uint32_t, std::make_unsigned_t<C>>;
+
+template <typename C> C AddOp(C x, C y) {
+  if constexpr (std::is_integral_v<C>) return static_cast<C>(WrapType<C>(x) + WrapType<C>(y));
+  else return x + y;
+}
+template <typename C> C SubOp(C x, C y) {
+  if constexpr (std::is_integral_v<C>) return static_cast<C>(WrapType<C>(x) - WrapType<C>(y));
+  else return x - y;
+}
+template <typename C> C MulOp(C x, C y) {
+  if constexpr (std::is_integral_v<C>) return static_cast<C>(WrapType<C>(x) * WrapType<C>(y));
+  else return x * y;
+}
+// Integer division truncates (C semantics, as ONNX); INT_MIN / -1 wraps rather than trapping.
+template <typename C> C DivOp(C x, C y) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) return y == C(-1) ? SubOp(C(0), x) : static_cast<C>(x / y);
+  else return static_cast<C>(x / y);
+}
+
+void RequireSameDType(const KernelContext& ctx, const Tensor& a, const Tensor& b) {
+  OF_REQUIRE(a.dtype() == b.dtype(), ctx.node().Describe(), ": inputs must share one dtype, got ",
+             DTypeName(a.dtype()), " and ", DTypeName(b.dtype()));
+}
+
+// out = g(a, b) with broadcasting, for every numeric dtype; g sees ComputeType<T>.
+template <typename G>
+void ArithBinary(KernelContext& ctx, G g, double cost) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  Tensor& out = ctx.output(0);
+  RequireSameDType(ctx, a, b);
+  DispatchNumericHalf(a.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = ComputeType<T>;
+    BroadcastBinary(ctx.pool(), a.data<T>(), a.shape(), b.data<T>(), b.shape(), out.data<T>(), out.shape(),
+                    [g](T x, T y) { return static_cast<T>(g(static_cast<C>(x), static_cast<C>(y))); }, cost);
+  });
+}
+
+template <typename T>
+void RequireNoZeroDivisor(const KernelContext& ctx, const Tensor& b) {
+  const T* p = b.data<T>();
+  bool zero = false;
+  for (int64_t i = 0; i < b.numel(); ++i) zero |= p[i] == T(0);
+  OF_CHECK(!zero, kRuntime, ctx.node().Describe(), ": integer division by zero");
+}
+
+void AddKernel(KernelContext& ctx) { ArithBinary(ctx, [](auto x, auto y) { return AddOp(x, y); }, kCheapCost); }
+void SubKernel(KernelContext& ctx) { ArithBinary(ctx, [](auto x, auto y) { return SubOp(x, y); }, kCheapCost); }
+void MulKernel(KernelContext& ctx) { ArithBinary(ctx, [](auto x, auto y) { return MulOp(x, y); }, kCheapCost); }
+
+void DivKernel(KernelContext& ctx) {
+  const Tensor& b = ctx.input(1);
+  if (IsIntegerDType(b.dtype())) {
+    DispatchInteger(b.dtype(), [&](auto tag) { RequireNoZeroDivisor<typename decltype(tag)::type>(ctx, b); });
+  }
+  ArithBinary(ctx, [](auto x, auto y) { return DivOp(x, y); }, kCheapCost);
+}
+
+// fmod=1: result takes the dividend's sign (C fmod / %). fmod=0: the divisor's sign (Python/numpy).
+void ModKernel(KernelContext& ctx) {
+  const bool c_style = ctx.attrs().GetInt("fmod") != 0;
+  const Tensor& b = ctx.input(1);
+  if (IsIntegerDType(b.dtype())) {
+    DispatchInteger(b.dtype(), [&](auto tag) { RequireNoZeroDivisor<typename decltype(tag)::type>(ctx, b); });
+  }
+  ArithBinary(ctx, [c_style](auto x, auto y) {
+    using C = decltype(x);
+    if constexpr (std::is_floating_point_v<C>) {
+      C r = std::fmod(x, y);
+      if (c_style) return r;
+      if (r != C(0) && ((r < C(0)) != (y < C(0)))) r += y;
+      if (r == C(0)) r = std::copysign(C(0), y);
+      return r;
+    } else {
+      if constexpr (std::is_signed_v<C>) {
+        if (y == C(-1)) return C(0);  // avoids the INT_MIN % -1 trap
+      }
+      C r = static_cast<C>(x % y);
+      if constexpr (std::is_signed_v<C>) {
+        if (!c_style && r != 0 && ((r < 0) != (y < 0))) r = static_cast<C>(r + y);
+      }
+      return r;
+    }
+  }, kMathCost);
+}
+
+// x^y for integers by repeated squaring (exact where double pow would round for large int64).
+template <typename T>
+T IntPow(T x, int64_t y) {
+  if (y < 0) {
+    if (x == T(1)) return T(1);
+    if constexpr (std::is_signed_v<T>) {
+      if (x == T(-1)) return (y & 1) ? T(-1) : T(1);
+    }
+    return T(0);  // |x| > 1: truncates toward 0 (x == 0 also gives 0 rather than a trap)
+  }
+  using W = WrapType<T>;
+  W result = 1, base = static_cast<W>(x);
+  while (y) {
+    if (y & 1) result *= base;
+    base *= base;
+    y >>= 1;
+  }
+  return static_cast<T>(result);
+}
+
+void PowKernel(KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  Tensor& out = ctx.output(0);
+  ThreadPool& pool = ctx.pool();
+  // Common model pattern: float32 tensor to a constant scalar power (x^2 in decomposed LayerNorm).
+  if (a.dtype() == DType::kFloat32 && b.numel() == 1 && b.dtype() != DType::kBool) {
+    const double e = b.GetAsDouble(0);
+    const float* x = a.data<float>();
+    float* y = out.data<float>();
+    if (e == 2.0) return UnaryMap(pool, x, y, a.numel(), [](float v) { return v * v; }, kCheapCost);
+    if (e == 3.0) return UnaryMap(pool, x, y, a.numel(), [](float v) { return v * v * v; }, kCheapCost);
+    if (e == 1.0) return UnaryMap(pool, x, y, a.numel(), [](float v) { return v; }, kCheapCost);
+    if (e == 0.5) {  // pow(-0, .5) = +0 and pow(-inf, .5) = +inf, unlike sqrt
+      const float inf = std::numeric_limits<float>::infinity();
+      return UnaryMap(pool, x, y, a.numel(), [inf](float v) { return v == -inf ? inf : std::sqrt(v) + 0.0f; }, kCheapCost);
+    }
+    if (e == -1.0) return UnaryMap(pool, x, y, a.numel(), [](float v) { return 1.0f / v; }, kCheapCost);
+  }
+  const bool base_float = IsFloatDType(a.dtype());
+  const bool exp_float = IsFloatDType(b.dtype());
+  OF_CHECK(a.dtype() != DType::kBool && b.dtype() != DType::kBool, kUnsupported, ctx.node().Describe(),
+           ": Pow does not take bool");
+  if (base_float) {
+    // Float base: the exponent in the base's type (exact for the small integers models use).
+    Tensor e = b;
+    if (b.dtype() != a.dtype()) {
+      e = Tensor::Uninitialized(a.dtype(), b.shape());
+      CastInto(pool, b, e);
+    }
+    DispatchFloating(a.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = ComputeType<T>;
+      BroadcastBinary(pool, a.data<T>(), a.shape(), e.data<T>(), e.shape(), out.data<T>(), out.shape(),
+                      [](T x, T y) { return static_cast<T>(std::pow(static_cast<C>(x), static_cast<C>(y))); },
+                      kLibmCost);
+    });
+    return;
+  }
+  // Integer base: integer exponents exactly, float exponents through double (truncated back).
+  Tensor e = Tensor::Uninitialized(exp_float ? DType::kFloat64 : DType::kInt64, b.shape());
+  CastInto(pool, b, e);
+  DispatchInteger(a.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (exp_float) {
+      BroadcastBinary(pool, a.data<T>(), a.shape(), e.data<double>(), e.shape(), out.data<T>(), out.shape(),
+                      [](T x, double y) { return static_cast<T>(static_cast<int64_t>(std::pow(static_cast<double>(x), y))); },
+                      kLibmCost);
+    } else {
+      BroadcastBinary(pool, a.data<T>(), a.shape(), e.data<int64_t>(), e.shape(), out.data<T>(), out.shape(),
+                      [](T x, int64_t y) { return IntPow(x, y); }, kMathCost);
+    }
+  });
+}
+
+// PRelu: slope broadcasts (unidirectionally) to X.
+void PReluKernel(KernelContext& ctx) {
+  ArithBinary(ctx, [](auto x, auto s) {
+    using C = decltype(x);
+    return x < C(0) ? MulOp(s, x) : x;
+  }, kCheapCost);
+}
+
+// Min/Max/Sum/Mean over 1..N inputs: out = g(in0, in1), then out = g(out, in_i) in place.
+template <typename G>
+void VariadicKernel(KernelContext& ctx, G g, bool mean) {
+  Tensor& out = ctx.output(0);
+  const size_t n = ctx.num_inputs();
+  OF_REQUIRE(n >= 1, ctx.node().Describe(), ": needs at least one input");
+  for (size_t i = 1; i < n; ++i) RequireSameDType(ctx, ctx.input(0), ctx.input(i));
+  DispatchNumericHalf(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = ComputeType<T>;
+    auto op = [g](T x, T y) { return static_cast<T>(g(static_cast<C>(x), static_cast<C>(y))); };
+    const Tensor& in0 = ctx.input(0);
+    if (n == 1) {
+      BroadcastBinary(ctx.pool(), in0.data<T>(), in0.shape(), in0.data<T>(), in0.shape(), out.data<T>(), out.shape(),
+                      [](T x, T) { return x; }, kCheapCost);
+    } else {
+      const Tensor& in1 = ctx.input(1);
+      BroadcastBinary(ctx.pool(), in0.data<T>(), in0.shape(), in1.data<T>(), in1.shape(), out.data<T>(), out.shape(),
+                      op, kCheapCost);
+      for (size_t i = 2; i < n; ++i) {
+        const Tensor& in = ctx.input(i);
+        BroadcastBinary(ctx.pool(), out.data<T>(), out.shape(), in.data<T>(), in.shape(), out.data<T>(), out.shape(),
+                        op, kCheapCost);
+      }
+    }
+    if (mean) {
+      const C inv = static_cast<C>(n);
+      UnaryMap(ctx.pool(), out.data<T>(), out.data<T>(), out.numel(),
+               [inv](T x) { return static_cast<T>(static_cast<C>(x) / inv); }, kCheapCost);
+    }
+  });
+}
+
+void MaxKernel(KernelContext& ctx) {
+  VariadicKernel(ctx, [](auto x, auto y) { return (x != x || x > y) ? x : y; }, false);  // NaN propagates
+}
+void MinKernel(KernelContext& ctx) {
+  VariadicKernel(ctx, [](auto x, auto y) { return (x != x || x < y) ? x : y; }, false);
+}
+void SumKernel(KernelContext& ctx) { VariadicKernel(ctx, [](auto x, auto y) { return AddOp(x, y); }, false); }
+void MeanKernel(KernelContext& ctx) { VariadicKernel(ctx, [](auto x, auto y) { return AddOp(x, y); }, true); }
+
+// out = g(a, b) for integer tensors.
+template <typename G>
+void IntegerBinary(KernelContext& ctx, G g) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  Tensor& out = ctx.output(0);
+  RequireSameDType(ctx, a, b);
+  DispatchInteger(a.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    BroadcastBinary(ctx.pool(), a.data<T>(), a.shape(), b.data<T>(), b.shape(), out.data<T>(), out.shape(),
+                    [g](T x, T y) { return static_cast<T>(g(x, y)); }, kCheapCost);
+  });
+}
+
+void BitwiseAndKernel(KernelContext& ctx) { IntegerBinary(ctx, [](auto x, auto y) { return x & y; }); }
+void BitwiseOrKernel(KernelContext& ctx) { IntegerBinary(ctx, [](auto x, auto y) { return x | y; }); }
+void BitwiseXorKernel(KernelContext& ctx) { IntegerBinary(ctx, [](auto x, auto y) { return x ^ y; }); }
+
+// Shift amounts outside [0, bits) shift everything out: LEFT gives 0, RIGHT gives the sign fill.
+// Signed RIGHT shifts are arithmetic; LEFT shifts wrap.
+void BitShiftKernel(KernelContext& ctx) {
+  const std::string& dir = ctx.attrs().GetString("direction");
+  OF_REQUIRE(dir == "LEFT" || dir == "RIGHT", ctx.node().Describe(), ": direction must be LEFT or RIGHT, got '",
+             dir, "'");
+  auto shift = [](auto x, auto y, bool left) {
+    using T = decltype(x);
+    using U = std::make_unsigned_t<T>;
+    constexpr int kBits = static_cast<int>(sizeof(T) * 8);
+    bool in_range = true;
+    if constexpr (std::is_signed_v<T>) in_range = y >= 0;
+    in_range = in_range && static_cast<U>(y) < static_cast<U>(kBits);
+    if (left) return in_range ? static_cast<T>(static_cast<U>(x) << static_cast<int>(y)) : T(0);
+    if (in_range) return static_cast<T>(x >> static_cast<int>(y));
+    if constexpr (std::is_signed_v<T>) return x < 0 ? T(-1) : T(0);
+    return T(0);
+  };
+  if (dir == "LEFT") IntegerBinary(ctx, [shift](auto x, auto y) { return shift(x, y, true); });
+  else IntegerBinary(ctx, [shift](auto x, auto y) { return shift(x, y, false); });
+}
+
+}  // namespace
+
+void RegisterCpuBinaryKernels(KernelRegistry& r) {
+  r.RegisterFn("Add", AddKernel);
+  r.RegisterFn("Sub", SubKernel);
+  r.RegisterFn("Mul", MulKernel);
+  r.RegisterFn("Div", DivKernel);
+  r.RegisterFn("Mod", ModKernel);
+  r.RegisterFn("Pow", PowKernel);
+  r.RegisterFn("PRelu", PReluKernel);
+  r.RegisterFn("Max", MaxKernel);
+  r.RegisterFn("Min", MinKernel);
+  r.RegisterFn("Sum", SumKernel);
+  r.RegisterFn("Mean", MeanKernel);
+  r.RegisterFn("BitwiseAnd", BitwiseAndKernel);
+  r.RegisterFn("BitwiseOr", BitwiseOrKernel);
+  r.RegisterFn("BitwiseXor", BitwiseXorKernel);
+  r.RegisterFn("BitShift", BitShiftKernel);
+}
+
+}  // namespace oneflow

@@ -1,0 +1,87 @@
+// CPU kernels: Cast, CastLike, Identity (a view) and inference-mode Dropout.
+#include <cstring>
+
+#include "kernels/cpu/elementwise_util.h"
+#include "kernels/kernel.h"
+
+namespace oneflow {
+
+namespace {
+
+// One element from S to D. Floats to integers go through int64 so narrow targets wrap like numpy
+// instead of hitting undefined behaviour; NaN/inf to integer is unspecified by ONNX.
+template <typename D, typename S>
+D ConvertValue(S s) {
+  if constexpr (std::is_same_v<D, S>) {
+    return s;
+  } else if constexpr (std::is_same_v<D, bool>) {
+    return static_cast<ComputeType<S>>(s) != ComputeType<S>(0);
+  } else if constexpr (kIsHalfType<D>) {
+    if constexpr (std::is_same_v<S, double>) return D(static_cast<float>(s));
+    else return D(static_cast<float>(static_cast<ComputeType<S>>(s)));
+  } else if constexpr (std::is_integral_v<D> && (std::is_floating_point_v<ComputeType<S>>)) {
+    using C = ComputeType<S>;
+    C v = static_cast<C>(s);
+    if constexpr (std::is_same_v<D, uint64_t>) return v >= C(9.2233720368547758e18) ? static_cast<D>(v) : static_cast<D>(static_cast<int64_t>(v));
+    else if constexpr (sizeof(D) < 8) return static_cast<D>(static_cast<int64_t>(v));
+    else return static_cast<D>(v);
+  } else {
+    return static_cast<D>(static_cast<ComputeType<S>>(s));
+  }
+}
+
+void CheckCastable(const KernelContext& ctx, DType t) {
+  OF_CHECK(IsKnownDType(static_cast<int32_t>(t)) && t != DType::kString && t != DType::kUndefined, kUnsupported,
+           ctx.node().Describe(), ": cast to/from dtype code ", static_cast<int>(t),
+           " is not supported (string, float8 and 4-bit types are not implemented)");
+}
+
+void CastKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  CheckCastable(ctx, x.dtype());
+  CheckCastable(ctx, y.dtype());
+  CastInto(ctx.pool(), x, y);
+}
+
+void DropoutKernel(KernelContext& ctx) {
+  // Training mode with ratio 0 keeps every element, so it is the identity too; any other training
+  // run would need random masks, which an inference engine does not produce.
+  const bool training = ctx.has_input(2) && ctx.input(2).numel() == 1 && ctx.input(2).GetAsDouble(0) != 0.0;
+  const double ratio = ctx.has_input(1) && ctx.input(1).numel() == 1 ? ctx.input(1).GetAsDouble(0) : 0.5;
+  OF_CHECK(!training || ratio == 0.0, kUnsupported, ctx.node().Describe(),
+           ": Dropout with training_mode=true and ratio ", ratio, " is not supported (inference only)");
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  if (y.raw() != x.raw() && x.nbytes() > 0) std::memcpy(y.raw(), x.raw(), x.nbytes());
+  if (ctx.has_output(1)) {
+    Tensor& mask = ctx.output(1);
+    if (mask.numel() > 0) std::memset(mask.raw(), 1, mask.nbytes());  // bool true
+  }
+}
+
+}  // namespace
+
+void CastInto(ThreadPool& pool, const Tensor& src, Tensor& dst) {
+  OF_ASSERT(src.numel() == dst.numel());
+  if (src.dtype() == dst.dtype()) {
+    if (src.raw() != dst.raw() && src.nbytes() > 0) std::memcpy(dst.raw(), src.raw(), src.nbytes());
+    return;
+  }
+  DispatchAll(src.dtype(), [&](auto stag) {
+    using S = typename decltype(stag)::type;
+    DispatchAll(dst.dtype(), [&](auto dtag) {
+      using D = typename decltype(dtag)::type;
+      UnaryMap(pool, src.data<S>(), dst.data<D>(), src.numel(), [](S v) { return ConvertValue<D>(v); }, kCheapCost);
+    });
+  });
+}
+
+void RegisterCpuCastKernels(KernelRegistry& r) {
+  r.RegisterFn("Cast", CastKernel);
+  r.RegisterFn("CastLike", CastKernel);  // output dtype comes from inference (target_type's dtype)
+  r.RegisterView("Identity");
+  r.RegisterFn("Dropout", DropoutKernel);
+}
+
+}  // namespace oneflow
