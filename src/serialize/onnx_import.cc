@@ -3,6 +3,8 @@
 #include "serialize/onnx_import.h"
 
 #include <climits>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -51,13 +53,14 @@ struct ImportContext {
 };
 
 // Reads `length` bytes at `offset` of an external data file, confined to the model directory.
-std::string ReadExternalData(const ImportContext& ctx, const onnx::TensorProto& tp) {
+// `expected` is the tensor's size in bytes, checked before reading so a bad length allocates nothing.
+std::string ReadExternalData(const ImportContext& ctx, const onnx::TensorProto& tp, size_t expected) {
   std::string location;
   long long offset = 0, length = -1;
   for (const auto& kv : tp.external_data()) {
     if (kv.key() == "location") location = kv.value();
-    else if (kv.key() == "offset") offset = std::atoll(kv.value().c_str());
-    else if (kv.key() == "length") length = std::atoll(kv.value().c_str());
+    else if (kv.key() == "offset") offset = std::strtoll(kv.value().c_str(), nullptr, 10);
+    else if (kv.key() == "length") length = std::strtoll(kv.value().c_str(), nullptr, 10);
   }
   OF_CHECK(!location.empty(), kInvalidModel, "tensor '", tp.name(), "' has external data without a location");
   OF_CHECK(!ctx.external_data_dir.empty(), kInvalidArgument, "tensor '", tp.name(),
@@ -72,6 +75,8 @@ std::string ReadExternalData(const ImportContext& ctx, const onnx::TensorProto& 
   auto [b, f] = std::mismatch(base.begin(), base.end(), full.begin(), full.end());
   OF_CHECK(b == base.end(), kInvalidModel, "external data path '", location, "' of tensor '", tp.name(),
            "' escapes the model's directory");
+  OF_CHECK(fs::is_regular_file(full, ec), kNotFound, "external data file '", full.string(), "' of tensor '", tp.name(),
+           "' does not exist or is not a regular file");
   std::ifstream in(full, std::ios::binary);
   OF_CHECK(in.good(), kNotFound, "external data file '", full.string(), "' of tensor '", tp.name(), "' cannot be opened");
   in.seekg(0, std::ios::end);
@@ -79,6 +84,8 @@ std::string ReadExternalData(const ImportContext& ctx, const onnx::TensorProto& 
   OF_CHECK(offset >= 0 && offset <= file_size, kInvalidModel, "external data offset ", offset, " of tensor '",
            tp.name(), "' is outside '", location, "' (", file_size, " bytes)");
   if (length < 0) length = file_size - offset;
+  OF_CHECK(static_cast<unsigned long long>(length) == expected, kInvalidModel, "external data of tensor '", tp.name(),
+           "' has ", length, " bytes; its type needs ", expected);
   OF_CHECK(length <= file_size - offset, kInvalidModel, "external data of tensor '", tp.name(), "' (", length,
            " bytes at offset ", offset, ") runs past the end of '", location, "'");
   std::string bytes(static_cast<size_t>(length), '\0');
@@ -96,6 +103,18 @@ void CopyTypedField(const Field& field, Tensor& t, const std::string& name) {
   for (int i = 0; i < field.size(); ++i) dst[i] = static_cast<T>(field.Get(i));
 }
 
+// Number of values in the typed field that holds `dtype`'s data (raw_data absent).
+int TypedFieldSize(const onnx::TensorProto& tp, DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return tp.float_data_size();
+    case DType::kFloat64: return tp.double_data_size();
+    case DType::kInt64: return tp.int64_data_size();
+    case DType::kUInt32:
+    case DType::kUInt64: return tp.uint64_data_size();
+    default: return tp.int32_data_size();
+  }
+}
+
 }  // namespace
 
 Tensor TensorFromProto(const onnx::TensorProto& tp, const ImportContext& ctx) {
@@ -104,21 +123,41 @@ Tensor TensorFromProto(const onnx::TensorProto& tp, const ImportContext& ctx) {
   DType dtype = ToDType(tp.data_type(), "tensor '" + name + "'");
   Shape shape(tp.dims().begin(), tp.dims().end());
   for (int64_t d : shape) OF_CHECK(d >= 0, kInvalidModel, "tensor '", name, "' has negative dimension ", d);
-  Tensor t(dtype, shape);
-  const size_t nbytes = t.nbytes();
+  // The size is checked against the data actually present before anything is allocated, so a
+  // corrupt shape cannot make the loader request an absurd buffer.
+  int64_t numel = 0;
+  try {
+    numel = NumElements(shape);
+  } catch (const Error&) {
+    Fail(ErrorCode::kInvalidModel, "tensor '", name, "' has shape ", ShapeToString(shape), ", which is too large");
+  }
+  const size_t elem = DTypeSize(dtype);
+  OF_CHECK(elem == 0 || static_cast<uint64_t>(numel) <= SIZE_MAX / elem, kInvalidModel, "tensor '", name,
+           "' has shape ", ShapeToString(shape), ", which is too large");
+  const size_t nbytes = static_cast<size_t>(numel) * elem;
   if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string bytes = ReadExternalData(ctx, tp);
+    std::string bytes = ReadExternalData(ctx, tp, nbytes);
     OF_CHECK(bytes.size() == nbytes, kInvalidModel, "external data of tensor '", name, "' has ", bytes.size(),
              " bytes; ", DTypeName(dtype), ShapeToString(shape), " needs ", nbytes);
+    Tensor t = Tensor::Uninitialized(dtype, shape);
     if (nbytes) std::memcpy(t.raw(), bytes.data(), nbytes);
     return t;
   }
   if (tp.has_raw_data()) {
     OF_CHECK(tp.raw_data().size() == nbytes, kInvalidModel, "tensor '", name, "' has ", tp.raw_data().size(),
              " bytes of raw data; ", DTypeName(dtype), ShapeToString(shape), " needs ", nbytes);
+    Tensor t = Tensor::Uninitialized(dtype, shape);
     if (nbytes) std::memcpy(t.raw(), tp.raw_data().data(), nbytes);
+    if (dtype == DType::kBool) {
+      // Any non-zero byte is true; kernels rely on bools being exactly 0 or 1.
+      auto* b = static_cast<unsigned char*>(t.raw());
+      for (size_t i = 0; i < nbytes; ++i) b[i] = b[i] != 0;
+    }
     return t;
   }
+  OF_CHECK(TypedFieldSize(tp, dtype) == numel, kInvalidModel, "tensor '", name, "' has ", TypedFieldSize(tp, dtype),
+           " values for shape ", ShapeToString(shape));
+  Tensor t(dtype, shape);
   switch (dtype) {
     case DType::kFloat32: CopyTypedField<float>(tp.float_data(), t, name); break;
     case DType::kFloat64: CopyTypedField<double>(tp.double_data(), t, name); break;

@@ -1,7 +1,89 @@
-// The `oneflow` command-line tool (placeholder until the CLI lands).
+// The `oneflow` command-line tool: dispatch to subcommands, usage text and error reporting.
 #include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <new>
+#include <string>
+#include <vector>
 
-int main() {
-  std::puts("oneflow CLI");
-  return 0;
+#include "base/error.h"
+#include "cli.h"
+#include "oneflow_c.h"
+
+#ifndef ONEFLOW_VERSION_STRING
+#define ONEFLOW_VERSION_STRING "0.0.0"
+#endif
+
+namespace oneflow {
+namespace cli {
+
+static const char kUsage[] =
+    "usage: oneflow <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run MODEL --input NAME=FILE.npy ... --output-dir DIR [--threads N] [--opt-level L]\n"
+    "      Runs the model once and writes each output to DIR/<name>.npy (characters of the name\n"
+    "      outside [A-Za-z0-9._-] become '_').\n"
+    "  bench MODEL [--input NAME=FILE.npy ...] [--shape NAME=1x3x224x224 ...] [--threads N]\n"
+    "              [--warmup W] [--iters K] [--seed S] [--opt-level L]\n"
+    "      Times repeated runs on random inputs (or the given ones) and prints one JSON line with\n"
+    "      p50_ms, p90_ms, mean_ms, min_ms, max_ms, iters, threads and planned_peak_bytes.\n"
+    "      Inputs with symbolic dims need --shape.\n"
+    "  info MODEL\n"
+    "      Prints inputs, outputs, opset imports, an op histogram and the ops this build does not\n"
+    "      support.\n"
+    "  help                 this text\n"
+    "  --version            the version\n"
+    "\n"
+    "Options take their value as the next argument or after '=' (--threads=4). --threads 0 (the\n"
+    "default) uses one thread per core. Exit status: 0 success, 1 error, 2 usage error.\n";
+
+// Errors go to stderr as one line, so scripts can show them verbatim.
+static void PrintError(const std::string& prefix, const std::string& message) {
+  std::string line = message;
+  for (char& c : line)
+    if (c == '\n' || c == '\r') c = ' ';
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  std::fprintf(stderr, "oneflow: %s%s\n", prefix.c_str(), line.c_str());
 }
+
+static int Main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    PrintError("usage error: ", "no command given (commands: run, bench, info, help; see 'oneflow help')");
+    return 2;
+  }
+  const std::string cmd = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  try {
+    if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (cmd == "--version" || cmd == "version") {
+      std::printf("oneflow %s (C ABI version %d)\n", ONEFLOW_VERSION_STRING, ONEFLOW_API_VERSION);
+      return 0;
+    }
+    if (cmd == "run") return RunCommand(rest);
+    if (cmd == "bench") return BenchCommand(rest);
+    if (cmd == "info") return InfoCommand(rest);
+    throw UsageError("unknown command '" + cmd + "' (commands: run, bench, info, help; see 'oneflow help')");
+  } catch (const UsageError& e) {
+    PrintError("usage error: ", e.what());
+    return 2;
+  } catch (const Error& e) {
+    PrintError("error: ", std::string(ErrorCodeName(e.code())) + ": " + e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    PrintError("error: ", "OUT_OF_MEMORY: out of memory");
+    return 1;
+  } catch (const std::exception& e) {
+    PrintError("error: ", std::string("INTERNAL: ") + e.what());
+    return 1;
+  }
+}
+
+}  // namespace cli
+}  // namespace oneflow
+
+int main(int argc, char** argv) { return oneflow::cli::Main(argc, argv); }

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds the ONNX loader fuzzer (clang, libFuzzer + ASan + UBSan) in build-fuzz/ and runs it for
+# SECONDS (default 60) from a generated seed corpus. Exits non-zero on any finding; the crashing
+# input is left in build-fuzz/artifacts/.
+#   usage: scripts/fuzz-smoke.sh [SECONDS]
+set -euo pipefail
+
+SECONDS_TO_RUN=${1:-60}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}
+PY=${PYTHON:-python3}
+[ -d /usr/lib/ccache ] && export PATH=/usr/lib/ccache:$PATH
+
+if ! command -v clang++ >/dev/null; then
+  echo "fuzz-smoke: clang++ not found (scripts/setup.sh installs it)" >&2
+  exit 1
+fi
+
+if [ ! -f "$BUILD/build.ninja" ]; then
+  mkdir -p "$BUILD"
+  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DONEFLOW_BUILD_FUZZERS=ON -DONEFLOW_BUILD_TESTS=OFF -DONEFLOW_WITH_DNNL=OFF >"$BUILD/configure.log" 2>&1 ||
+    { cat "$BUILD/configure.log" >&2; exit 1; }
+fi
+ninja -C "$BUILD" -j"${FUZZ_JOBS:-2}" onnx_loader_fuzzer
+FUZZER=$BUILD/tests/fuzz/onnx_loader_fuzzer
+[ -x "$FUZZER" ] || { echo "fuzz-smoke: $FUZZER was not built" >&2; exit 1; }
+
+SEEDS=$BUILD/seeds
+CORPUS=$BUILD/corpus
+ARTIFACTS=$BUILD/artifacts
+rm -rf "$SEEDS"
+mkdir -p "$SEEDS" "$CORPUS" "$ARTIFACTS"
+"$PY" "$ROOT/tests/fuzz/make_seed_corpus.py" "$SEEDS"
+"$PY" "$ROOT/tests/c_api/make_c_api_fixture.py" "$BUILD/fixture" >/dev/null
+find "$BUILD/fixture" -name '*.onnx' -size +0 -exec cp {} "$SEEDS/" \; 2>/dev/null || true
+
+echo "fuzz-smoke: running onnx_loader_fuzzer for ${SECONDS_TO_RUN}s"
+# malloc_limit: a model may not make the loader allocate more than its own size could justify.
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0} \
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+"$FUZZER" "$CORPUS" "$SEEDS" \
+  -max_total_time="$SECONDS_TO_RUN" -max_len=65536 -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+  -artifact_prefix="$ARTIFACTS/" -print_final_stats=1 2>"$BUILD/fuzz.log" || {
+  rc=$?
+  tail -n 80 "$BUILD/fuzz.log" >&2
+  echo "fuzz-smoke: FINDING (exit $rc); inputs in $ARTIFACTS" >&2
+  exit 1
+}
+grep -E "^(stat::number_of_executed_units|stat::new_units_added|Done)" "$BUILD/fuzz.log" || true
+echo "fuzz-smoke: no findings in ${SECONDS_TO_RUN}s"

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The CI entry point: installs dependencies, builds build/ (Release, ccache), runs every ctest
+# (unit, C ABI, CLI, ONNX conformance) and a fuzz smoke run. Exits non-zero on any failure.
+#   usage: scripts/test.sh            (FUZZ_SECONDS=0 skips the fuzzer; JOBS sets parallelism)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+JOBS=${JOBS:-2}
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+
+echo "== setup"
+bash scripts/setup.sh
+
+# ccache through its compiler symlinks; CCACHE_DIR keeps ccache's default unless the caller sets it.
+[ -d /usr/lib/ccache ] && export PATH=/usr/lib/ccache:$PATH
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT}
+
+echo "== configure + build (build/, Release)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+ninja -C build -j"$JOBS"
+
+echo "== ctest"
+(cd build && ctest --output-on-failure -j"$JOBS")
+
+if [ "$FUZZ_SECONDS" != 0 ]; then
+  echo "== fuzz smoke (${FUZZ_SECONDS}s)"
+  bash scripts/fuzz-smoke.sh "$FUZZ_SECONDS"
+fi
+echo "== all tests passed"

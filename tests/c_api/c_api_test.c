@@ -1,0 +1,590 @@
+/* End-to-end test of liboneflow.so through its C ABI only (C99). Usage: c_api_test FIXTURE_DIR, where
+ * FIXTURE_DIR was written by make_c_api_fixture.py (models plus numpy reference outputs). */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oneflow_c.h"
+
+static int g_failures = 0;
+static const char* g_dir = ".";
+
+#define CHECK(cond)                                                          \
+  do {                                                                       \
+    if (!(cond)) {                                                           \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+      ++g_failures;                                                          \
+    }                                                                        \
+  } while (0)
+
+/* Fails the test (and stops) on a non-NULL status. */
+#define OK(expr)                                                                                  \
+  do {                                                                                            \
+    oneflow_status_t st_ = (expr);                                                                \
+    if (st_) {                                                                                    \
+      fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #expr,                   \
+              oneflow_code_name(oneflow_status_code(st_)), oneflow_status_message(st_));          \
+      exit(1);                                                                                    \
+    }                                                                                             \
+  } while (0)
+
+/* Asserts that `st` is an error with `code` whose message contains `needle`; frees it. */
+static void expect_error_at(oneflow_status_t st, oneflow_code_t code, const char* needle, const char* what, int line) {
+  if (!st) {
+    fprintf(stderr, "line %d: %s: expected %s, got success\n", line, what, oneflow_code_name(code));
+    ++g_failures;
+    return;
+  }
+  if (oneflow_status_code(st) != code || !strstr(oneflow_status_message(st), needle)) {
+    fprintf(stderr, "line %d: %s: expected %s mentioning '%s', got %s: %s\n", line, what, oneflow_code_name(code), needle,
+            oneflow_code_name(oneflow_status_code(st)), oneflow_status_message(st));
+    ++g_failures;
+  }
+  oneflow_status_free(st);
+}
+#define EXPECT_ERROR(expr, code, needle) expect_error_at((expr), (code), (needle), #expr, __LINE__)
+
+static char* path_in(const char* name) {
+  size_t n = strlen(g_dir) + strlen(name) + 2;
+  char* p = (char*)malloc(n);
+  snprintf(p, n, "%s/%s", g_dir, name);
+  return p;
+}
+
+/* Reads a whole file; exits when it is missing (the fixture is broken). */
+static unsigned char* read_file(const char* name, size_t* out_size) {
+  char* path = path_in(name);
+  FILE* f = fopen(path, "rb");
+  unsigned char* buf;
+  long n;
+  if (!f) {
+    fprintf(stderr, "cannot open fixture file %s\n", path);
+    exit(1);
+  }
+  fseek(f, 0, SEEK_END);
+  n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  buf = (unsigned char*)malloc((size_t)n + 1);
+  if (fread(buf, 1, (size_t)n, f) != (size_t)n) exit(1);
+  fclose(f);
+  free(path);
+  *out_size = (size_t)n;
+  return buf;
+}
+
+static void write_file(const char* name, const void* data, size_t size) {
+  char* path = path_in(name);
+  FILE* f = fopen(path, "wb");
+  if (!f || fwrite(data, 1, size, f) != size) {
+    fprintf(stderr, "cannot write %s\n", path);
+    exit(1);
+  }
+  fclose(f);
+  free(path);
+}
+
+/* A float32 tensor filled from a fixture .f32 file. */
+static oneflow_tensor_t* load_f32(const char* name, int64_t rows, int64_t cols) {
+  size_t size = 0;
+  unsigned char* data = read_file(name, &size);
+  int64_t shape[2];
+  oneflow_tensor_t* t = NULL;
+  shape[0] = rows;
+  shape[1] = cols;
+  if (size != (size_t)(rows * cols) * sizeof(float)) {
+    fprintf(stderr, "fixture %s has %zu bytes\n", name, size);
+    exit(1);
+  }
+  OK(oneflow_tensor_create(ONEFLOW_DTYPE_F32, shape, 2, &t));
+  memcpy(oneflow_tensor_data(t), data, size);
+  free(data);
+  return t;
+}
+
+/* True when tensor `t` is float32[rows, cols] and matches the reference file within 1e-6. */
+static int matches(const oneflow_tensor_t* t, const char* ref_name, int64_t rows, int64_t cols) {
+  size_t size = 0, i;
+  unsigned char* ref = read_file(ref_name, &size);
+  const float* got = (const float*)oneflow_tensor_data(t);
+  const float* want = (const float*)(const void*)ref;
+  int ok = oneflow_tensor_dtype(t) == ONEFLOW_DTYPE_F32 && oneflow_tensor_rank(t) == 2 &&
+           oneflow_tensor_shape(t)[0] == rows && oneflow_tensor_shape(t)[1] == cols &&
+           oneflow_tensor_byte_size(t) == size && oneflow_tensor_element_count(t) == rows * cols;
+  for (i = 0; ok && i < size / sizeof(float); ++i)
+    if (fabsf(got[i] - want[i]) > 1e-6f * (1.0f + fabsf(want[i]))) {
+      fprintf(stderr, "%s[%zu]: got %g, want %g\n", ref_name, i, (double)got[i], (double)want[i]);
+      ok = 0;
+    }
+  free(ref);
+  return ok;
+}
+
+static oneflow_graph_t* load_graph(const char* name) {
+  oneflow_graph_t* g = NULL;
+  char* path = path_in(name);
+  OK(oneflow_graph_load_file(path, &g));
+  free(path);
+  return g;
+}
+
+static oneflow_session_t* make_session(const char* name) {
+  oneflow_graph_t* g = load_graph(name);
+  oneflow_session_t* s = NULL;
+  oneflow_session_options_t opts;
+  oneflow_session_options_init(&opts);
+  OK(oneflow_session_create(NULL, g, &opts, &s));
+  oneflow_graph_release(g); /* the session keeps its own copy */
+  return s;
+}
+
+/* Runs the main model on batch `batch` fixtures and checks both outputs. Returns 1 on success. */
+static int run_main(oneflow_session_t* s, int batch) {
+  char xn[16], bn[16], yn[16], zn[16];
+  const char* names[2] = {"x", "b"};
+  const oneflow_tensor_t* in[2];
+  oneflow_tensor_t* out[2] = {NULL, NULL};
+  oneflow_tensor_t *x, *b;
+  oneflow_status_t st;
+  int ok;
+  snprintf(xn, sizeof xn, "x%d.f32", batch);
+  snprintf(bn, sizeof bn, "b%d.f32", batch);
+  snprintf(yn, sizeof yn, "y%d.f32", batch);
+  snprintf(zn, sizeof zn, "z%d.f32", batch);
+  x = load_f32(xn, batch, 4);
+  b = load_f32(bn, batch, 4);
+  in[0] = x;
+  in[1] = b;
+  st = oneflow_session_run(s, names, in, 2, NULL, 0, out, 2);
+  if (st) {
+    fprintf(stderr, "run failed: %s\n", oneflow_status_message(st));
+    oneflow_status_free(st);
+    ok = 0;
+  } else {
+    ok = matches(out[0], yn, batch, 4) && matches(out[1], zn, batch, 4);
+  }
+  oneflow_tensor_release(out[0]);
+  oneflow_tensor_release(out[1]);
+  oneflow_tensor_release(x);
+  oneflow_tensor_release(b);
+  return ok;
+}
+
+static void test_versions(void) {
+  CHECK(oneflow_api_version() >= ONEFLOW_API_VERSION);
+  CHECK(strlen(oneflow_version()) > 0);
+  CHECK(strcmp(oneflow_code_name(ONEFLOW_UNSUPPORTED), "UNSUPPORTED") == 0);
+  CHECK(oneflow_dtype_size(ONEFLOW_DTYPE_F32) == 4 && oneflow_dtype_size(ONEFLOW_DTYPE_BF16) == 2);
+  CHECK(oneflow_dtype_size((oneflow_dtype_t)99) == 0);
+  CHECK(strcmp(oneflow_dtype_name(ONEFLOW_DTYPE_F32), "float32") == 0);
+}
+
+static void test_io_info(void) {
+  oneflow_graph_t* g = load_graph("model.onnx");
+  oneflow_session_t* s = NULL;
+  oneflow_value_info_t info;
+  CHECK(oneflow_graph_input_count(g) == 2);
+  CHECK(oneflow_graph_output_count(g) == 2);
+  oneflow_value_info_init(&info);
+  OK(oneflow_graph_get_input_info(g, 0, &info));
+  CHECK(strcmp(info.name, "x") == 0);
+  CHECK(info.dtype == ONEFLOW_DTYPE_F32);
+  CHECK(info.rank == 2);
+  CHECK(info.dims[0] == -1 && info.dims[1] == 4);
+  CHECK(info.dim_names[0] != NULL && strcmp(info.dim_names[0], "batch") == 0);
+  CHECK(info.dim_names[1] == NULL);
+  OK(oneflow_graph_get_input_info(g, 1, &info));
+  CHECK(strcmp(info.name, "b") == 0);
+  OK(oneflow_graph_get_output_info(g, 1, &info));
+  CHECK(strcmp(info.name, "z:0/out") == 0);
+  CHECK(info.dtype == ONEFLOW_DTYPE_F32 && info.rank == 2 && info.dims[1] == 4);
+  EXPECT_ERROR(oneflow_graph_get_input_info(g, 2, &info), ONEFLOW_INVALID_ARGUMENT, "out of range");
+  EXPECT_ERROR(oneflow_graph_get_output_info(g, 7, &info), ONEFLOW_INVALID_ARGUMENT, "out of range");
+  info.struct_size = 0;
+  EXPECT_ERROR(oneflow_graph_get_input_info(g, 0, &info), ONEFLOW_INVALID_ARGUMENT, "struct_size");
+
+  OK(oneflow_session_create(NULL, g, NULL, &s));
+  oneflow_graph_release(g);
+  CHECK(oneflow_session_input_count(s) == 2 && oneflow_session_output_count(s) == 2);
+  oneflow_value_info_init(&info);
+  OK(oneflow_session_get_input_info(s, 1, &info));
+  CHECK(strcmp(info.name, "b") == 0 && info.rank == 2 && strcmp(info.dim_names[0], "batch") == 0);
+  OK(oneflow_session_get_output_info(s, 0, &info));
+  CHECK(strcmp(info.name, "y") == 0);
+  EXPECT_ERROR(oneflow_session_get_output_info(s, 2, &info), ONEFLOW_INVALID_ARGUMENT, "out of range");
+  oneflow_session_release(s);
+}
+
+static void test_run(void) {
+  oneflow_session_t* s = make_session("model.onnx");
+  uint64_t peak = 0;
+  CHECK(run_main(s, 3));
+  CHECK(run_main(s, 3)); /* twice: cached plan */
+  CHECK(run_main(s, 5)); /* another batch size */
+  OK(oneflow_session_get_planned_peak_bytes(s, &peak));
+  CHECK(peak > 0);
+
+  { /* selecting and reordering outputs */
+    const char* in_names[2] = {"x", "b"};
+    const char* out_names[2] = {"z:0/out", "y"};
+    const char* bad_out[1] = {"nope"};
+    oneflow_tensor_t* x = load_f32("x3.f32", 3, 4);
+    oneflow_tensor_t* b = load_f32("b3.f32", 3, 4);
+    const oneflow_tensor_t* in[2];
+    oneflow_tensor_t* out[2] = {NULL, NULL};
+    in[0] = x;
+    in[1] = b;
+    OK(oneflow_session_run(s, in_names, in, 2, out_names, 2, out, 2));
+    CHECK(matches(out[0], "z3.f32", 3, 4) && matches(out[1], "y3.f32", 3, 4));
+    oneflow_tensor_release(out[0]);
+    oneflow_tensor_release(out[1]);
+    out[0] = out[1] = NULL;
+    OK(oneflow_session_run(s, in_names, in, 2, out_names + 1, 1, out, 1));
+    CHECK(matches(out[0], "y3.f32", 3, 4) && out[1] == NULL);
+    oneflow_tensor_release(out[0]);
+    EXPECT_ERROR(oneflow_session_run(s, in_names, in, 2, bad_out, 1, out, 1), ONEFLOW_NOT_FOUND, "nope");
+    EXPECT_ERROR(oneflow_session_run(s, in_names, in, 2, NULL, 0, out, 1), ONEFLOW_INVALID_ARGUMENT, "room for");
+    oneflow_tensor_release(x);
+    oneflow_tensor_release(b);
+  }
+  oneflow_session_release(s);
+}
+
+static void test_constant_and_external_models(void) {
+  const char* names[1] = {"x"};
+  const char* models[2] = {"const_model.onnx", "ext/model.onnx"};
+  int i;
+  for (i = 0; i < 2; ++i) {
+    oneflow_session_t* s = make_session(models[i]);
+    oneflow_tensor_t* x = load_f32("xc.f32", 2, 3);
+    const oneflow_tensor_t* in[1];
+    oneflow_tensor_t* out[1] = {NULL};
+    in[0] = x;
+    OK(oneflow_session_run(s, names, in, 1, NULL, 0, out, 1));
+    CHECK(matches(out[0], "yc.f32", 2, 3));
+    oneflow_tensor_release(out[0]);
+    oneflow_tensor_release(x);
+    oneflow_session_release(s);
+  }
+  { /* a model with external data loaded from memory needs a directory */
+    size_t size = 0;
+    unsigned char* bytes = read_file("ext/model.onnx", &size);
+    oneflow_graph_t* g = NULL;
+    char* dir = path_in("ext");
+    EXPECT_ERROR(oneflow_graph_load_memory(bytes, size, NULL, &g), ONEFLOW_INVALID_ARGUMENT, "external data");
+    OK(oneflow_graph_load_memory(bytes, size, dir, &g));
+    oneflow_graph_release(g);
+    free(dir);
+    free(bytes);
+  }
+}
+
+/* ---- concurrency ---- */
+
+typedef struct {
+  oneflow_session_t* session;
+  int ok;
+} thread_arg_t;
+
+static void* thread_main(void* p) {
+  thread_arg_t* arg = (thread_arg_t*)p;
+  int i;
+  arg->ok = 1;
+  for (i = 0; i < 25; ++i)
+    if (!run_main(arg->session, i % 2 ? 3 : 5)) arg->ok = 0;
+  return NULL;
+}
+
+static void test_concurrent_runs(void) {
+  oneflow_session_t* s = make_session("model.onnx");
+  pthread_t threads[2];
+  thread_arg_t args[2];
+  int i;
+  for (i = 0; i < 2; ++i) {
+    args[i].session = s;
+    args[i].ok = 0;
+    CHECK(pthread_create(&threads[i], NULL, thread_main, &args[i]) == 0);
+  }
+  for (i = 0; i < 2; ++i) {
+    pthread_join(threads[i], NULL);
+    CHECK(args[i].ok);
+  }
+  oneflow_session_release(s);
+}
+
+/* ---- borrowed tensors ---- */
+
+typedef struct {
+  int calls;
+  void* data;
+} deleter_record_t;
+
+static void record_deleter(void* data, void* user_data) {
+  deleter_record_t* r = (deleter_record_t*)user_data;
+  r->calls++;
+  r->data = data;
+}
+
+static void test_borrowed_inputs(void) {
+  oneflow_session_t* s = make_session("model.onnx");
+  size_t xs = 0, bs = 0;
+  unsigned char* xbuf = read_file("x3.f32", &xs);
+  unsigned char* bbuf = read_file("b3.f32", &bs);
+  int64_t shape[2] = {3, 4};
+  deleter_record_t rec = {0, NULL};
+  oneflow_tensor_t *x = NULL, *b = NULL;
+  const char* names[2] = {"x", "b"};
+  const oneflow_tensor_t* in[2];
+  oneflow_tensor_t* out[2] = {NULL, NULL};
+
+  OK(oneflow_tensor_create_borrowed(ONEFLOW_DTYPE_F32, shape, 2, xbuf, xs, record_deleter, &rec, &x));
+  OK(oneflow_tensor_create_borrowed(ONEFLOW_DTYPE_F32, shape, 2, bbuf, bs, NULL, NULL, &b));
+  CHECK(oneflow_tensor_data(x) == (void*)xbuf); /* a view, not a copy */
+  EXPECT_ERROR(oneflow_tensor_create_borrowed(ONEFLOW_DTYPE_F32, shape, 2, xbuf, xs - 1, NULL, NULL, &x),
+               ONEFLOW_INVALID_ARGUMENT, "too small");
+  in[0] = x;
+  in[1] = b;
+  OK(oneflow_session_run(s, names, in, 2, NULL, 0, out, 2));
+  CHECK(matches(out[0], "y3.f32", 3, 4) && matches(out[1], "z3.f32", 3, 4));
+  CHECK(rec.calls == 0);
+  oneflow_tensor_release(x);
+  CHECK(rec.calls == 1 && rec.data == (void*)xbuf); /* exactly once, with the buffer */
+  oneflow_tensor_release(b);
+  oneflow_tensor_release(out[0]);
+  oneflow_tensor_release(out[1]);
+  oneflow_session_release(s);
+  CHECK(rec.calls == 1);
+  free(xbuf);
+  free(bbuf);
+}
+
+/* ---- errors ---- */
+
+static void test_null_pointers(void) {
+  oneflow_session_t* s = make_session("model.onnx");
+  oneflow_graph_t* g = load_graph("model.onnx");
+  oneflow_env_t* env = NULL;
+  oneflow_tensor_t* t = NULL;
+  oneflow_graph_t* g2 = NULL;
+  oneflow_session_t* s2 = NULL;
+  oneflow_value_info_t info;
+  int64_t shape[2] = {3, 4};
+  uint64_t peak = 0;
+  const char* names[2] = {"x", "b"};
+  const char* null_names[2] = {NULL, NULL};
+  const oneflow_tensor_t* null_inputs[2] = {NULL, NULL};
+  oneflow_tensor_t* out[2] = {NULL, NULL};
+  char byte = 0;
+
+  CHECK(oneflow_status_code(NULL) == ONEFLOW_OK);
+  CHECK(strcmp(oneflow_status_message(NULL), "") == 0);
+  oneflow_status_free(NULL);
+  oneflow_value_info_init(NULL);
+  oneflow_session_options_init(NULL);
+  oneflow_env_release(NULL);
+  oneflow_tensor_release(NULL);
+  oneflow_graph_release(NULL);
+  oneflow_session_release(NULL);
+
+  EXPECT_ERROR(oneflow_env_create(NULL), ONEFLOW_INVALID_ARGUMENT, "out_env");
+  OK(oneflow_env_create(&env));
+  oneflow_env_release(env);
+
+  EXPECT_ERROR(oneflow_tensor_create(ONEFLOW_DTYPE_F32, shape, 2, NULL), ONEFLOW_INVALID_ARGUMENT, "out_tensor");
+  EXPECT_ERROR(oneflow_tensor_create(ONEFLOW_DTYPE_F32, NULL, 2, &t), ONEFLOW_INVALID_ARGUMENT, "shape is NULL");
+  EXPECT_ERROR(oneflow_tensor_create((oneflow_dtype_t)42, shape, 2, &t), ONEFLOW_INVALID_ARGUMENT, "dtype");
+  EXPECT_ERROR(oneflow_tensor_create_borrowed(ONEFLOW_DTYPE_F32, shape, 2, NULL, 48, NULL, NULL, &t),
+               ONEFLOW_INVALID_ARGUMENT, "data is NULL");
+  EXPECT_ERROR(oneflow_tensor_create_borrowed(ONEFLOW_DTYPE_F32, NULL, 2, &byte, 48, NULL, NULL, &t),
+               ONEFLOW_INVALID_ARGUMENT, "shape is NULL");
+  EXPECT_ERROR(oneflow_tensor_create_borrowed(ONEFLOW_DTYPE_F32, shape, 2, &byte, 48, NULL, NULL, NULL),
+               ONEFLOW_INVALID_ARGUMENT, "out_tensor");
+  CHECK(t == NULL); /* outputs untouched on failure */
+  CHECK(oneflow_tensor_dtype(NULL) == ONEFLOW_DTYPE_UNDEFINED);
+  CHECK(oneflow_tensor_rank(NULL) == 0 && oneflow_tensor_shape(NULL) == NULL);
+  CHECK(oneflow_tensor_element_count(NULL) == 0 && oneflow_tensor_byte_size(NULL) == 0);
+  CHECK(oneflow_tensor_data(NULL) == NULL);
+
+  EXPECT_ERROR(oneflow_graph_load_file(NULL, &g2), ONEFLOW_INVALID_ARGUMENT, "path is NULL");
+  EXPECT_ERROR(oneflow_graph_load_file("model.onnx", NULL), ONEFLOW_INVALID_ARGUMENT, "out_graph is NULL");
+  EXPECT_ERROR(oneflow_graph_load_memory(NULL, 10, NULL, &g2), ONEFLOW_INVALID_ARGUMENT, "data is NULL");
+  EXPECT_ERROR(oneflow_graph_load_memory(&byte, 1, NULL, NULL), ONEFLOW_INVALID_ARGUMENT, "out_graph is NULL");
+  CHECK(g2 == NULL);
+  CHECK(oneflow_graph_input_count(NULL) == 0 && oneflow_graph_output_count(NULL) == 0);
+  oneflow_value_info_init(&info);
+  EXPECT_ERROR(oneflow_graph_get_input_info(NULL, 0, &info), ONEFLOW_INVALID_ARGUMENT, "NULL");
+  EXPECT_ERROR(oneflow_graph_get_output_info(NULL, 0, &info), ONEFLOW_INVALID_ARGUMENT, "NULL");
+  EXPECT_ERROR(oneflow_graph_get_input_info(g, 0, NULL), ONEFLOW_INVALID_ARGUMENT, "out_info");
+  EXPECT_ERROR(oneflow_graph_get_output_info(g, 0, NULL), ONEFLOW_INVALID_ARGUMENT, "out_info");
+
+  EXPECT_ERROR(oneflow_session_create(NULL, NULL, NULL, &s2), ONEFLOW_INVALID_ARGUMENT, "graph is NULL");
+  EXPECT_ERROR(oneflow_session_create(NULL, g, NULL, NULL), ONEFLOW_INVALID_ARGUMENT, "out_session is NULL");
+  CHECK(s2 == NULL);
+  CHECK(oneflow_session_input_count(NULL) == 0 && oneflow_session_output_count(NULL) == 0);
+  EXPECT_ERROR(oneflow_session_get_input_info(NULL, 0, &info), ONEFLOW_INVALID_ARGUMENT, "NULL");
+  EXPECT_ERROR(oneflow_session_get_output_info(NULL, 0, &info), ONEFLOW_INVALID_ARGUMENT, "NULL");
+  EXPECT_ERROR(oneflow_session_get_input_info(s, 0, NULL), ONEFLOW_INVALID_ARGUMENT, "out_info");
+  EXPECT_ERROR(oneflow_session_get_output_info(s, 0, NULL), ONEFLOW_INVALID_ARGUMENT, "out_info");
+  EXPECT_ERROR(oneflow_session_get_planned_peak_bytes(NULL, &peak), ONEFLOW_INVALID_ARGUMENT, "session is NULL");
+  EXPECT_ERROR(oneflow_session_get_planned_peak_bytes(s, NULL), ONEFLOW_INVALID_ARGUMENT, "out_bytes is NULL");
+
+  EXPECT_ERROR(oneflow_session_run(NULL, names, null_inputs, 0, NULL, 0, out, 2), ONEFLOW_INVALID_ARGUMENT,
+               "session is NULL");
+  EXPECT_ERROR(oneflow_session_run(s, NULL, null_inputs, 2, NULL, 0, out, 2), ONEFLOW_INVALID_ARGUMENT,
+               "input_names or inputs is NULL");
+  EXPECT_ERROR(oneflow_session_run(s, names, NULL, 2, NULL, 0, out, 2), ONEFLOW_INVALID_ARGUMENT,
+               "input_names or inputs is NULL");
+  EXPECT_ERROR(oneflow_session_run(s, names, null_inputs, 2, NULL, 0, out, 2), ONEFLOW_INVALID_ARGUMENT,
+               "inputs[0]");
+  EXPECT_ERROR(oneflow_session_run(s, null_names, null_inputs, 2, NULL, 0, out, 2), ONEFLOW_INVALID_ARGUMENT,
+               "input_names[0] is NULL");
+  EXPECT_ERROR(oneflow_session_run(s, names, null_inputs, 0, NULL, 1, out, 2), ONEFLOW_INVALID_ARGUMENT,
+               "output_names is NULL");
+  EXPECT_ERROR(oneflow_session_run(s, names, null_inputs, 0, null_names, 1, out, 2), ONEFLOW_INVALID_ARGUMENT,
+               "output_names[0] is NULL");
+  EXPECT_ERROR(oneflow_session_run(s, names, null_inputs, 0, NULL, 0, NULL, 2), ONEFLOW_INVALID_ARGUMENT,
+               "out_outputs is NULL");
+  CHECK(out[0] == NULL && out[1] == NULL);
+  oneflow_graph_release(g);
+  oneflow_session_release(s);
+}
+
+/* Runs the main model with x replaced by a tensor of the given dtype/shape. */
+static oneflow_status_t run_with_x(oneflow_session_t* s, oneflow_dtype_t dtype, const int64_t* shape, size_t rank) {
+  const char* names[2] = {"x", "b"};
+  oneflow_tensor_t* x = NULL;
+  oneflow_tensor_t* b = load_f32("b3.f32", 3, 4);
+  const oneflow_tensor_t* in[2];
+  oneflow_tensor_t* out[2] = {NULL, NULL};
+  oneflow_status_t st;
+  OK(oneflow_tensor_create(dtype, shape, rank, &x));
+  in[0] = x;
+  in[1] = b;
+  st = oneflow_session_run(s, names, in, 2, NULL, 0, out, 2);
+  oneflow_tensor_release(out[0]);
+  oneflow_tensor_release(out[1]);
+  oneflow_tensor_release(x);
+  oneflow_tensor_release(b);
+  return st;
+}
+
+static void test_bad_inputs(void) {
+  oneflow_session_t* s = make_session("model.onnx");
+  int64_t good[2] = {3, 4}, wrong_dim[2] = {3, 5}, wrong_rank[3] = {3, 4, 1}, other_batch[2] = {2, 4};
+  oneflow_tensor_t* x = load_f32("x3.f32", 3, 4);
+  const oneflow_tensor_t* in[2];
+  oneflow_tensor_t* out[2] = {NULL, NULL};
+  const char* wrong_name[2] = {"x", "nope"};
+  const char* twice[2] = {"x", "x"};
+  const char* only_x[1] = {"x"};
+
+  OK(run_with_x(s, ONEFLOW_DTYPE_F32, good, 2));
+  EXPECT_ERROR(run_with_x(s, ONEFLOW_DTYPE_F64, good, 2), ONEFLOW_INVALID_ARGUMENT, "dtype float64");
+  EXPECT_ERROR(run_with_x(s, ONEFLOW_DTYPE_F32, wrong_rank, 3), ONEFLOW_INVALID_ARGUMENT, "rank 3");
+  EXPECT_ERROR(run_with_x(s, ONEFLOW_DTYPE_F32, wrong_dim, 2), ONEFLOW_INVALID_ARGUMENT, "dim 1");
+  EXPECT_ERROR(run_with_x(s, ONEFLOW_DTYPE_F32, other_batch, 2), ONEFLOW_INVALID_ARGUMENT, "batch");
+  in[0] = x;
+  in[1] = x;
+  EXPECT_ERROR(oneflow_session_run(s, wrong_name, in, 2, NULL, 0, out, 2), ONEFLOW_NOT_FOUND, "'nope'");
+  EXPECT_ERROR(oneflow_session_run(s, twice, in, 2, NULL, 0, out, 2), ONEFLOW_INVALID_ARGUMENT, "twice");
+  EXPECT_ERROR(oneflow_session_run(s, only_x, in, 1, NULL, 0, out, 2), ONEFLOW_INVALID_ARGUMENT, "'b' is missing");
+  CHECK(out[0] == NULL && out[1] == NULL);
+  oneflow_tensor_release(x);
+  oneflow_session_release(s);
+}
+
+static oneflow_status_t load_path(const char* name) {
+  oneflow_graph_t* g = NULL;
+  char* path = path_in(name);
+  oneflow_status_t st = oneflow_graph_load_file(path, &g);
+  free(path);
+  oneflow_graph_release(g);
+  return st;
+}
+
+static oneflow_status_t load_and_create(const char* name) {
+  oneflow_graph_t* g = NULL;
+  oneflow_session_t* s = NULL;
+  char* path = path_in(name);
+  oneflow_status_t st = oneflow_graph_load_file(path, &g);
+  free(path);
+  if (!st) st = oneflow_session_create(NULL, g, NULL, &s);
+  oneflow_session_release(s);
+  oneflow_graph_release(g);
+  return st;
+}
+
+static void test_bad_models(void) {
+  size_t size = 0, k;
+  unsigned char* bytes = read_file("model.onnx", &size);
+  unsigned char garbage[1024];
+  uint32_t lcg = 12345;
+  oneflow_graph_t* g = NULL;
+
+  EXPECT_ERROR(load_path("empty.onnx"), ONEFLOW_INVALID_MODEL, "empty");
+  EXPECT_ERROR(load_path("does/not/exist.onnx"), ONEFLOW_NOT_FOUND, "exist.onnx");
+  EXPECT_ERROR(oneflow_graph_load_memory(bytes, 0, NULL, &g), ONEFLOW_INVALID_MODEL, "empty");
+
+  /* Every 1/8 of the model: a cut protobuf must be refused, as a file and from memory. */
+  for (k = 1; k < 8; ++k) {
+    size_t cut = size * k / 8;
+    oneflow_status_t st;
+    write_file("truncated.onnx", bytes, cut);
+    st = load_path("truncated.onnx");
+    if (!st || oneflow_status_code(st) != ONEFLOW_INVALID_MODEL || !strstr(oneflow_status_message(st), "ONNX model")) {
+      fprintf(stderr, "truncated at %zu/%zu: got %s: %s\n", cut, size, oneflow_code_name(oneflow_status_code(st)),
+              oneflow_status_message(st));
+      ++g_failures;
+    }
+    oneflow_status_free(st);
+    EXPECT_ERROR(oneflow_graph_load_memory(bytes, cut, NULL, &g), ONEFLOW_INVALID_MODEL, "ONNX model");
+  }
+  for (k = 0; k < sizeof garbage; ++k) {
+    lcg = lcg * 1103515245u + 12345u;
+    garbage[k] = (unsigned char)(lcg >> 16);
+  }
+  write_file("garbage.onnx", garbage, sizeof garbage);
+  EXPECT_ERROR(load_path("garbage.onnx"), ONEFLOW_INVALID_MODEL, "not a valid ONNX model");
+  EXPECT_ERROR(oneflow_graph_load_memory("not an onnx model", 17, NULL, &g), ONEFLOW_INVALID_MODEL,
+               "not a valid ONNX model");
+  CHECK(g == NULL);
+
+  EXPECT_ERROR(load_path("escape/model.onnx"), ONEFLOW_INVALID_MODEL, "escapes the model's directory");
+  EXPECT_ERROR(load_path("missing_ext.onnx"), ONEFLOW_NOT_FOUND, "nonexistent_weights.bin");
+
+  EXPECT_ERROR(load_and_create("unknown_op.onnx"), ONEFLOW_UNSUPPORTED, "FrobnicateOp");
+  EXPECT_ERROR(load_and_create("unknown_op.onnx"), ONEFLOW_UNSUPPORTED, "com.example");
+  EXPECT_ERROR(load_and_create("unknown_op.onnx"), ONEFLOW_UNSUPPORTED, "opset 3");
+  EXPECT_ERROR(load_and_create("unknown_onnx_op.onnx"), ONEFLOW_UNSUPPORTED, "NotARealOp");
+  EXPECT_ERROR(load_and_create("unknown_onnx_op.onnx"), ONEFLOW_UNSUPPORTED, "ai.onnx");
+  EXPECT_ERROR(load_and_create("unknown_onnx_op.onnx"), ONEFLOW_UNSUPPORTED, "opset 17");
+  EXPECT_ERROR(load_and_create("opset29.onnx"), ONEFLOW_UNSUPPORTED, "opset 29");
+  EXPECT_ERROR(load_and_create("opset12.onnx"), ONEFLOW_UNSUPPORTED, "opset 12");
+  free(bytes);
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s FIXTURE_DIR\n", argv[0]);
+    return 2;
+  }
+  g_dir = argv[1];
+  test_versions();
+  test_io_info();
+  test_run();
+  test_constant_and_external_models();
+  test_concurrent_runs();
+  test_borrowed_inputs();
+  test_null_pointers();
+  test_bad_inputs();
+  test_bad_models();
+  if (g_failures) {
+    fprintf(stderr, "c_api_test: %d check(s) failed\n", g_failures);
+    return 1;
+  }
+  printf("c_api_test: all checks passed\n");
+  return 0;
+}
