@@ -14,7 +14,7 @@ fi
 bt=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$BUILD_DIR/CMakeCache.txt")
 [ "$bt" = Release ] || echo "warning: $BUILD_DIR is a '$bt' build; timings are only meaningful for Release" >&2
 # Name the library by its file: in Ninja the target name `oneflow` means the CLI binary.
-ninja -C "$BUILD_DIR" -j"${BENCH_JOBS:-2}" liboneflow.so oneflow
+ninja -C "$BUILD_DIR" -j"${BENCH_JOBS:-2}" liboneflow oneflow_cli
 
 python3 bench/make_models.py
 rc=0

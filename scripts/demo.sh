@@ -11,7 +11,7 @@ PY=${PYTHON:-python3}
 bash scripts/setup.sh
 [ -d /usr/lib/ccache ] && export PATH=/usr/lib/ccache:$PATH
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-ninja -C build -j"${JOBS:-2}" oneflow oneflow_cli
+ninja -C build -j"${JOBS:-2}" liboneflow oneflow_cli
 
 DEMO=build/demo
 mkdir -p "$DEMO"
