@@ -10,6 +10,7 @@
 #include "graph/infer_util.h"
 #include "graph/op_schema.h"
 #include "kernels/kernel.h"
+#include "kernels/cpu/conv_dnnl.h"
 #include "kernels/cpu/gemm.h"
 
 namespace oneflow {
@@ -181,6 +182,8 @@ TEST(Conv, RandomShapesMatchNaive) {
       {{2, 3, 17}, 4, 1, {3}, {2}, {2}, {1, 2}, "NOTSET"},                      // 1-D
       {{1, 4, 5, 6, 7}, 6, 2, {2, 3, 3}, {1, 2, 1}, {1, 1, 2}, {1, 0, 1, 0, 1, 1}, "NOTSET"},  // 3-D
       {{1, 70, 12, 12}, 36, 1, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, "NOTSET"}, // K = 630
+      {{2, 32, 9, 9}, 50, 1, {3, 3}, {2, 2}, {1, 1}, {1, 1, 0, 0}, "NOTSET"},   // blocked src, M % 16 != 0
+      {{1, 16, 8, 8}, 64, 1, {3, 3}, {1, 1}, {2, 1}, {2, 1, 1, 0}, "NOTSET"},   // dilated, asymmetric pads
   };
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const Case& c = cases[ci];
@@ -207,7 +210,9 @@ TEST(Conv, RandomShapesMatchNaive) {
     }
     for (int with_bias = 0; with_bias < 2; ++with_bias) {
       std::vector<double> want = NaiveConv(x, w, with_bias ? &b : nullptr, out, c.strides, c.dil, pb, c.group);
-      for (int const_w = 0; const_w < 2; ++const_w) {
+      // const_w 2: constant weights with oneDNN disabled (the im2col path), 1: with it when built in.
+      for (int const_w = 0; const_w < 3; ++const_w) {
+        SetDnnlConvEnabled(const_w != 2);
         for (int threads : {1, 2}) {
           GraphBuilder gb;
           AttrMap a;
@@ -226,6 +231,7 @@ TEST(Conv, RandomShapesMatchNaive) {
                                           " const_w " + std::to_string(const_w) + " threads " + std::to_string(threads));
         }
       }
+      SetDnnlConvEnabled(true);
     }
   }
 }

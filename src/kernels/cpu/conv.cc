@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "graph/ops/conv_shape.h"
+#include "kernels/cpu/conv_dnnl.h"
 #include "kernels/cpu/nn_kernels.h"
 
 namespace oneflow {
@@ -153,6 +154,21 @@ bool IsPointwise(const ConvPlan& p) {
 
 ConvKernel::ConvKernel(const KernelInitContext& init) : act_(ReadActivation(init.attrs())) {
   const Tensor* w = init.constant_input(1);
+  // 2-D, ungrouped, constant weights and a static input shape: oneDNN (measured faster).
+  const TensorType& xt = init.input_type(0);
+  if (w && w->dtype() == DType::kFloat32 && w->rank() == 4 && xt.dtype == DType::kFloat32 && xt.fully_known() &&
+      xt.rank() == 4 && init.attrs().GetInt("group", 1) == 1 && xt.dims[1].value == w->dim(1)) {
+    const Shape xs = xt.ToShape();
+    ConvGeometry g = ResolveConvGeometry(init.attrs(), {xs[2], xs[3]}, {w->dim(2), w->dim(3)}, init.node().Describe());
+    DnnlConvParams p{xs[0], xs[1], xs[2], xs[3], w->dim(0), g.kernel[0], g.kernel[1], g.strides[0], g.strides[1],
+                     g.dilations[0], g.dilations[1], g.pad_begin[0], g.pad_begin[1], g.pad_end[0], g.pad_end[1],
+                     g.out[0], g.out[1]};
+    if (p.n > 0 && p.oh > 0 && p.ow > 0 && p.c > 0 && p.m > 0) {
+      dnnl_ = CreateDnnlConv2d(p, w->data<float>());
+      dnnl_input_shape_ = xs;
+    }
+  }
+  if (dnnl_) return;
   if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3) {
     const int64_t group = init.attrs().GetInt("group", 1);
     const int64_t m = w->dim(0);
@@ -182,6 +198,10 @@ void ConvKernel::Compute(KernelContext& ctx) {
     const float* pw = w.data<float>();
     const float* pb = b ? b->data<float>() : nullptr;
     float* py = y.data<float>();
+    if (dnnl_ && x.shape() == dnnl_input_shape_) {
+      RunDnnlConv2d(*dnnl_, px, pb, z ? z->data<float>() : nullptr, act_, py, ctx.pool());
+      return;
+    }
     if (p.Cg == 1 && p.Mg == 1) {
       DepthwiseConv(p, px, pw, pb, z ? z->data<float>() : nullptr, act_, py, ctx.pool());
       return;

@@ -3,12 +3,15 @@
 // attributes ("activation", "activation_params"), absent on the plain ops.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/kernel.h"
 
 namespace oneflow {
+
+class DnnlConv2d;
 
 // The fused activation of a node (kNone for plain ops).
 ActivationSpec ReadActivation(const AttrMap& attrs);
@@ -48,6 +51,8 @@ class ConvKernel final : public OpKernel {
  private:
   ActivationSpec act_;
   std::vector<PackedMatrix> packed_w_;  // one per group, when W is a constant f32 tensor
+  std::shared_ptr<DnnlConv2d> dnnl_;  // oneDNN plan for the static input shape, when it applies
+  Shape dnnl_input_shape_;
 };
 
 class ConvTransposeKernel final : public OpKernel {

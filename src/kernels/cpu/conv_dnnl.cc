@@ -1,0 +1,217 @@
+// oneDNN convolution backend for Conv/FusedConv (see conv_dnnl.h). Measured on ResNet-18 shapes
+// (bench/conv_bench.cc) at ~1.5-1.8x the im2col + SGEMM path single-threaded.
+#include "kernels/cpu/conv_dnnl.h"
+
+#include <atomic>
+
+#include "base/error.h"
+
+namespace oneflow {
+static std::atomic<bool> g_dnnl_conv_enabled{true};
+void SetDnnlConvEnabled(bool enabled) { g_dnnl_conv_enabled = enabled; }
+bool DnnlConvEnabled() { return g_dnnl_conv_enabled; }
+}  // namespace oneflow
+
+#if defined(ONEFLOW_HAVE_DNNL)
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <vector>
+
+namespace oneflow {
+
+namespace {
+
+constexpr int64_t kBlock = 16;  // nChw16c
+
+dnnl::engine& Engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+// oneDNN here runs on OpenMP; each slice must run single-threaded on the calling pool thread.
+// libgomp is already loaded (libdnnl depends on it): look the setter up there.
+using SetThreadsFn = void (*)(int);
+SetThreadsFn OmpSetNumThreads() {
+  static SetThreadsFn fn = [] {
+    void* lib = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    return lib ? reinterpret_cast<SetThreadsFn>(dlsym(lib, "omp_set_num_threads")) : nullptr;
+  }();
+  return fn;
+}
+
+std::vector<char>& Scratch(int which, size_t bytes) {
+  thread_local std::vector<char> bufs[3];
+  if (bufs[which].size() < bytes) bufs[which].resize(bytes + 64);
+  return bufs[which];
+}
+
+float* Aligned(std::vector<char>& v) {
+  uintptr_t p = reinterpret_cast<uintptr_t>(v.data());
+  return reinterpret_cast<float*>((p + 63) / 64 * 64);
+}
+
+}  // namespace
+
+struct DnnlSlice {
+  dnnl::convolution_forward prim;
+  dnnl::memory::desc src_md, dst_md, scratch_md;
+  dnnl::memory weights;
+  int64_t m0 = 0;
+};
+
+class DnnlConv2d {
+ public:
+  DnnlConv2d(const DnnlConvParams& p, const float* w)
+      : p_(p), weights_(w, w + p.m * p.c * p.kh * p.kw), src_blocked_(p.c % kBlock == 0) {
+    mpad_ = (p.m + kBlock - 1) / kBlock * kBlock;
+    // Build the one-slice plan now so unsupported shapes are rejected at creation.
+    slices_[1] = MakeSlices(1);
+  }
+
+  const DnnlConvParams& params() const { return p_; }
+  bool src_blocked() const { return src_blocked_; }
+  int64_t mpad() const { return mpad_; }
+
+  std::shared_ptr<const std::vector<DnnlSlice>> Slices(int threads) const {
+    const int64_t blocks = mpad_ / kBlock;
+    const int n = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, blocks)));
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& entry = slices_[n];
+    if (!entry) entry = MakeSlices(n);
+    return entry;
+  }
+
+ private:
+  std::shared_ptr<const std::vector<DnnlSlice>> MakeSlices(int n) const {
+    using namespace dnnl;
+    using tag = memory::format_tag;
+    using dt = memory::data_type;
+    auto slices = std::make_shared<std::vector<DnnlSlice>>();
+    const int64_t blocks = mpad_ / kBlock;
+    OmpSetNumThreads()(1);  // the weight reorders too: never start an OpenMP team
+    stream strm(Engine());
+    for (int s = 0; s < n; ++s) {
+      const int64_t b0 = blocks * s / n, b1 = blocks * (s + 1) / n;
+      const int64_t m0 = b0 * kBlock, mt = std::min(p_.m, b1 * kBlock) - m0;
+      DnnlSlice sl;
+      sl.m0 = m0;
+      sl.src_md = memory::desc({1, p_.c, p_.h, p_.w}, dt::f32, src_blocked_ ? tag::nChw16c : tag::nchw);
+      sl.dst_md = memory::desc({1, mt, p_.oh, p_.ow}, dt::f32, tag::nChw16c);
+      memory::desc w_any({mt, p_.c, p_.kh, p_.kw}, dt::f32, tag::any);
+      convolution_forward::desc cd(prop_kind::forward_inference, algorithm::convolution_direct, sl.src_md, w_any,
+                                   sl.dst_md, {p_.sh, p_.sw}, {p_.dh - 1, p_.dw - 1}, {p_.pt, p_.pl}, {p_.pb, p_.pr});
+      primitive_attr attr;
+      attr.set_scratchpad_mode(scratchpad_mode::user);  // concurrent runs must not share a scratchpad
+      convolution_forward::primitive_desc pd(cd, attr, Engine());
+      sl.scratch_md = pd.scratchpad_desc();
+      memory w_user(memory::desc({mt, p_.c, p_.kh, p_.kw}, dt::f32, tag::oihw), Engine(),
+                    const_cast<float*>(weights_.data()) + m0 * p_.c * p_.kh * p_.kw);
+      sl.weights = memory(pd.weights_desc(), Engine());
+      reorder(w_user, sl.weights).execute(strm, w_user, sl.weights);
+      if (std::getenv("ONEFLOW_DNNL_VERBOSE")) std::fprintf(stderr, "dnnl conv slice %d/%d: %s\n", s, n, pd.impl_info_str());
+      sl.prim = convolution_forward(pd);
+      slices->push_back(std::move(sl));
+    }
+    strm.wait();
+    return slices;
+  }
+
+  DnnlConvParams p_;
+  std::vector<float> weights_;  // OIHW, kept to build slices for other thread counts
+  bool src_blocked_;
+  int64_t mpad_ = 0;
+  mutable std::mutex mutex_;
+  mutable std::map<int, std::shared_ptr<const std::vector<DnnlSlice>>> slices_;
+};
+
+std::shared_ptr<DnnlConv2d> CreateDnnlConv2d(const DnnlConvParams& p, const float* weights) {
+  if (!DnnlConvEnabled() || OmpSetNumThreads() == nullptr) return nullptr;
+  // oneDNN wants pads that match the output size exactly: trim unused bottom/right padding.
+  DnnlConvParams q = p;
+  q.pb = (p.oh - 1) * p.sh + (p.kh - 1) * p.dh + 1 - p.h - p.pt;
+  q.pr = (p.ow - 1) * p.sw + (p.kw - 1) * p.dw + 1 - p.w - p.pl;
+  if (q.pb < 0 || q.pr < 0 || q.pb > p.pb || q.pr > p.pr) return nullptr;
+  try {
+    return std::make_shared<DnnlConv2d>(q, weights);
+  } catch (const dnnl::error&) {
+    return nullptr;  // no implementation for this configuration: the caller uses im2col
+  }
+}
+
+void RunDnnlConv2d(const DnnlConv2d& conv, const float* x, const float* bias, const float* z,
+                   const ActivationSpec& act, float* y, ThreadPool& pool) {
+  const DnnlConvParams& p = conv.params();
+  const int64_t in_hw = p.h * p.w, out_hw = p.oh * p.ow;
+  const int64_t cblocks = (p.c + kBlock - 1) / kBlock;
+  auto slices = conv.Slices(pool.num_threads());
+  float* xb = conv.src_blocked() ? Aligned(Scratch(0, static_cast<size_t>(cblocks * kBlock * in_hw * 4))) : nullptr;
+  float* yb = Aligned(Scratch(1, static_cast<size_t>(conv.mpad() * out_hw * 4)));
+  for (int64_t n = 0; n < p.n; ++n) {
+    const float* xn = x + n * p.c * in_hw;
+    if (xb) {
+      // NCHW -> nChw16c.
+      pool.ParallelFor(cblocks, static_cast<double>(in_hw * kBlock), [&](int64_t begin, int64_t end) {
+        for (int64_t cb = begin; cb < end; ++cb) {
+          float* dst = xb + cb * in_hw * kBlock;
+          for (int64_t i = 0; i < kBlock; ++i) {
+            const int64_t c = cb * kBlock + i;
+            const float* src = xn + c * in_hw;
+            for (int64_t q = 0; q < in_hw; ++q) dst[q * kBlock + i] = src[q];
+          }
+        }
+      });
+    }
+    const float* src = xb ? xb : xn;
+    pool.ParallelFor(static_cast<int64_t>(slices->size()), 1e9, [&](int64_t begin, int64_t end) {
+      OmpSetNumThreads()(1);
+      thread_local dnnl::stream strm(Engine());
+      for (int64_t s = begin; s < end; ++s) {
+        const DnnlSlice& sl = (*slices)[static_cast<size_t>(s)];
+        std::vector<char>& scratch = Scratch(2, sl.scratch_md.get_size() + 64);
+        dnnl::memory src_m(sl.src_md, Engine(), const_cast<float*>(src));
+        dnnl::memory dst_m(sl.dst_md, Engine(), yb + sl.m0 * out_hw);
+        dnnl::memory scratch_m(sl.scratch_md, Engine(), Aligned(scratch));
+        sl.prim.execute(strm, {{DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, sl.weights}, {DNNL_ARG_DST, dst_m},
+                               {DNNL_ARG_SCRATCHPAD, scratch_m}});
+        strm.wait();
+      }
+    });
+    // nChw16c -> NCHW with the epilogue: bias, residual, activation.
+    float* yn = y + n * p.m * out_hw;
+    const float* zn = z ? z + n * p.m * out_hw : nullptr;
+    pool.ParallelFor(p.m, static_cast<double>(out_hw * 2), [&](int64_t begin, int64_t end) {
+      for (int64_t m = begin; m < end; ++m) {
+        const float* srcm = yb + (m / kBlock) * out_hw * kBlock + m % kBlock;
+        float* dst = yn + m * out_hw;
+        const float b = bias ? bias[m] : 0.0f;
+        for (int64_t q = 0; q < out_hw; ++q) dst[q] = srcm[q * kBlock] + b;
+        if (zn) {
+          const float* zr = zn + m * out_hw;
+          for (int64_t q = 0; q < out_hw; ++q) dst[q] += zr[q];
+        }
+        ApplyActivation(dst, out_hw, act);
+      }
+    });
+  }
+}
+
+}  // namespace oneflow
+
+#else  // !ONEFLOW_HAVE_DNNL
+
+namespace oneflow {
+class DnnlConv2d {};
+std::shared_ptr<DnnlConv2d> CreateDnnlConv2d(const DnnlConvParams&, const float*) { return nullptr; }
+void RunDnnlConv2d(const DnnlConv2d&, const float*, const float*, const float*, const ActivationSpec&, float*,
+                   ThreadPool&) {
+  Fail(ErrorCode::kInternal, "oneDNN is not built in");
+}
+}  // namespace oneflow
+
+#endif
