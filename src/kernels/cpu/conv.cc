@@ -168,7 +168,7 @@ ConvKernel::ConvKernel(const KernelInitContext& init) : act_(ReadActivation(init
       dnnl_input_shape_ = xs;
     }
   }
-  if (dnnl_) return;
+  if (dnnl_ || DnnlGemmEnabled()) return;
   if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3) {
     const int64_t group = init.attrs().GetInt("group", 1);
     const int64_t m = w->dim(0);

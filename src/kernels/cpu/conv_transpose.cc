@@ -82,7 +82,7 @@ T* ColsScratch(size_t n) {
 
 ConvTransposeKernel::ConvTransposeKernel(const KernelInitContext& init) {
   const Tensor* w = init.constant_input(1);
-  if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3) {
+  if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3 && !DnnlGemmEnabled()) {
     const int64_t group = init.attrs().GetInt("group", 1);
     const int64_t c = w->dim(0);
     if (group >= 1 && c % group == 0) {

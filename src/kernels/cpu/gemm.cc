@@ -5,6 +5,7 @@
 #include "kernels/cpu/gemm.h"
 
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,10 @@
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
+#endif
+#if defined(ONEFLOW_HAVE_DNNL)
+#include <dlfcn.h>
+#include <oneapi/dnnl/dnnl.h>
 #endif
 
 namespace oneflow {
@@ -288,6 +293,74 @@ PackedMatrix PackGemmB(int64_t K, int64_t N, const float* B, int64_t ldb, bool t
   return p;
 }
 
+static std::atomic<bool> g_dnnl_gemm_enabled{true};
+void SetDnnlGemmEnabled(bool enabled) { g_dnnl_gemm_enabled = enabled; }
+
+bool DnnlRunOnCallingThread() {
+#if defined(ONEFLOW_HAVE_DNNL)
+  // libdnnl is built on OpenMP and already pulled libgomp in; its thread count is per calling thread.
+  using SetThreadsFn = void (*)(int);
+  static SetThreadsFn fn = [] {
+    void* lib = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    return lib ? reinterpret_cast<SetThreadsFn>(dlsym(lib, "omp_set_num_threads")) : nullptr;
+  }();
+  if (!fn) return false;
+  fn(1);
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool DnnlGemmEnabled() {
+#if defined(ONEFLOW_HAVE_DNNL)
+  static const bool usable = DnnlRunOnCallingThread();
+  return usable && g_dnnl_gemm_enabled;
+#else
+  return false;
+#endif
+}
+
+#if defined(ONEFLOW_HAVE_DNNL)
+// Splits C into one slab per thread (rows, or columns when M is small) and runs oneDNN's sgemm
+// single-threaded on each; the epilogue runs on each slab right after. False if oneDNN refused.
+static bool DnnlSgemm(int64_t M, int64_t N, int64_t K, float alpha, const GemmOperand& A, const GemmOperand& B,
+                      float beta, float* C, int64_t ldc, const GemmEpilogue* ep, ThreadPool* pool) {
+  int64_t parts = pool ? pool->num_threads() : 1;
+  const double flops = 2.0 * static_cast<double>(M) * N * K;
+  if (flops < 4e6) parts = 1;
+  const bool split_rows = M >= 16 * parts || N < 64 * parts;
+  parts = std::max<int64_t>(1, std::min(parts, split_rows ? CeilDiv(M, 8) : CeilDiv(N, 16)));
+  std::atomic<bool> ok{true};
+  auto run = [&](int64_t begin, int64_t end) {
+    DnnlRunOnCallingThread();
+    for (int64_t p = begin; p < end; ++p) {
+      int64_t i0 = 0, i1 = M, j0 = 0, j1 = N;
+      if (split_rows) {
+        i0 = M * p / parts;
+        i1 = M * (p + 1) / parts;
+      } else {  // column slabs on 16-float boundaries
+        j0 = std::min(N, CeilDiv(N * p / parts, 16) * 16);
+        j1 = p + 1 == parts ? N : std::min(N, CeilDiv(N * (p + 1) / parts, 16) * 16);
+      }
+      if (i1 <= i0 || j1 <= j0) continue;
+      const float* a = A.trans ? A.data + i0 : A.data + i0 * A.ld;
+      const float* b = B.trans ? B.data + j0 * B.ld : B.data + j0;
+      float* c = C + i0 * ldc + j0;
+      if (dnnl_sgemm(A.trans ? 'T' : 'N', B.trans ? 'T' : 'N', i1 - i0, j1 - j0, K, alpha, a, A.ld, b, B.ld, beta, c,
+                     ldc) != dnnl_success) {
+        ok = false;
+        continue;
+      }
+      if (ep) ApplyEpilogueTile(*ep, C, ldc, i0, i1 - i0, j0, j1 - j0);
+    }
+  };
+  if (pool && parts > 1) pool->ParallelFor(parts, flops / static_cast<double>(parts), run);
+  else run(0, parts);
+  return ok;
+}
+#endif
+
 void Sgemm(int64_t M, int64_t N, int64_t K, float alpha, const GemmOperand& A, const GemmOperand& B, float beta,
            float* C, int64_t ldc, const GemmEpilogue* epilogue, ThreadPool* pool) {
   if (M <= 0 || N <= 0) return;
@@ -300,6 +373,9 @@ void Sgemm(int64_t M, int64_t N, int64_t K, float alpha, const GemmOperand& A, c
     if (ep) ApplyEpilogueTile(*ep, C, ldc, 0, M, 0, N);
     return;
   }
+#if defined(ONEFLOW_HAVE_DNNL)
+  if (!A.packed && !B.packed && DnnlGemmEnabled() && DnnlSgemm(M, N, K, alpha, A, B, beta, C, ldc, ep, pool)) return;
+#endif
   const int threads = pool ? pool->num_threads() : 1;
   // Row blocks: at most kMCMax rows, and a multiple of the thread count so no thread idles.
   int64_t n_ic = CeilDiv(M, kMCMax);

@@ -71,6 +71,15 @@ struct GemmOperand {
 void Sgemm(int64_t M, int64_t N, int64_t K, float alpha, const GemmOperand& A, const GemmOperand& B, float beta,
            float* C, int64_t ldc, const GemmEpilogue* epilogue, ThreadPool* pool);
 
+// Whether Sgemm hands raw-operand products to oneDNN's sgemm (one oneDNN call per slice of the
+// output, each single-threaded on one of our pool threads). Default: on when oneDNN is built in;
+// it measured faster than our microkernel here (bench/gemm_bench.cc). Kernels created while it
+// is on skip pre-packing their weights, since oneDNN's sgemm packs internally.
+void SetDnnlGemmEnabled(bool enabled);
+bool DnnlGemmEnabled();
+// Makes oneDNN (OpenMP build) run single-threaded on the calling thread. False when it cannot.
+bool DnnlRunOnCallingThread();
+
 // Reference GEMM for any arithmetic T (f64 and integers): C = alpha*op(A)op(B) + beta*C.
 template <typename T>
 void ReferenceGemm(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, bool transA, const T* B,
