@@ -214,9 +214,11 @@ TEST(Conv, RandomShapesMatchNaive) {
     }
     for (int with_bias = 0; with_bias < 2; ++with_bias) {
       std::vector<double> want = NaiveConv(x, w, with_bias ? &b : nullptr, out, c.strides, c.dil, pb, c.group);
-      // const_w 2: constant weights with oneDNN disabled (the im2col path), 1: with it when built in.
-      for (int const_w = 0; const_w < 3; ++const_w) {
-        SetDnnlConvEnabled(const_w != 2);
+      // const_w 0: W is an input; 1: constant W (oneDNN conv when built in); 2: constant W on
+      // im2col + oneDNN sgemm; 3: im2col + our packed microkernel.
+      for (int const_w = 0; const_w < 4; ++const_w) {
+        SetDnnlConvEnabled(const_w < 2);
+        SetDnnlGemmEnabled(const_w != 3);
         for (int threads : {1, 2}) {
           GraphBuilder gb;
           AttrMap a;
@@ -236,6 +238,36 @@ TEST(Conv, RandomShapesMatchNaive) {
         }
       }
       SetDnnlConvEnabled(true);
+      SetDnnlGemmEnabled(true);
+    }
+  }
+}
+
+// A symbolic batch dim: the kernel builds its oneDNN plan per input shape at run time.
+TEST(Conv, SymbolicBatchRunsSeveralShapes) {
+  std::mt19937 rng(21);
+  Tensor w = RandomTensor(rng, {16, 8, 3, 3}), b = RandomTensor(rng, {16});
+  Graph g;
+  g.opset_imports[""] = 17;
+  int x = g.AddValue("X", TensorType::Of(DType::kFloat32, {Dim::Symbol("N"), Dim::Known(8), Dim::Known(10), Dim::Known(10)}));
+  g.inputs.push_back(x);
+  Node n;
+  n.op_type = "Conv";
+  n.opset = 17;
+  n.inputs = {x, g.AddConstant("W", w), g.AddConstant("B", b)};
+  n.outputs = {g.AddValue("Y")};
+  n.attrs.set("pads", Attribute::Ints({1, 1, 1, 1}));
+  n.attrs.set("strides", Attribute::Ints({2, 2}));
+  g.outputs = n.outputs;
+  g.nodes.push_back(n);
+  PrepareGraph(g);
+  for (int threads : {1, 2}) {
+    Session s(g, SessionOptions{threads, 2});
+    for (int64_t batch : {1, 3, 1, 2}) {
+      Tensor xt = RandomTensor(rng, {batch, 8, 10, 10});
+      Tensor got = s.Run({{"X", xt}}, {})[0].second;
+      ExpectNear(got, NaiveConv(xt, w, &b, {batch, 16, 5, 5}, {2, 2}, {1, 1}, {1, 1}, 1), 1e-4,
+                 "batch " + std::to_string(batch));
     }
   }
 }

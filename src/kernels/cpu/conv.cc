@@ -152,23 +152,17 @@ bool IsPointwise(const ConvPlan& p) {
 
 }  // namespace
 
-ConvKernel::ConvKernel(const KernelInitContext& init) : act_(ReadActivation(init.attrs())) {
+ConvKernel::ConvKernel(const KernelInitContext& init) : act_(ReadActivation(init.attrs())), attrs_(init.attrs()) {
   const Tensor* w = init.constant_input(1);
-  // 2-D, ungrouped, constant weights and a static input shape: oneDNN (measured faster).
-  const TensorType& xt = init.input_type(0);
-  if (w && w->dtype() == DType::kFloat32 && w->rank() == 4 && xt.dtype == DType::kFloat32 && xt.fully_known() &&
-      xt.rank() == 4 && init.attrs().GetInt("group", 1) == 1 && xt.dims[1].value == w->dim(1)) {
-    const Shape xs = xt.ToShape();
-    ConvGeometry g = ResolveConvGeometry(init.attrs(), {xs[2], xs[3]}, {w->dim(2), w->dim(3)}, init.node().Describe());
-    DnnlConvParams p{xs[0], xs[1], xs[2], xs[3], w->dim(0), g.kernel[0], g.kernel[1], g.strides[0], g.strides[1],
-                     g.dilations[0], g.dilations[1], g.pad_begin[0], g.pad_begin[1], g.pad_end[0], g.pad_end[1],
-                     g.out[0], g.out[1]};
-    if (p.n > 0 && p.oh > 0 && p.ow > 0 && p.c > 0 && p.m > 0) {
-      dnnl_ = CreateDnnlConv2d(p, w->data<float>());
-      dnnl_input_shape_ = xs;
-    }
+  // 2-D, ungrouped, constant f32 weights: oneDNN (measured faster than im2col + GEMM).
+  const AttrMap& attrs = init.attrs();
+  if (w && w->dtype() == DType::kFloat32 && w->rank() == 4 && attrs.GetInt("group", 1) == 1 && DnnlConvEnabled()) {
+    dnnl_candidate_ = true;
+    dnnl_weights_ = *w;
+    const TensorType& xt = init.input_type(0);
+    if (xt.fully_known() && xt.dtype == DType::kFloat32) DnnlPlan(xt.ToShape(), init.node().Describe());
   }
-  if (dnnl_ || DnnlGemmEnabled()) return;
+  if (dnnl_candidate_ || DnnlGemmEnabled()) return;
   if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3) {
     const int64_t group = init.attrs().GetInt("group", 1);
     const int64_t m = w->dim(0);
@@ -178,6 +172,24 @@ ConvKernel::ConvKernel(const KernelInitContext& init) : act_(ReadActivation(init
         packed_w_.push_back(PackGemmA(mg, kdim, w->data<float>() + g * mg * kdim, kdim, false));
     }
   }
+}
+
+std::shared_ptr<DnnlConv2d> ConvKernel::DnnlPlan(const Shape& xs, const std::string& node) const {
+  std::lock_guard<std::mutex> lock(dnnl_mutex_);
+  auto it = dnnl_plans_.find(xs);
+  if (it != dnnl_plans_.end()) return it->second;
+  std::shared_ptr<DnnlConv2d> plan;
+  const Tensor& w = dnnl_weights_;
+  if (xs.size() == 4 && xs[1] == w.dim(1) && NumElements(xs) > 0) {
+    ConvGeometry g = ResolveConvGeometry(attrs_, {xs[2], xs[3]}, {w.dim(2), w.dim(3)}, node);
+    DnnlConvParams p{xs[0], xs[1], xs[2], xs[3], w.dim(0), g.kernel[0], g.kernel[1], g.strides[0], g.strides[1],
+                     g.dilations[0], g.dilations[1], g.pad_begin[0], g.pad_begin[1], g.pad_end[0], g.pad_end[1],
+                     g.out[0], g.out[1]};
+    if (p.oh > 0 && p.ow > 0 && p.m > 0) plan = CreateDnnlConv2d(p, w.data<float>());
+  }
+  // A model fed many shapes keeps at most a few plans; the rest run on im2col.
+  if (dnnl_plans_.size() < 8) dnnl_plans_[xs] = plan;
+  return plan;
 }
 
 void ConvKernel::Compute(KernelContext& ctx) {
@@ -198,9 +210,11 @@ void ConvKernel::Compute(KernelContext& ctx) {
     const float* pw = w.data<float>();
     const float* pb = b ? b->data<float>() : nullptr;
     float* py = y.data<float>();
-    if (dnnl_ && x.shape() == dnnl_input_shape_) {
-      RunDnnlConv2d(*dnnl_, px, pb, z ? z->data<float>() : nullptr, act_, py, ctx.pool());
-      return;
+    if (dnnl_candidate_) {
+      if (std::shared_ptr<DnnlConv2d> plan = DnnlPlan(x.shape(), ctx.node().Describe())) {
+        RunDnnlConv2d(*plan, px, pb, z ? z->data<float>() : nullptr, act_, py, ctx.pool());
+        return;
+      }
     }
     if (p.Cg == 1 && p.Mg == 1) {
       DepthwiseConv(p, px, pw, pb, z ? z->data<float>() : nullptr, act_, py, ctx.pool());

@@ -3,7 +3,10 @@
 // attributes ("activation", "activation_params"), absent on the plain ops.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
@@ -51,8 +54,14 @@ class ConvKernel final : public OpKernel {
  private:
   ActivationSpec act_;
   std::vector<PackedMatrix> packed_w_;  // one per group, when W is a constant f32 tensor
-  std::shared_ptr<DnnlConv2d> dnnl_;  // oneDNN plan for the static input shape, when it applies
-  Shape dnnl_input_shape_;
+  // oneDNN plans per input shape (2-D, ungrouped, constant f32 weights). Built at creation for a
+  // static input shape, else on first use of a shape; nullptr entries mark shapes oneDNN rejects.
+  std::shared_ptr<DnnlConv2d> DnnlPlan(const Shape& x_shape, const std::string& node) const;
+  bool dnnl_candidate_ = false;
+  AttrMap attrs_;
+  Tensor dnnl_weights_;
+  mutable std::mutex dnnl_mutex_;
+  mutable std::map<Shape, std::shared_ptr<DnnlConv2d>> dnnl_plans_;
 };
 
 class ConvTransposeKernel final : public OpKernel {
