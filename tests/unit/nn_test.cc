@@ -345,7 +345,7 @@ TEST(MatMul, BroadcastAndOneDimensionalOperands) {
   std::mt19937 rng(3);
   const std::pair<Shape, Shape> cases[] = {{{7}, {7}},          {{5}, {3, 5, 4}},       {{2, 3, 5, 6}, {6}},
                                            {{3, 1, 4, 9}, {2, 9, 5}}, {{2, 37, 65}, {65, 33}}, {{4, 33, 20}, {1, 20, 31}},
-                                           {{130, 300}, {300, 70}}};
+                                           {{130, 300}, {300, 70}}, {{2, 3, 0}, {0, 4}}};
   for (const auto& [as, bs] : cases) {
     Tensor a = RandomTensor(rng, as), b = RandomTensor(rng, bs);
     // numpy matmul via explicit broadcasting.

@@ -14,8 +14,6 @@ bool DnnlConvEnabled() { return g_dnnl_conv_enabled; }
 
 #if defined(ONEFLOW_HAVE_DNNL)
 
-#include <dlfcn.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -32,17 +30,6 @@ constexpr int64_t kBlock = 16;  // nChw16c
 dnnl::engine& Engine() {
   static dnnl::engine e(dnnl::engine::kind::cpu, 0);
   return e;
-}
-
-// oneDNN here runs on OpenMP; each slice must run single-threaded on the calling pool thread.
-// libgomp is already loaded (libdnnl depends on it): look the setter up there.
-using SetThreadsFn = void (*)(int);
-SetThreadsFn OmpSetNumThreads() {
-  static SetThreadsFn fn = [] {
-    void* lib = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    return lib ? reinterpret_cast<SetThreadsFn>(dlsym(lib, "omp_set_num_threads")) : nullptr;
-  }();
-  return fn;
 }
 
 std::vector<char>& Scratch(int which, size_t bytes) {
@@ -94,7 +81,7 @@ class DnnlConv2d {
     using dt = memory::data_type;
     auto slices = std::make_shared<std::vector<DnnlSlice>>();
     const int64_t blocks = mpad_ / kBlock;
-    OmpSetNumThreads()(1);  // the weight reorders too: never start an OpenMP team
+    DnnlSingleThreadScope single_threaded;  // the weight reorders too: never start an OpenMP team
     stream strm(Engine());
     for (int s = 0; s < n; ++s) {
       const int64_t b0 = blocks * s / n, b1 = blocks * (s + 1) / n;
@@ -131,7 +118,7 @@ class DnnlConv2d {
 };
 
 std::shared_ptr<DnnlConv2d> CreateDnnlConv2d(const DnnlConvParams& p, const float* weights) {
-  if (!DnnlConvEnabled() || OmpSetNumThreads() == nullptr) return nullptr;
+  if (!DnnlConvEnabled() || !DnnlSingleThreadScope::Available()) return nullptr;
   // oneDNN wants pads that match the output size exactly: trim unused bottom/right padding.
   DnnlConvParams q = p;
   q.pb = (p.oh - 1) * p.sh + (p.kh - 1) * p.dh + 1 - p.h - p.pt;
@@ -169,7 +156,7 @@ void RunDnnlConv2d(const DnnlConv2d& conv, const float* x, const float* bias, co
     }
     const float* src = xb ? xb : xn;
     pool.ParallelFor(static_cast<int64_t>(slices->size()), 1e9, [&](int64_t begin, int64_t end) {
-      OmpSetNumThreads()(1);
+      DnnlSingleThreadScope single_threaded;  // each slice runs on this pool thread alone
       thread_local dnnl::stream strm(Engine());
       for (int64_t s = begin; s < end; ++s) {
         const DnnlSlice& sl = (*slices)[static_cast<size_t>(s)];

@@ -296,26 +296,41 @@ PackedMatrix PackGemmB(int64_t K, int64_t N, const float* B, int64_t ldb, bool t
 static std::atomic<bool> g_dnnl_gemm_enabled{true};
 void SetDnnlGemmEnabled(bool enabled) { g_dnnl_gemm_enabled = enabled; }
 
-bool DnnlRunOnCallingThread() {
+namespace {
+// libdnnl is built on OpenMP and already pulled libgomp in; its thread count is per calling thread.
+struct OmpFns {
+  void (*set)(int) = nullptr;
+  int (*get)() = nullptr;
+};
+const OmpFns& Omp() {
+  static const OmpFns fns = [] {
+    OmpFns f;
 #if defined(ONEFLOW_HAVE_DNNL)
-  // libdnnl is built on OpenMP and already pulled libgomp in; its thread count is per calling thread.
-  using SetThreadsFn = void (*)(int);
-  static SetThreadsFn fn = [] {
-    void* lib = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    return lib ? reinterpret_cast<SetThreadsFn>(dlsym(lib, "omp_set_num_threads")) : nullptr;
-  }();
-  if (!fn) return false;
-  fn(1);
-  return true;
-#else
-  return false;
+    if (void* lib = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD)) {
+      f.set = reinterpret_cast<void (*)(int)>(dlsym(lib, "omp_set_num_threads"));
+      f.get = reinterpret_cast<int (*)()>(dlsym(lib, "omp_get_max_threads"));
+      if (!f.set || !f.get) f = OmpFns();
+    }
 #endif
+    return f;
+  }();
+  return fns;
+}
+}  // namespace
+
+bool DnnlSingleThreadScope::Available() { return Omp().set != nullptr; }
+DnnlSingleThreadScope::DnnlSingleThreadScope() {
+  if (!Available()) return;
+  previous_ = Omp().get();
+  if (previous_ != 1) Omp().set(1);
+}
+DnnlSingleThreadScope::~DnnlSingleThreadScope() {
+  if (Available() && previous_ != 1 && previous_ > 0) Omp().set(previous_);
 }
 
 bool DnnlGemmEnabled() {
 #if defined(ONEFLOW_HAVE_DNNL)
-  static const bool usable = DnnlRunOnCallingThread();
-  return usable && g_dnnl_gemm_enabled;
+  return DnnlSingleThreadScope::Available() && g_dnnl_gemm_enabled;
 #else
   return false;
 #endif
@@ -333,7 +348,7 @@ static bool DnnlSgemm(int64_t M, int64_t N, int64_t K, float alpha, const GemmOp
   parts = std::max<int64_t>(1, std::min(parts, split_rows ? CeilDiv(M, 8) : CeilDiv(N, 16)));
   std::atomic<bool> ok{true};
   auto run = [&](int64_t begin, int64_t end) {
-    DnnlRunOnCallingThread();
+    DnnlSingleThreadScope single_threaded;
     for (int64_t p = begin; p < end; ++p) {
       int64_t i0 = 0, i1 = M, j0 = 0, j1 = N;
       if (split_rows) {

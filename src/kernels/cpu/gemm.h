@@ -77,8 +77,19 @@ void Sgemm(int64_t M, int64_t N, int64_t K, float alpha, const GemmOperand& A, c
 // is on skip pre-packing their weights, since oneDNN's sgemm packs internally.
 void SetDnnlGemmEnabled(bool enabled);
 bool DnnlGemmEnabled();
-// Makes oneDNN (OpenMP build) run single-threaded on the calling thread. False when it cannot.
-bool DnnlRunOnCallingThread();
+// While alive, oneDNN (an OpenMP build) runs single-threaded on the calling thread; the thread's
+// previous OpenMP setting is restored afterwards (the host application may use OpenMP too).
+class DnnlSingleThreadScope {
+ public:
+  DnnlSingleThreadScope();
+  ~DnnlSingleThreadScope();
+  DnnlSingleThreadScope(const DnnlSingleThreadScope&) = delete;
+  DnnlSingleThreadScope& operator=(const DnnlSingleThreadScope&) = delete;
+  static bool Available();  // false when the OpenMP runtime's setter cannot be found
+
+ private:
+  int previous_ = 0;
+};
 
 // Reference GEMM for any arithmetic T (f64 and integers): C = alpha*op(A)op(B) + beta*C.
 template <typename T>

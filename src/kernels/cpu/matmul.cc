@@ -104,9 +104,8 @@ void MatMulKernel::Compute(KernelContext& ctx) {
     ep.act = act_;
     const GemmOperand bop = has_packed_b_ ? GemmOperand::Packed(packed_b_) : GemmOperand::Raw(pb, s.N);
     if (fold) {
-      // A's batch dims may be broadcast against B's (all 1): A's own element count decides M.
-      const int64_t rows = a.numel() / s.K;
-      OF_ASSERT(rows * s.N == y.numel());
+      // B's batch dims are all 1, so the output holds A's batch x M rows.
+      const int64_t rows = y.numel() / s.N;
       Sgemm(rows, s.N, s.K, 1.0f, GemmOperand::Raw(pa, s.K), bop, 0.0f, py, s.N, &ep, &ctx.pool());
       return;
     }
