@@ -1,5 +1,5 @@
 // oneflow_conv_bench: ResNet-18 conv shapes (batch 1): the engine's Conv with its im2col + SGEMM path,
-// with its oneDNN path (channel slices on our pool), and a plain oneDNN primitive on OpenMP threads.
+// with its oneDNN path (brgconv in NHWC, row bands on our pool), and a plain oneDNN primitive on OpenMP threads.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
       const double ours = BestSeconds(reps, [&] { s.Run(feeds, {}); });
       tot_ours += ours;
       tot_im2col += im2col;
-      std::printf("threads=%d conv %3lld->%3lld %3lldx%-3lld k%lld s%lld: im2col %6.1f GFLOP/s  engine(oneDNN slices) %6.1f GFLOP/s (%.3f ms)",
+      std::printf("threads=%d conv %3lld->%3lld %3lldx%-3lld k%lld s%lld: im2col %6.1f GFLOP/s  engine(oneDNN NHWC bands) %6.1f GFLOP/s (%.3f ms)",
                   threads, (long long)sh.c, (long long)sh.m, (long long)sh.hw, (long long)sh.hw, (long long)sh.k,
                   (long long)sh.s, flop / im2col / 1e9, flop / ours / 1e9, ours * 1e3);
 #if defined(ONEFLOW_HAVE_DNNL)

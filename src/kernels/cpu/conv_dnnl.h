@@ -1,6 +1,6 @@
-// 2-D f32 convolution on oneDNN (blocked nChw16c layout inside, NCHW at the boundaries), split by
-// output-channel blocks across the engine's own thread pool with oneDNN single-threaded per slice,
-// so the session's intra_op_threads decides the parallelism and no OpenMP team spins.
+// 2-D f32 convolution on oneDNN (its brgconv kernels in NHWC inside, NCHW at the boundaries), split
+// into bands of output rows across the engine's own thread pool with oneDNN single-threaded per
+// band, so the session's intra_op_threads decides the parallelism and no OpenMP team spins.
 #pragma once
 
 #include <cstdint>
