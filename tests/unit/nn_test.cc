@@ -520,6 +520,75 @@ TEST(Fusion, ConvResidualAddRelu) {
   ExpectNear(got, want, 1e-4, "conv+add+relu");
 }
 
+// Every activation the pass folds into an epilogue, on Gemm, MatMul+bias and Conv: fused output ==
+// unfused output (activations not registered in this build are skipped).
+TEST(Fusion, EveryActivationMatchesUnfused) {
+  struct Act {
+    const char* op;
+    int opset;
+    AttrMap attrs;
+    std::vector<float> clip;  // Clip min/max inputs
+  };
+  std::vector<Act> acts;
+  acts.push_back({"Relu", 17, {}, {}});
+  acts.push_back({"Sigmoid", 17, {}, {}});
+  acts.push_back({"Tanh", 17, {}, {}});
+  acts.push_back({"HardSwish", 17, {}, {}});
+  AttrMap leaky;
+  leaky.set("alpha", Attribute::Float(0.2f));
+  acts.push_back({"LeakyRelu", 17, leaky, {}});
+  acts.push_back({"Clip", 17, {}, {-0.3f, 0.4f}});
+  acts.push_back({"Gelu", 20, {}, {}});
+  AttrMap tanh_gelu;
+  tanh_gelu.set("approximate", Attribute::String("tanh"));
+  acts.push_back({"Gelu", 20, tanh_gelu, {}});
+  std::mt19937 rng(23);
+  int tested = 0;
+  for (const Act& act : acts) {
+    if (!OpRegistry::Global().Find("", act.op, act.opset)) continue;
+    for (int base = 0; base < 3; ++base) {
+      GraphBuilder gb;
+      gb.g.opset_imports[""] = act.opset;
+      int pre;
+      if (base == 0) {
+        AttrMap ga;
+        ga.set("transB", Attribute::Int(1));
+        pre = gb.Node("Gemm", {gb.Input("A", RandomTensor(rng, {5, 12})), gb.Const("B", RandomTensor(rng, {20, 12})),
+                               gb.Const("C", RandomTensor(rng, {20}))}, ga);
+      } else if (base == 1) {
+        int mm = gb.Node("MatMul", {gb.Input("A", RandomTensor(rng, {3, 12})), gb.Const("B", RandomTensor(rng, {12, 20}))});
+        if (!HasOp("Add")) continue;
+        pre = gb.Node("Add", {gb.Const("bias", RandomTensor(rng, {20})), mm});
+      } else {
+        AttrMap ca;
+        ca.set("pads", Attribute::Ints({1, 1, 1, 1}));
+        pre = gb.Node("Conv", {gb.Input("X", RandomTensor(rng, {1, 4, 6, 6})), gb.Const("W", RandomTensor(rng, {8, 4, 3, 3})),
+                               gb.Const("Bc", RandomTensor(rng, {8}))}, ca);
+      }
+      std::vector<int> ins = {pre};
+      if (!act.clip.empty()) {
+        ins.push_back(gb.Const("lo", MakeTensor({}, {act.clip[0]})));
+        ins.push_back(gb.Const("hi", MakeTensor({}, {act.clip[1]})));
+      }
+      for (Node& n : gb.g.nodes) n.opset = act.opset;
+      int y = gb.Node(act.op, ins, act.attrs);
+      gb.g.nodes.back().opset = act.opset;
+      std::vector<std::string> ops;
+      bool unfused_runs = true;
+      try {
+        gb.Run(y, 1, 0);
+      } catch (const Error&) {
+        unfused_runs = false;  // e.g. Add without broadcasting in a partial build
+      }
+      RunBothLevels(gb, y, ops, unfused_runs);
+      EXPECT_EQ(ops.size(), 1u) << act.op << " on base " << base;
+      ++tested;
+    }
+  }
+  RecordProperty("fused_cases", tested);
+  EXPECT_GT(tested, 0);
+}
+
 TEST(Fusion, IntermediateWithTwoConsumersIsNotFused) {
   std::mt19937 rng(17);
   Tensor x = RandomTensor(rng, {1, 2, 5, 5}), w = RandomTensor(rng, {2, 2, 3, 3});
