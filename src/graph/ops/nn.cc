@@ -1,9 +1,160 @@
-// Op family: nn (schemas, attribute defaults, opset ranges, shape inference).
+// Op family: nn (MatMul, Gemm, Conv, ConvTranspose): schemas and shape inference.
 #include "graph/infer_util.h"
 #include "graph/ops/all_ops.h"
+#include "graph/ops/conv_shape.h"
+#include "graph/ops/nn_infer.h"
 
 namespace oneflow {
 
-void RegisterNnOps(OpRegistry& r) { (void)r; }
+static Dim KnownOrUnknown(int64_t v) { return v >= 0 ? Dim::Known(v) : Dim::Unknown(); }
+static int64_t DimValue(const Dim& d) { return d.known() ? d.value : -1; }
+
+static void CheckFloatOrInt(const InferContext& ctx, DType t) {
+  if (!(IsFloatDType(t) || IsIntegerDType(t))) ctx.Error("unsupported dtype ", DTypeName(t));
+}
+
+void InferMatMul(InferContext& ctx) {
+  const TensorType& a = ctx.input_type(0);
+  const TensorType& b = ctx.input_type(1);
+  if (a.dtype != b.dtype) ctx.Error("A and B must have the same dtype, got ", DTypeName(a.dtype), " and ", DTypeName(b.dtype));
+  CheckFloatOrInt(ctx, a.dtype);
+  if (!a.has_rank || !b.has_rank) {
+    ctx.set_output(0, TensorType::UnknownShape(a.dtype));
+    return;
+  }
+  if (a.rank() < 1 || b.rank() < 1) ctx.Error("MatMul operands must have rank >= 1");
+  std::vector<Dim> ad = a.dims, bd = b.dims;
+  if (a.rank() == 1) ad.insert(ad.begin(), Dim::Known(1));
+  if (b.rank() == 1) bd.push_back(Dim::Known(1));
+  const Dim& ka = ad[ad.size() - 1];
+  const Dim& kb = bd[bd.size() - 2];
+  if (ka.known() && kb.known() && ka.value != kb.value)
+    ctx.Error("inner dimensions differ: A is ", a.ToString(), ", B is ", b.ToString());
+  std::vector<Dim> abatch(ad.begin(), ad.end() - 2), bbatch(bd.begin(), bd.end() - 2);
+  std::vector<Dim> out = BroadcastDims(abatch, bbatch, ctx);
+  if (a.rank() > 1) out.push_back(ad[ad.size() - 2]);
+  if (b.rank() > 1) out.push_back(bd[bd.size() - 1]);
+  ctx.set_output(0, TensorType::Of(a.dtype, out));
+}
+
+void InferGemm(InferContext& ctx) {
+  const TensorType& a = ctx.input_type(0);
+  const TensorType& b = ctx.input_type(1);
+  if (a.dtype != b.dtype) ctx.Error("A and B must have the same dtype");
+  CheckFloatOrInt(ctx, a.dtype);
+  if (ctx.has_input(2) && ctx.input_dtype(2) != a.dtype) ctx.Error("C must have the dtype of A");
+  if (!a.has_rank || !b.has_rank) {
+    ctx.set_output(0, TensorType::UnknownShape(a.dtype));
+    return;
+  }
+  if (a.rank() != 2 || b.rank() != 2) ctx.Error("Gemm needs rank-2 A and B, got ", a.ToString(), " and ", b.ToString());
+  const bool ta = ctx.attrs().GetInt("transA", 0) != 0, tb = ctx.attrs().GetInt("transB", 0) != 0;
+  const Dim m = a.dims[ta ? 1 : 0], ka = a.dims[ta ? 0 : 1];
+  const Dim kb = b.dims[tb ? 1 : 0], n = b.dims[tb ? 0 : 1];
+  if (ka.known() && kb.known() && ka.value != kb.value)
+    ctx.Error("inner dimensions differ: A is ", a.ToString(), ", B is ", b.ToString());
+  if (ctx.has_input(2)) {
+    const TensorType& c = ctx.input_type(2);
+    if (c.has_rank) {
+      if (c.rank() > 2) ctx.Error("C must have rank <= 2, got ", c.ToString());
+      const Dim* target[2] = {&m, &n};
+      for (int64_t i = 0; i < c.rank(); ++i) {
+        const Dim& cd = c.dims[static_cast<size_t>(i)];
+        const Dim& td = *target[2 - c.rank() + i];
+        if (cd.known() && td.known() && cd.value != 1 && cd.value != td.value)
+          ctx.Error("C ", c.ToString(), " does not broadcast to [M, N]");
+      }
+    }
+  }
+  ctx.set_output(0, TensorType::Of(a.dtype, {m, n}));
+}
+
+// Common checks of Conv-like ops; returns false when the rank is not known yet.
+static bool ConvInputs(InferContext& ctx, std::vector<int64_t>& in, std::vector<int64_t>& wk) {
+  const TensorType& x = ctx.input_type(0);
+  const TensorType& w = ctx.input_type(1);
+  if (x.dtype != w.dtype) ctx.Error("X and W must have the same dtype, got ", DTypeName(x.dtype), " and ", DTypeName(w.dtype));
+  if (!IsFloatDType(x.dtype)) ctx.Error("unsupported dtype ", DTypeName(x.dtype), " (float types only)");
+  for (size_t i = 2; i < ctx.num_inputs(); ++i)
+    if (ctx.has_input(i) && ctx.input_dtype(i) != x.dtype) ctx.Error("input ", i, " must have the dtype of X");
+  if (!x.has_rank && !w.has_rank) return false;
+  const int64_t rank = x.has_rank ? x.rank() : w.rank();
+  if (rank < 3) ctx.Error("X must have rank >= 3 (N, C, spatial...), got rank ", rank);
+  if (x.has_rank && w.has_rank && x.rank() != w.rank()) ctx.Error("X ", x.ToString(), " and W ", w.ToString(), " ranks differ");
+  in.assign(static_cast<size_t>(rank - 2), -1);
+  wk.assign(static_cast<size_t>(rank - 2), -1);
+  for (int64_t i = 2; i < rank; ++i) {
+    if (x.has_rank) in[static_cast<size_t>(i - 2)] = DimValue(x.dims[static_cast<size_t>(i)]);
+    if (w.has_rank) wk[static_cast<size_t>(i - 2)] = DimValue(w.dims[static_cast<size_t>(i)]);
+  }
+  return true;
+}
+
+void InferConv(InferContext& ctx) {
+  std::vector<int64_t> in, wk;
+  const TensorType& x = ctx.input_type(0);
+  const TensorType& w = ctx.input_type(1);
+  if (!ConvInputs(ctx, in, wk)) {
+    ctx.set_output(0, TensorType::UnknownShape(x.dtype));
+    return;
+  }
+  ConvGeometry g = ResolveConvGeometry(ctx.attrs(), in, wk, ctx.node());
+  const int64_t c = x.has_rank ? DimValue(x.dims[1]) : -1;
+  const int64_t m = w.has_rank ? DimValue(w.dims[0]) : -1;
+  const int64_t wc = w.has_rank ? DimValue(w.dims[1]) : -1;
+  if (c >= 0 && wc >= 0 && c != wc * g.group)
+    ctx.Error("X has ", c, " channels but W ", w.ToString(), " with group ", g.group, " expects ", wc * g.group);
+  if (m >= 0 && m % g.group != 0) ctx.Error("output channels ", m, " are not divisible by group ", g.group);
+  if (ctx.has_input(2) && ctx.input_type(2).has_rank) {
+    const TensorType& b = ctx.input_type(2);
+    if (b.rank() != 1 || (m >= 0 && b.dims[0].known() && b.dims[0].value != m))
+      ctx.Error("bias must be 1-D with ", m, " values, got ", b.ToString());
+  }
+  std::vector<Dim> out = {x.has_rank ? x.dims[0] : Dim::Unknown(), w.has_rank ? w.dims[0] : Dim::Unknown()};
+  for (int64_t o : g.out) out.push_back(KnownOrUnknown(o));
+  ctx.set_output(0, TensorType::Of(x.dtype, out));
+}
+
+void InferConvTranspose(InferContext& ctx) {
+  std::vector<int64_t> in, wk;
+  const TensorType& x = ctx.input_type(0);
+  const TensorType& w = ctx.input_type(1);
+  if (!ConvInputs(ctx, in, wk)) {
+    ctx.set_output(0, TensorType::UnknownShape(x.dtype));
+    return;
+  }
+  ConvGeometry g = ResolveConvTransposeGeometry(ctx.attrs(), in, wk, ctx.node());
+  const int64_t c = x.has_rank ? DimValue(x.dims[1]) : -1;
+  const int64_t wc = w.has_rank ? DimValue(w.dims[0]) : -1;
+  const int64_t wm = w.has_rank ? DimValue(w.dims[1]) : -1;
+  if (c >= 0 && wc >= 0 && c != wc) ctx.Error("X has ", c, " channels but W ", w.ToString(), " expects ", wc);
+  if (c >= 0 && c % g.group != 0) ctx.Error("input channels ", c, " are not divisible by group ", g.group);
+  const int64_t m = wm >= 0 ? wm * g.group : -1;
+  if (ctx.has_input(2) && ctx.input_type(2).has_rank) {
+    const TensorType& b = ctx.input_type(2);
+    if (b.rank() != 1 || (m >= 0 && b.dims[0].known() && b.dims[0].value != m))
+      ctx.Error("bias must be 1-D with ", m, " values, got ", b.ToString());
+  }
+  std::vector<Dim> out = {x.has_rank ? x.dims[0] : Dim::Unknown(), KnownOrUnknown(m)};
+  for (int64_t o : g.out) out.push_back(KnownOrUnknown(o));
+  ctx.set_output(0, TensorType::Of(x.dtype, out));
+}
+
+void RegisterNnOps(OpRegistry& r) {
+  r.Register(OpSchema("MatMul").Since(13).Input("A").Input("B").Output("Y").Infer(InferMatMul));
+  r.Register(OpSchema("Gemm").Since(13).Input("A").Input("B").OptionalInput("C").Output("Y")
+                 .Attr("alpha", Attribute::Float(1.0f)).Attr("beta", Attribute::Float(1.0f))
+                 .Attr("transA", Attribute::Int(0)).Attr("transB", Attribute::Int(0)).Infer(InferGemm));
+  r.Register(OpSchema("Conv").Since(13).Input("X").Input("W").OptionalInput("B").Output("Y")
+                 .Attr("auto_pad", Attribute::String("NOTSET")).Attr("group", Attribute::Int(1))
+                 .OptionalAttr("dilations", AttrKind::kInts).OptionalAttr("kernel_shape", AttrKind::kInts)
+                 .OptionalAttr("pads", AttrKind::kInts).OptionalAttr("strides", AttrKind::kInts).Infer(InferConv));
+  r.Register(OpSchema("ConvTranspose").Since(13).Input("X").Input("W").OptionalInput("B").Output("Y")
+                 .Attr("auto_pad", Attribute::String("NOTSET")).Attr("group", Attribute::Int(1))
+                 .OptionalAttr("dilations", AttrKind::kInts).OptionalAttr("kernel_shape", AttrKind::kInts)
+                 .OptionalAttr("output_padding", AttrKind::kInts).OptionalAttr("output_shape", AttrKind::kInts)
+                 .OptionalAttr("pads", AttrKind::kInts).OptionalAttr("strides", AttrKind::kInts)
+                 .Infer(InferConvTranspose));
+}
 
 }  // namespace oneflow

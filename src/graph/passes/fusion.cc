@@ -1,11 +1,220 @@
-// Fusion passes (filled by the fusion work): Conv+BN folding, MatMul/Gemm+bias+activation.
+// Fusion pass: folds BatchNormalization into a preceding Conv's constant weights, and merges
+// MatMul + bias Add, Conv + residual Add and Gemm/MatMul/Conv + activation into ai.oneflow fused
+// ops whose kernels apply the epilogue while the output tile is still in cache.
+#include <cmath>
+
+#include "graph/op_schema.h"
 #include "graph/passes/passes.h"
 
 namespace oneflow {
 
+namespace {
+
+struct Uses {
+  std::vector<int> consumers;  // per value: number of node inputs reading it
+  std::vector<int> consumer;   // per value: the (last) consuming node
+  std::vector<char> is_output;
+};
+
+Uses CountUses(const Graph& g) {
+  Uses u;
+  u.consumers.assign(g.values.size(), 0);
+  u.consumer.assign(g.values.size(), kNoValue);
+  u.is_output.assign(g.values.size(), 0);
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (int v : g.nodes[n].inputs)
+      if (v != kNoValue) {
+        ++u.consumers[static_cast<size_t>(v)];
+        u.consumer[static_cast<size_t>(v)] = static_cast<int>(n);
+      }
+  for (int v : g.outputs) u.is_output[static_cast<size_t>(v)] = 1;
+  return u;
+}
+
+bool IsOp(const Node& n, const char* op, const char* domain = "") { return n.op_type == op && n.domain == domain; }
+
+// The single node reading `v`, when `v` is an intermediate nobody else sees; else nullptr.
+Node* SoleConsumer(Graph& g, const Uses& u, int v) {
+  const size_t i = static_cast<size_t>(v);
+  if (u.consumers[i] != 1 || u.is_output[i]) return nullptr;
+  return &g.nodes[static_cast<size_t>(u.consumer[i])];
+}
+
+const Tensor* ConstantOf(const Graph& g, const Node& n, size_t input) {
+  if (!n.has_input(input)) return nullptr;
+  const Tensor& t = g.values[static_cast<size_t>(n.inputs[input])].constant;
+  return t.defined() ? &t : nullptr;
+}
+
+DType ValueDType(const Graph& g, int v) { return g.values[static_cast<size_t>(v)].type.dtype; }
+
+bool FusableDType(DType t) { return t == DType::kFloat32 || t == DType::kFloat64; }
+
+// Only the first output of `n` may be in use (BatchNormalization's training outputs, etc.).
+bool OnlyFirstOutputUsed(const Node& n, const Uses& u) {
+  for (size_t i = 1; i < n.outputs.size(); ++i)
+    if (n.outputs[i] != kNoValue && (u.consumers[static_cast<size_t>(n.outputs[i])] || u.is_output[static_cast<size_t>(n.outputs[i])]))
+      return false;
+  return true;
+}
+
+// Makes `base` produce `tail`'s output and drops `tail`.
+void Absorb(Node& base, Node& tail, std::vector<char>& removed, const Graph& g) {
+  base.outputs[0] = tail.outputs[0];
+  removed[static_cast<size_t>(&tail - g.nodes.data())] = 1;
+}
+
+void MakeFused(Node& n, const char* fused_op) {
+  if (n.domain == kOneflowDomain) return;
+  n.op_type = fused_op;
+  n.domain = kOneflowDomain;
+  n.opset = kOneflowDomainVersion;
+  n.schema = nullptr;
+}
+
+// Conv (constant W, optional constant B) -> BatchNormalization (constant params): new W and B.
+bool FoldBatchNorm(Graph& g, const Uses& u, Node& conv, std::vector<char>& removed) {
+  if (!IsOp(conv, "Conv") || conv.has_input(3)) return false;
+  Node* bn = SoleConsumer(g, u, conv.outputs[0]);
+  if (!bn || !IsOp(*bn, "BatchNormalization") || bn->inputs.size() < 5 || bn->inputs[0] != conv.outputs[0]) return false;
+  if (bn->attrs.GetInt("training_mode", 0) != 0 || !OnlyFirstOutputUsed(*bn, u)) return false;
+  const Tensor* w = ConstantOf(g, conv, 1);
+  const Tensor* b = ConstantOf(g, conv, 2);
+  if (!w || (conv.has_input(2) && !b) || !FusableDType(w->dtype())) return false;
+  const Tensor* p[4];
+  for (size_t i = 0; i < 4; ++i) {
+    p[i] = ConstantOf(g, *bn, i + 1);
+    if (!p[i] || p[i]->dtype() != w->dtype() || p[i]->numel() != w->dim(0)) return false;
+  }
+  const double eps = bn->attrs.GetFloat("epsilon", 1e-5f);
+  const int64_t m = w->dim(0), per = w->numel() / std::max<int64_t>(m, 1);
+  Tensor nw(w->dtype(), w->shape()), nb(w->dtype(), Shape{m});
+  for (int64_t c = 0; c < m; ++c) {
+    const double scale = p[0]->GetAsDouble(c) / std::sqrt(p[3]->GetAsDouble(c) + eps);
+    const double bias = b ? b->GetAsDouble(c) : 0.0;
+    const double folded = (bias - p[2]->GetAsDouble(c)) * scale + p[1]->GetAsDouble(c);
+    DispatchFloat(w->dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      for (int64_t i = 0; i < per; ++i)
+        nw.data<T>()[c * per + i] = static_cast<T>(w->data<T>()[c * per + i] * scale);
+      nb.data<T>()[c] = static_cast<T>(folded);
+    });
+  }
+  const std::string base = conv.name.empty() ? "conv" : conv.name;
+  const int wid = g.AddConstant(g.UniqueName(base + "_bn_W"), nw);
+  const int bid = g.AddConstant(g.UniqueName(base + "_bn_B"), nb);
+  conv.inputs.resize(3);
+  conv.inputs[1] = wid;
+  conv.inputs[2] = bid;
+  Absorb(conv, *bn, removed, g);
+  return true;
+}
+
+// MatMul -> Add(constant 1-D bias of length N): FusedMatMul(A, B, bias).
+bool FuseMatMulBias(Graph& g, const Uses& u, Node& mm, std::vector<char>& removed) {
+  if (!IsOp(mm, "MatMul") || !FusableDType(ValueDType(g, mm.outputs[0]))) return false;
+  Node* add = SoleConsumer(g, u, mm.outputs[0]);
+  if (!add || !IsOp(*add, "Add") || add->inputs.size() != 2) return false;
+  const size_t other = add->inputs[0] == mm.outputs[0] ? 1 : 0;
+  const Tensor* bias = ConstantOf(g, *add, other);
+  const TensorType& t = g.values[static_cast<size_t>(mm.outputs[0])].type;
+  if (!bias || bias->rank() != 1 || bias->dtype() != t.dtype || !t.has_rank || t.rank() < 1) return false;
+  const Dim& n = t.dims.back();
+  if (!n.known() || n.value != bias->numel()) return false;
+  mm.inputs.resize(2);
+  mm.inputs.push_back(add->inputs[other]);
+  MakeFused(mm, "FusedMatMul");
+  Absorb(mm, *add, removed, g);
+  return true;
+}
+
+// Conv/FusedConv (no residual, no activation yet) -> Add(Z of the same static shape): Z residual.
+bool FuseConvResidual(Graph& g, const Uses& u, Node& conv, std::vector<char>& removed) {
+  const bool plain = IsOp(conv, "Conv");
+  if (!plain && !IsOp(conv, "FusedConv", kOneflowDomain)) return false;
+  if (conv.has_input(3) || (!plain && conv.attrs.GetString("activation", "None") != "None")) return false;
+  if (!FusableDType(ValueDType(g, conv.outputs[0]))) return false;
+  Node* add = SoleConsumer(g, u, conv.outputs[0]);
+  if (!add || !IsOp(*add, "Add") || add->inputs.size() != 2 || add->inputs[0] == add->inputs[1]) return false;
+  const size_t other = add->inputs[0] == conv.outputs[0] ? 1 : 0;
+  const TensorType& ct = g.values[static_cast<size_t>(conv.outputs[0])].type;
+  const TensorType& zt = g.values[static_cast<size_t>(add->inputs[other])].type;
+  // Same static shape (no broadcasting in the epilogue): every dim known and equal.
+  if (!ct.fully_known() || !zt.fully_known() || ct.ToShape() != zt.ToShape() || zt.dtype != ct.dtype) return false;
+  conv.inputs.resize(3, kNoValue);
+  conv.inputs.push_back(add->inputs[other]);
+  MakeFused(conv, "FusedConv");
+  Absorb(conv, *add, removed, g);
+  return true;
+}
+
+// Base op (no activation yet) -> activation: the activation becomes the base's epilogue.
+bool FuseActivation(Graph& g, const Uses& u, Node& base, std::vector<char>& removed) {
+  const char* fused = nullptr;
+  if (IsOp(base, "Conv") || IsOp(base, "FusedConv", kOneflowDomain)) fused = "FusedConv";
+  else if (IsOp(base, "MatMul") || IsOp(base, "FusedMatMul", kOneflowDomain)) fused = "FusedMatMul";
+  else if (IsOp(base, "Gemm") || IsOp(base, "FusedGemm", kOneflowDomain)) fused = "FusedGemm";
+  if (!fused || base.attrs.GetString("activation", "None") != "None") return false;
+  if (!FusableDType(ValueDType(g, base.outputs[0]))) return false;
+  Node* act = SoleConsumer(g, u, base.outputs[0]);
+  if (!act || !act->domain.empty() || act->inputs.empty() || act->inputs[0] != base.outputs[0]) return false;
+  std::string name = act->op_type;
+  std::vector<float> params;
+  if (name == "Relu" || name == "Sigmoid" || name == "Tanh" || name == "HardSwish") {
+  } else if (name == "LeakyRelu") {
+    params.push_back(act->attrs.GetFloat("alpha", 0.01f));
+  } else if (name == "Gelu") {
+    if (act->attrs.GetString("approximate", "none") == "tanh") name = "GeluTanh";
+  } else if (name == "Clip") {
+    float lo = -3.4028234663852886e38f, hi = 3.4028234663852886e38f;
+    for (size_t i = 1; i < 3; ++i) {
+      if (!act->has_input(i)) continue;
+      const Tensor* c = ConstantOf(g, *act, i);
+      if (!c || c->numel() != 1) return false;
+      (i == 1 ? lo : hi) = static_cast<float>(c->GetAsDouble(0));
+    }
+    params = {lo, hi};
+  } else {
+    return false;
+  }
+  if (act->outputs.size() != 1) return false;
+  MakeFused(base, fused);
+  base.attrs.set("activation", Attribute::String(name));
+  base.attrs.set("activation_params", Attribute::Floats(params));
+  Absorb(base, *act, removed, g);
+  return true;
+}
+
+}  // namespace
+
 int FuseOps(Graph& g) {
-  (void)g;
-  return 0;
+  int total = 0;
+  using Rule = bool (*)(Graph&, const Uses&, Node&, std::vector<char>&);
+  // Order matters: BN folding and bias/residual first, so the activation lands on the final node.
+  const Rule rules[] = {FoldBatchNorm, FuseMatMulBias, FuseConvResidual, FuseActivation};
+  for (Rule rule : rules) {
+    for (;;) {
+      Uses u = CountUses(g);
+      std::vector<char> removed(g.nodes.size(), 0);
+      int changed = 0;
+      for (size_t i = 0; i < g.nodes.size(); ++i) {
+        if (removed[i] || g.nodes[i].outputs.empty() || g.nodes[i].outputs[0] == kNoValue) continue;
+        // A node rewritten in this sweep changes the use counts: recount before touching more.
+        if (rule(g, u, g.nodes[i], removed)) {
+          ++changed;
+          break;
+        }
+      }
+      if (!changed) break;
+      std::vector<Node> kept;
+      for (size_t i = 0; i < g.nodes.size(); ++i)
+        if (!removed[i]) kept.push_back(std::move(g.nodes[i]));
+      g.nodes = std::move(kept);
+      total += changed;
+    }
+  }
+  if (total > 0 && !g.opset_imports.count(kOneflowDomain)) g.opset_imports[kOneflowDomain] = kOneflowDomainVersion;
+  return total;
 }
 
 }  // namespace oneflow

@@ -1,9 +1,14 @@
-// CPU kernels: fused.
+// CPU kernels: fused (ai.oneflow). The nn kernel classes implement the epilogues themselves.
 #include "kernels/cpu/all_kernels.h"
-#include "kernels/kernel.h"
+#include "kernels/cpu/nn_kernels.h"
+#include "graph/op_schema.h"
 
 namespace oneflow {
 
-void RegisterCpuFusedKernels(KernelRegistry& r) { (void)r; }
+void RegisterCpuFusedKernels(KernelRegistry& r) {
+  r.RegisterClass<MatMulKernel>("FusedMatMul", kOneflowDomain);
+  r.RegisterClass<GemmKernel>("FusedGemm", kOneflowDomain);
+  r.RegisterClass<ConvKernel>("FusedConv", kOneflowDomain);
+}
 
 }  // namespace oneflow

@@ -1,0 +1,129 @@
+// oneflow_gemm_bench [n] [trials]: measured FMA peak (per core, 1 and 2 threads) vs the engine's
+// Sgemm at n^3 (default 2048): its default path (oneDNN sgemm slices on our pool when built in) and
+// our own AVX-512 microkernel. WITH_OPENMP=1 adds oneDNN on its own OpenMP threads (leaves spinning
+// OpenMP workers behind, which slow whatever runs next on a 2-core machine). Trials alternate
+// between the peak loop and the GEMMs and the best of each is kept, so all see the same load.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "kernels/cpu/gemm.h"
+
+#if defined(ONEFLOW_HAVE_DNNL)
+#include <oneapi/dnnl/dnnl.h>
+extern "C" void omp_set_num_threads(int);
+#endif
+
+using Clock = std::chrono::steady_clock;
+
+// 16 independent FMA chains of one zmm each: enough to cover FMA latency on both pipes.
+static double PeakOneThread(double seconds) {
+#if defined(__AVX512F__)
+  __m512 acc[16];
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  const __m512 b = _mm512_set1_ps(1.0000001f), c = _mm512_set1_ps(1e-7f);
+  long iters = 0;
+  auto t0 = Clock::now();
+  double elapsed = 0;
+  do {
+    for (int rep = 0; rep < 10000; ++rep) {
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(acc[i], b, c);
+    }
+    iters += 10000;
+    elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  } while (elapsed < seconds);
+  // Keep the results alive (stored, not reduced: GCC 12 warns falsely inside _mm512_reduce_add_ps).
+  alignas(64) float lanes[16];
+  float sink = 0;
+  for (int i = 0; i < 16; ++i) {
+    _mm512_store_ps(lanes, acc[i]);
+    sink += lanes[0];
+  }
+  if (sink == 1.2345f) std::printf(" ");
+  return static_cast<double>(iters) * 16 * 32 / elapsed / 1e9;
+#else
+  (void)seconds;
+  return 0;
+#endif
+}
+
+static double PeakThreads(int threads, double seconds) {
+  if (threads == 1) return PeakOneThread(seconds);
+  std::vector<double> r(static_cast<size_t>(threads));
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) ts.emplace_back([&, t] { r[static_cast<size_t>(t)] = PeakOneThread(seconds); });
+  for (auto& t : ts) t.join();
+  double sum = 0;
+  for (double x : r) sum += x;
+  return sum;
+}
+
+template <typename Fn>
+static double TimeIt(Fn&& fn) {
+  auto t0 = Clock::now();
+  fn();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+int main(int argc, char** argv) {
+  const int64_t n = argc > 1 ? std::atoll(argv[1]) : 2048;
+  const int trials = argc > 2 ? std::atoi(argv[2]) : 7;
+  const double flop = 2.0 * n * n * n;
+  std::vector<float> A(static_cast<size_t>(n * n)), B(A.size()), C(A.size());
+  for (size_t i = 0; i < A.size(); ++i) {
+    A[i] = static_cast<float>((i * 7 % 13) - 6) / 8.0f;
+    B[i] = static_cast<float>((i * 5 % 11) - 5) / 8.0f;
+  }
+  std::printf("GEMM %lldx%lldx%lld fp32, best of %d trials\n", static_cast<long long>(n), static_cast<long long>(n),
+              static_cast<long long>(n), trials);
+  for (int threads = 1; threads <= 2; ++threads) {
+    oneflow::ThreadPool pool(threads);
+    auto own = [&] {
+      oneflow::SetDnnlGemmEnabled(false);
+      oneflow::Sgemm(n, n, n, 1.0f, oneflow::GemmOperand::Raw(A.data(), n), oneflow::GemmOperand::Raw(B.data(), n),
+                     0.0f, C.data(), n, nullptr, &pool);
+      oneflow::SetDnnlGemmEnabled(true);
+    };
+    auto ours = [&] {
+      oneflow::Sgemm(n, n, n, 1.0f, oneflow::GemmOperand::Raw(A.data(), n), oneflow::GemmOperand::Raw(B.data(), n),
+                     0.0f, C.data(), n, nullptr, &pool);
+    };
+    ours();  // warm up (page faults, scratch buffers)
+    own();
+    double peak = 0, best_ours = 1e30, best_own = 1e30, best_dnnl = 1e30;
+    for (int t = 0; t < trials; ++t) {
+      double gemm_s = TimeIt(ours);
+      best_ours = std::min(best_ours, gemm_s);
+      best_own = std::min(best_own, TimeIt(own));
+      peak = std::max(peak, PeakThreads(threads, std::max(0.02, gemm_s)));
+#if defined(ONEFLOW_HAVE_DNNL)
+      if (!std::getenv("WITH_OPENMP")) continue;
+      omp_set_num_threads(threads);
+      auto dnnl = [&] {
+        dnnl_sgemm('N', 'N', n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n);
+      };
+      if (t == 0) dnnl();
+      best_dnnl = std::min(best_dnnl, TimeIt(dnnl));
+#endif
+    }
+    const double ours_gf = flop / best_ours / 1e9;
+    const double own_gf = flop / best_own / 1e9;
+    std::printf("threads=%d  peak %.1f GFLOP/s (%.1f per core)  Sgemm %.1f GFLOP/s = %.1f%% of peak  (own AVX-512 kernel %.1f = %.1f%%)",
+                threads, peak, peak / threads, ours_gf, 100.0 * ours_gf / peak, own_gf, 100.0 * own_gf / peak);
+#if defined(ONEFLOW_HAVE_DNNL)
+    if (std::getenv("WITH_OPENMP")) {
+      const double dnnl_gf = flop / best_dnnl / 1e9;
+      std::printf("  oneDNN on OpenMP %.1f GFLOP/s = %.1f%% of peak", dnnl_gf, 100.0 * dnnl_gf / peak);
+    }
+#endif
+    std::printf("\n");
+  }
+  return 0;
+}

@@ -1,0 +1,266 @@
+// CPU kernel: Conv (1-D/2-D/3-D, groups, dilations, pads, strides, auto_pad) and FusedConv.
+// f32: im2col + the packed SGEMM (weights packed once per group), bias/residual/activation in the
+// GEMM epilogue; 1x1 stride-1 convs skip im2col; depthwise convs use a direct loop. f64: im2col +
+// reference GEMM.
+#include <cstring>
+
+#include "graph/ops/conv_shape.h"
+#include "kernels/cpu/conv_dnnl.h"
+#include "kernels/cpu/nn_kernels.h"
+
+namespace oneflow {
+
+namespace {
+
+// Grow-only per-thread scratch for the im2col matrix: no page faults on every run.
+template <typename T>
+T* ColScratch(size_t n) {
+  thread_local std::vector<T> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+// Geometry of one conv call, flattened to what the loops need (spatial dims padded to 3: a 1-D or
+// 2-D conv is a 3-D conv with leading size-1 dims).
+struct ConvPlan {
+  int64_t N, C, M, G, Cg, Mg;
+  int64_t in[3], out[3], k[3], s[3], d[3], p[3];
+  int64_t in_size, out_size, kernel_size;
+};
+
+ConvPlan MakePlan(const ConvGeometry& g, const Shape& x, const Shape& w) {
+  ConvPlan p;
+  p.N = x[0];
+  p.C = x[1];
+  p.M = w[0];
+  p.G = g.group;
+  p.Cg = p.C / p.G;
+  p.Mg = p.M / p.G;
+  OF_REQUIRE(p.Cg * p.G == p.C && w[1] == p.Cg && p.Mg * p.G == p.M, "Conv: X ", ShapeToString(x), " and W ",
+             ShapeToString(w), " do not match group ", g.group);
+  const int64_t lead = 3 - g.spatial;
+  OF_REQUIRE(lead >= 0, "Conv: at most 3 spatial dims are supported, got ", g.spatial);
+  for (int64_t i = 0; i < 3; ++i) {
+    const bool real = i >= lead;
+    const size_t j = static_cast<size_t>(i - lead);
+    p.in[i] = real ? g.in[j] : 1;
+    p.out[i] = real ? g.out[j] : 1;
+    p.k[i] = real ? g.kernel[j] : 1;
+    p.s[i] = real ? g.strides[j] : 1;
+    p.d[i] = real ? g.dilations[j] : 1;
+    p.p[i] = real ? g.pad_begin[j] : 0;
+  }
+  p.in_size = p.in[0] * p.in[1] * p.in[2];
+  p.out_size = p.out[0] * p.out[1] * p.out[2];
+  p.kernel_size = p.k[0] * p.k[1] * p.k[2];
+  return p;
+}
+
+// col[(c, kd, kh, kw), (od, oh, ow)] = x[c, od*s - p + kd*d, ...] or 0 outside the input.
+template <typename T>
+void Im2Col(const ConvPlan& p, const T* x, T* col, ThreadPool& pool) {
+  const int64_t rows = p.Cg * p.kernel_size;
+  pool.ParallelFor(rows, static_cast<double>(p.out_size), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t rem = r;
+      const int64_t kw = rem % p.k[2];
+      rem /= p.k[2];
+      const int64_t kh = rem % p.k[1];
+      rem /= p.k[1];
+      const int64_t kd = rem % p.k[0];
+      const int64_t c = rem / p.k[0];
+      const T* xc = x + c * p.in_size;
+      T* dst = col + r * p.out_size;
+      for (int64_t od = 0; od < p.out[0]; ++od) {
+        const int64_t id = od * p.s[0] - p.p[0] + kd * p.d[0];
+        for (int64_t oh = 0; oh < p.out[1]; ++oh) {
+          T* drow = dst + (od * p.out[1] + oh) * p.out[2];
+          const int64_t ih = oh * p.s[1] - p.p[1] + kh * p.d[1];
+          if (id < 0 || id >= p.in[0] || ih < 0 || ih >= p.in[1]) {
+            std::fill(drow, drow + p.out[2], T(0));
+            continue;
+          }
+          const T* srow = xc + (id * p.in[1] + ih) * p.in[2];
+          const int64_t off = kw * p.d[2] - p.p[2];
+          // Valid ow range: 0 <= ow*s + off < in.
+          int64_t lo = off >= 0 ? 0 : (-off + p.s[2] - 1) / p.s[2];
+          int64_t hi = p.in[2] - off <= 0 ? 0 : (p.in[2] - off - 1) / p.s[2] + 1;
+          lo = std::min(lo, p.out[2]);
+          hi = std::max(lo, std::min(hi, p.out[2]));
+          std::fill(drow, drow + lo, T(0));
+          if (p.s[2] == 1) {
+            std::memcpy(drow + lo, srow + lo + off, static_cast<size_t>(hi - lo) * sizeof(T));
+          } else {
+            for (int64_t ow = lo; ow < hi; ++ow) drow[ow] = srow[ow * p.s[2] + off];
+          }
+          std::fill(drow + hi, drow + p.out[2], T(0));
+        }
+      }
+    }
+  });
+}
+
+// Depthwise (one input and one output channel per group): direct accumulation per channel.
+void DepthwiseConv(const ConvPlan& p, const float* x, const float* w, const float* bias, const float* z,
+                   const ActivationSpec& act, float* y, ThreadPool& pool) {
+  pool.ParallelFor(p.N * p.C, static_cast<double>(p.out_size * p.kernel_size) * 2, [&](int64_t begin, int64_t end) {
+    for (int64_t nc = begin; nc < end; ++nc) {
+      const int64_t c = nc % p.C;
+      const float* xc = x + nc * p.in_size;
+      const float* wc = w + c * p.kernel_size;
+      float* yc = y + nc * p.out_size;
+      std::fill(yc, yc + p.out_size, bias ? bias[c] : 0.0f);
+      for (int64_t kd = 0; kd < p.k[0]; ++kd)
+        for (int64_t kh = 0; kh < p.k[1]; ++kh)
+          for (int64_t kw = 0; kw < p.k[2]; ++kw) {
+            const float wv = wc[(kd * p.k[1] + kh) * p.k[2] + kw];
+            const int64_t off = kw * p.d[2] - p.p[2];
+            int64_t lo = off >= 0 ? 0 : (-off + p.s[2] - 1) / p.s[2];
+            int64_t hi = p.in[2] - off <= 0 ? 0 : (p.in[2] - off - 1) / p.s[2] + 1;
+            lo = std::min(lo, p.out[2]);
+            hi = std::max(lo, std::min(hi, p.out[2]));
+            for (int64_t od = 0; od < p.out[0]; ++od) {
+              const int64_t id = od * p.s[0] - p.p[0] + kd * p.d[0];
+              if (id < 0 || id >= p.in[0]) continue;
+              for (int64_t oh = 0; oh < p.out[1]; ++oh) {
+                const int64_t ih = oh * p.s[1] - p.p[1] + kh * p.d[1];
+                if (ih < 0 || ih >= p.in[1]) continue;
+                const float* src = xc + (id * p.in[1] + ih) * p.in[2] + off;
+                float* dst = yc + (od * p.out[1] + oh) * p.out[2];
+                if (p.s[2] == 1) {
+                  for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += wv * src[ow];
+                } else {
+                  for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += wv * src[ow * p.s[2]];
+                }
+              }
+            }
+          }
+      if (z) {
+        const float* zc = z + nc * p.out_size;
+        for (int64_t i = 0; i < p.out_size; ++i) yc[i] += zc[i];
+      }
+      ApplyActivation(yc, p.out_size, act);
+    }
+  });
+}
+
+bool IsPointwise(const ConvPlan& p) {
+  for (int i = 0; i < 3; ++i)
+    if (p.k[i] != 1 || p.s[i] != 1 || p.p[i] != 0 || p.in[i] != p.out[i]) return false;
+  return true;
+}
+
+}  // namespace
+
+ConvKernel::ConvKernel(const KernelInitContext& init) : act_(ReadActivation(init.attrs())), attrs_(init.attrs()) {
+  const Tensor* w = init.constant_input(1);
+  // 2-D, ungrouped, constant f32 weights: oneDNN (measured faster than im2col + GEMM).
+  const AttrMap& attrs = init.attrs();
+  if (w && w->dtype() == DType::kFloat32 && w->rank() == 4 && attrs.GetInt("group", 1) == 1 && DnnlConvEnabled()) {
+    dnnl_candidate_ = true;
+    dnnl_weights_ = *w;
+    const TensorType& xt = init.input_type(0);
+    if (xt.fully_known() && xt.dtype == DType::kFloat32) DnnlPlan(xt.ToShape(), init.node().Describe());
+  }
+  if (dnnl_candidate_ || DnnlGemmEnabled()) return;
+  if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3) {
+    const int64_t group = init.attrs().GetInt("group", 1);
+    const int64_t m = w->dim(0);
+    if (group >= 1 && m % group == 0 && !(w->dim(1) == 1 && m == group)) {
+      const int64_t mg = m / group, kdim = w->numel() / m;
+      for (int64_t g = 0; g < group; ++g)
+        packed_w_.push_back(PackGemmA(mg, kdim, w->data<float>() + g * mg * kdim, kdim, false));
+    }
+  }
+}
+
+std::shared_ptr<DnnlConv2d> ConvKernel::DnnlPlan(const Shape& xs, const std::string& node) const {
+  std::lock_guard<std::mutex> lock(dnnl_mutex_);
+  auto it = dnnl_plans_.find(xs);
+  if (it != dnnl_plans_.end()) return it->second;
+  std::shared_ptr<DnnlConv2d> plan;
+  const Tensor& w = dnnl_weights_;
+  if (xs.size() == 4 && xs[1] == w.dim(1) && NumElements(xs) > 0) {
+    ConvGeometry g = ResolveConvGeometry(attrs_, {xs[2], xs[3]}, {w.dim(2), w.dim(3)}, node);
+    DnnlConvParams p{xs[0], xs[1], xs[2], xs[3], w.dim(0), g.kernel[0], g.kernel[1], g.strides[0], g.strides[1],
+                     g.dilations[0], g.dilations[1], g.pad_begin[0], g.pad_begin[1], g.pad_end[0], g.pad_end[1],
+                     g.out[0], g.out[1]};
+    if (p.oh > 0 && p.ow > 0 && p.m > 0) plan = CreateDnnlConv2d(p, w.data<float>());
+  }
+  // A model fed many shapes keeps at most a few plans; the rest run on im2col.
+  if (dnnl_plans_.size() < 8) dnnl_plans_[xs] = plan;
+  return plan;
+}
+
+void ConvKernel::Compute(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  const Tensor* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  const Tensor* z = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+  Tensor& y = ctx.output(0);
+  std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end()), wk(w.shape().begin() + 2, w.shape().end());
+  ConvGeometry geo = ResolveConvGeometry(ctx.attrs(), in, wk, ctx.node().Describe());
+  ConvPlan p = MakePlan(geo, x.shape(), w.shape());
+  if (z) OF_REQUIRE(z->shape() == y.shape(), ctx.node().Describe(), ": residual shape ", ShapeToString(z->shape()),
+                    " differs from the output ", ShapeToString(y.shape()));
+  if (y.numel() == 0) return;
+  const int64_t kdim = p.Cg * p.kernel_size;
+  if (x.dtype() == DType::kFloat32) {
+    const float* px = x.data<float>();
+    const float* pw = w.data<float>();
+    const float* pb = b ? b->data<float>() : nullptr;
+    float* py = y.data<float>();
+    if (dnnl_candidate_) {
+      if (std::shared_ptr<DnnlConv2d> plan = DnnlPlan(x.shape(), ctx.node().Describe())) {
+        RunDnnlConv2d(*plan, px, pb, z ? z->data<float>() : nullptr, act_, py, ctx.pool());
+        return;
+      }
+    }
+    if (p.Cg == 1 && p.Mg == 1) {
+      DepthwiseConv(p, px, pw, pb, z ? z->data<float>() : nullptr, act_, py, ctx.pool());
+      return;
+    }
+    const bool pointwise = IsPointwise(p);
+    float* col = pointwise ? nullptr : ColScratch<float>(static_cast<size_t>(kdim * p.out_size));
+    for (int64_t n = 0; n < p.N; ++n) {
+      for (int64_t g = 0; g < p.G; ++g) {
+        const float* xg = px + (n * p.C + g * p.Cg) * p.in_size;
+        if (!pointwise) Im2Col<float>(p, xg, col, ctx.pool());
+        const int64_t yoff = (n * p.M + g * p.Mg) * p.out_size;
+        GemmEpilogue ep;
+        ep.row_bias = pb ? pb + g * p.Mg : nullptr;
+        ep.residual = z ? z->data<float>() + yoff : nullptr;
+        ep.act = act_;
+        const GemmOperand a = packed_w_.empty() ? GemmOperand::Raw(pw + g * p.Mg * kdim, kdim)
+                                                : GemmOperand::Packed(packed_w_[static_cast<size_t>(g)]);
+        Sgemm(p.Mg, p.out_size, kdim, 1.0f, a, GemmOperand::Raw(pointwise ? xg : col, p.out_size), 0.0f, py + yoff,
+              p.out_size, &ep, &ctx.pool());
+      }
+    }
+    return;
+  }
+  DispatchFloat(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* px = x.data<T>();
+    const T* pw = w.data<T>();
+    T* py = y.data<T>();
+    T* col = ColScratch<T>(static_cast<size_t>(kdim * p.out_size));
+    for (int64_t n = 0; n < p.N; ++n) {
+      for (int64_t g = 0; g < p.G; ++g) {
+        Im2Col<T>(p, px + (n * p.C + g * p.Cg) * p.in_size, col, ctx.pool());
+        T* yg = py + (n * p.M + g * p.Mg) * p.out_size;
+        ReferenceGemm<T>(p.Mg, p.out_size, kdim, T(1), pw + g * p.Mg * kdim, kdim, false, col, p.out_size, false, T(0),
+                         yg, p.out_size);
+        for (int64_t m = 0; m < p.Mg; ++m) {
+          T* row = yg + m * p.out_size;
+          const T bv = b ? b->data<T>()[g * p.Mg + m] : T(0);
+          const T* zr = z ? z->data<T>() + (row - py) : nullptr;
+          for (int64_t i = 0; i < p.out_size; ++i) row[i] += bv + (zr ? zr[i] : T(0));
+          ApplyActivation(row, p.out_size, act_);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace oneflow

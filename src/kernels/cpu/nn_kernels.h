@@ -1,0 +1,76 @@
+// Kernel classes of the nn family (MatMul, Gemm, Conv, ConvTranspose). The fused ai.oneflow ops
+// reuse them: each class also reads an optional bias/residual input and the fused activation
+// attributes ("activation", "activation_params"), absent on the plain ops.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/gemm.h"
+#include "kernels/kernel.h"
+
+namespace oneflow {
+
+class DnnlConv2d;
+
+// The fused activation of a node (kNone for plain ops).
+ActivationSpec ReadActivation(const AttrMap& attrs);
+
+// MatMul and ai.oneflow FusedMatMul (inputs A, B, optional 1-D bias of length N).
+class MatMulKernel final : public OpKernel {
+ public:
+  explicit MatMulKernel(const KernelInitContext& init);
+  void Compute(KernelContext& ctx) override;
+
+ private:
+  ActivationSpec act_;
+  bool has_packed_b_ = false;
+  PackedMatrix packed_b_;  // constant 2-D B, packed once
+};
+
+// Gemm and ai.oneflow FusedGemm.
+class GemmKernel final : public OpKernel {
+ public:
+  explicit GemmKernel(const KernelInitContext& init);
+  void Compute(KernelContext& ctx) override;
+
+ private:
+  ActivationSpec act_;
+  float alpha_, beta_;
+  bool trans_a_, trans_b_;
+  bool has_packed_b_ = false;
+  PackedMatrix packed_b_;
+};
+
+// Conv and ai.oneflow FusedConv (inputs X, W, optional B, optional Z added before the activation).
+class ConvKernel final : public OpKernel {
+ public:
+  explicit ConvKernel(const KernelInitContext& init);
+  void Compute(KernelContext& ctx) override;
+
+ private:
+  ActivationSpec act_;
+  std::vector<PackedMatrix> packed_w_;  // one per group, when W is a constant f32 tensor
+  // oneDNN plans per input shape (2-D, ungrouped, constant f32 weights). Built at creation for a
+  // static input shape, else on first use of a shape; nullptr entries mark shapes oneDNN rejects.
+  std::shared_ptr<DnnlConv2d> DnnlPlan(const Shape& x_shape, const std::string& node) const;
+  bool dnnl_candidate_ = false;
+  AttrMap attrs_;
+  Tensor dnnl_weights_;
+  mutable std::mutex dnnl_mutex_;
+  mutable std::map<Shape, std::shared_ptr<DnnlConv2d>> dnnl_plans_;
+};
+
+class ConvTransposeKernel final : public OpKernel {
+ public:
+  explicit ConvTransposeKernel(const KernelInitContext& init);
+  void Compute(KernelContext& ctx) override;
+
+ private:
+  std::vector<PackedMatrix> packed_w_;  // per group: W_g^T as the A operand
+};
+
+}  // namespace oneflow
