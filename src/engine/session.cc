@@ -21,6 +21,11 @@ void OptimizeGraph(Graph& g, int level, ThreadPool& pool) {
       InferShapes(g);
       FoldConstants(g, pool);
     }
+    if (OptimizeLayout(g) > 0) {
+      ResolveSchemas(g);
+      InferShapes(g);
+      FoldConstants(g, pool);  // transposes of constant residuals
+    }
   }
   EliminateDeadCode(g);
 }

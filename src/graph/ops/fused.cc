@@ -2,9 +2,12 @@
 // Each is its base op plus an epilogue: optional bias/residual and an activation named by the
 // "activation" attribute (Relu, LeakyRelu, Sigmoid, Tanh, Gelu, GeluTanh, Clip, HardSwish) with
 // its parameters in "activation_params" (LeakyRelu: [alpha]; Clip: [min, max]).
+// The layout pass (graph/passes/layout.cc) adds channels-last forms: FusedConv with layout "NHWC"
+// and NhwcMaxPool / NhwcAveragePool / NhwcGlobalAveragePool, whose X and Y are [N, H, W, C].
 #include "graph/infer_util.h"
 #include "graph/ops/all_ops.h"
 #include "graph/ops/nn_infer.h"
+#include "graph/ops/spatial_util.h"
 
 namespace oneflow {
 
@@ -18,6 +21,57 @@ static void InferFusedMatMul(InferContext& ctx) {
   const TensorType& bias = ctx.input_type(2);
   if (bias.dtype != ctx.input_dtype(0)) ctx.Error("bias must have the dtype of A");
   if (bias.has_rank && bias.rank() != 1) ctx.Error("bias must be 1-D, got ", bias.ToString());
+}
+
+// [N, H, W, C] <-> [N, C, H, W] on a static type (unknown rank stays unknown).
+static TensorType PermuteNhwc(const TensorType& t, bool to_nchw) {
+  if (!t.has_rank || t.rank() != 4) return t;
+  const auto& d = t.dims;
+  return TensorType::Of(t.dtype, to_nchw ? std::vector<Dim>{d[0], d[3], d[1], d[2]}
+                                         : std::vector<Dim>{d[0], d[2], d[3], d[1]});
+}
+
+// FusedConv: InferConv on the NCHW view of X when layout is "NHWC", then Y back in NHWC.
+static void InferFusedConv(InferContext& ctx) {
+  const std::string layout = ctx.attrs().GetString("layout");
+  if (layout == "NCHW") return InferConv(ctx);
+  if (layout != "NHWC") ctx.Error("layout must be NCHW or NHWC, got '", layout, "'");
+  const TensorType& x = ctx.input_type(0);
+  if (x.has_rank && x.rank() != 4) ctx.Error("NHWC layout needs a 4-D X, got ", x.ToString());
+  const TensorType xn = PermuteNhwc(x, true);
+  InferContext inner(ctx.attrs(), ctx.opset(), ctx.node(), 1);
+  inner.AddInput(&xn, nullptr);
+  for (size_t i = 1; i < ctx.num_inputs(); ++i)
+    inner.AddInput(ctx.has_input(i) ? &ctx.input_type(i) : nullptr, ctx.has_input(i) ? ctx.input_value(i) : nullptr);
+  InferConv(inner);
+  ctx.set_output(0, PermuteNhwc(inner.output(0), false));
+}
+
+// NHWC 2-D pools: X [N, H, W, C] -> Y [N, OH, OW, C].
+static void InferNhwcPool(InferContext& ctx, bool global) {
+  const TensorType& x = ctx.input_type(0);
+  if (!IsFloatDType(x.dtype)) ctx.Error("input must be a float tensor, got ", DTypeName(x.dtype));
+  if (!x.has_rank) return ctx.set_output(0, TensorType::UnknownShape(x.dtype));
+  if (x.rank() != 4) ctx.Error("NHWC pooling needs a 4-D X, got ", x.ToString());
+  std::vector<int64_t> in;
+  for (size_t i = 1; i < 3; ++i) in.push_back(x.dims[i].known() ? x.dims[i].value : -1);
+  PoolGeometry g = ComputePoolGeometry(ctx.attrs(), in, ctx.node(), global);
+  std::vector<Dim> dims = {x.dims[0]};
+  for (int64_t o : g.out) {
+    if (o == 0) ctx.Error("pooling produces an empty output");
+    dims.push_back(o < 0 ? Dim::Unknown() : Dim::Known(o));
+  }
+  dims.push_back(x.dims[3]);
+  ctx.set_output(0, TensorType::Of(x.dtype, dims));
+}
+
+static OpSchema NhwcPoolSchema(const char* name) {
+  OpSchema s(name, kOneflowDomain);
+  s.Since(1).Input("X").Output("Y")
+      .Attr("auto_pad", Attribute::String("NOTSET")).Attr("ceil_mode", Attribute::Int(0))
+      .OptionalAttr("dilations", AttrKind::kInts).RequiredAttr("kernel_shape", AttrKind::kInts)
+      .OptionalAttr("pads", AttrKind::kInts).OptionalAttr("strides", AttrKind::kInts);
+  return s;
 }
 
 void RegisterFusedOps(OpRegistry& r) {
@@ -39,8 +93,20 @@ void RegisterFusedOps(OpRegistry& r) {
         .OptionalInput("Z").Output("Y")
         .Attr("auto_pad", Attribute::String("NOTSET")).Attr("group", Attribute::Int(1))
         .OptionalAttr("dilations", AttrKind::kInts).OptionalAttr("kernel_shape", AttrKind::kInts)
-        .OptionalAttr("pads", AttrKind::kInts).OptionalAttr("strides", AttrKind::kInts);
-    r.Register(ActivationAttrs(s).Infer(InferConv));
+        .OptionalAttr("pads", AttrKind::kInts).OptionalAttr("strides", AttrKind::kInts)
+        .Attr("layout", Attribute::String("NCHW"));
+    r.Register(ActivationAttrs(s).Infer(InferFusedConv));
+  }
+  r.Register(NhwcPoolSchema("NhwcMaxPool").Doc("MaxPool on [N, H, W, C]")
+                 .Attr("storage_order", Attribute::Int(0))
+                 .Infer([](InferContext& ctx) { InferNhwcPool(ctx, false); }));
+  r.Register(NhwcPoolSchema("NhwcAveragePool").Doc("AveragePool on [N, H, W, C]")
+                 .Attr("count_include_pad", Attribute::Int(0))
+                 .Infer([](InferContext& ctx) { InferNhwcPool(ctx, false); }));
+  {
+    OpSchema s("NhwcGlobalAveragePool", kOneflowDomain);
+    r.Register(s.Since(1).Doc("GlobalAveragePool on [N, H, W, C]").Input("X").Output("Y")
+                   .Infer([](InferContext& ctx) { InferNhwcPool(ctx, true); }));
   }
 }
 

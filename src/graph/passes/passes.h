@@ -28,4 +28,9 @@ int FoldConstants(Graph& g, ThreadPool& pool, size_t max_bytes = size_t{64} << 2
 // activation, Conv + activation. Returns the number of rewrites.
 int FuseOps(Graph& g);
 
+// Layout pass (graph/passes/layout.cc): 2-D f32 convs run NHWC (FusedConv layout "NHWC") with
+// explicit transposes pushed through layout-free ops and cancelled in pairs. Returns the number
+// of rewrites; the caller re-resolves schemas and re-infers shapes after it.
+int OptimizeLayout(Graph& g);
+
 }  // namespace oneflow

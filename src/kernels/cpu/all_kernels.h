@@ -12,6 +12,7 @@ void RegisterCpuTensorKernels(KernelRegistry& r);         // cpu/tensor.cc
 void RegisterCpuNnKernels(KernelRegistry& r);             // cpu/nn.cc
 void RegisterCpuSpatialKernels(KernelRegistry& r);        // cpu/spatial.cc
 void RegisterCpuFusedKernels(KernelRegistry& r);          // cpu/fused.cc
+void RegisterCpuNhwcPoolKernels(KernelRegistry& r);       // cpu/pool_nhwc.cc (layout pass ops)
 
 inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuElementwiseKernels(r);
@@ -21,6 +22,7 @@ inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuNnKernels(r);
   RegisterCpuSpatialKernels(r);
   RegisterCpuFusedKernels(r);
+  RegisterCpuNhwcPoolKernels(r);
 }
 
 }  // namespace oneflow

@@ -1,12 +1,14 @@
 // CPU kernel: Conv (1-D/2-D/3-D, groups, dilations, pads, strides, auto_pad) and FusedConv.
 // f32: im2col + the packed SGEMM (weights packed once per group), bias/residual/activation in the
 // GEMM epilogue; 1x1 stride-1 convs skip im2col; depthwise convs use a direct loop. f64: im2col +
-// reference GEMM.
+// reference GEMM. FusedConv in NHWC (layout pass): oneDNN with the epilogue as post-ops, else the
+// NCHW path between transposes.
 #include <cstring>
 
 #include "graph/ops/conv_shape.h"
 #include "kernels/cpu/conv_dnnl.h"
 #include "kernels/cpu/nn_kernels.h"
+#include "kernels/cpu/tensor_copy.h"
 
 namespace oneflow {
 
@@ -153,6 +155,9 @@ bool IsPointwise(const ConvPlan& p) {
 }  // namespace
 
 ConvKernel::ConvKernel(const KernelInitContext& init) : act_(ReadActivation(init.attrs())), attrs_(init.attrs()) {
+  nhwc_ = attrs_.GetString("layout", "NCHW") == "NHWC";
+  has_bias_ = init.node().has_input(2);
+  has_residual_ = init.node().has_input(3);
   const Tensor* w = init.constant_input(1);
   // 2-D, ungrouped, constant f32 weights: oneDNN (measured faster than im2col + GEMM).
   const AttrMap& attrs = init.attrs();
@@ -160,7 +165,11 @@ ConvKernel::ConvKernel(const KernelInitContext& init) : act_(ReadActivation(init
     dnnl_candidate_ = true;
     dnnl_weights_ = *w;
     const TensorType& xt = init.input_type(0);
-    if (xt.fully_known() && xt.dtype == DType::kFloat32) DnnlPlan(xt.ToShape(), init.node().Describe());
+    if (xt.fully_known() && xt.dtype == DType::kFloat32 && xt.rank() == 4) {
+      Shape xs = xt.ToShape();
+      if (nhwc_) xs = {xs[0], xs[3], xs[1], xs[2]};  // plans are keyed by the NCHW shape
+      DnnlPlan(xs, init.node().Describe());
+    }
   }
   if (dnnl_candidate_ || DnnlGemmEnabled()) return;
   if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3) {
@@ -185,7 +194,10 @@ std::shared_ptr<DnnlConv2d> ConvKernel::DnnlPlan(const Shape& xs, const std::str
     DnnlConvParams p{xs[0], xs[1], xs[2], xs[3], w.dim(0), g.kernel[0], g.kernel[1], g.strides[0], g.strides[1],
                      g.dilations[0], g.dilations[1], g.pad_begin[0], g.pad_begin[1], g.pad_end[0], g.pad_end[1],
                      g.out[0], g.out[1]};
-    if (p.oh > 0 && p.ow > 0 && p.m > 0) plan = CreateDnnlConv2d(p, w.data<float>());
+    if (p.oh > 0 && p.ow > 0 && p.m > 0) {
+      DnnlConvEpilogue ep{has_bias_, has_residual_, act_};
+      plan = CreateDnnlConv2d(p, w.data<float>(), nhwc_ ? &ep : nullptr);
+    }
   }
   // A model fed many shapes keeps at most a few plans; the rest run on im2col.
   if (dnnl_plans_.size() < 8) dnnl_plans_[xs] = plan;
@@ -198,6 +210,46 @@ void ConvKernel::Compute(KernelContext& ctx) {
   const Tensor* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   const Tensor* z = ctx.has_input(3) ? &ctx.input(3) : nullptr;
   Tensor& y = ctx.output(0);
+  if (nhwc_) {
+    ComputeNhwc(ctx, x, w, b, z, y);
+  } else {
+    ComputeNchw(ctx, x, w, b, z, y, dnnl_candidate_);
+  }
+}
+
+void ConvKernel::ComputeNhwc(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b, const Tensor* z,
+                             Tensor& y) {
+  OF_REQUIRE(x.rank() == 4 && w.rank() == 4, ctx.node().Describe(), ": NHWC layout needs a 2-D conv, got X ",
+             ShapeToString(x.shape()));
+  if (z) OF_REQUIRE(z->shape() == y.shape(), ctx.node().Describe(), ": residual shape ", ShapeToString(z->shape()),
+                    " differs from the output ", ShapeToString(y.shape()));
+  if (y.numel() == 0) return;
+  const Shape xs{x.dim(0), x.dim(3), x.dim(1), x.dim(2)};
+  if (dnnl_candidate_ && x.dtype() == DType::kFloat32) {
+    if (std::shared_ptr<DnnlConv2d> plan = DnnlPlan(xs, ctx.node().Describe())) {
+      RunDnnlConv2dNhwc(*plan, x.data<float>(), b ? b->data<float>() : nullptr, z ? z->data<float>() : nullptr,
+                        y.data<float>(), ctx.pool());
+      return;
+    }
+  }
+  // No oneDNN plan: the NCHW path between layout copies.
+  const std::vector<int64_t> to_nchw{0, 3, 1, 2}, to_nhwc{0, 2, 3, 1};
+  const size_t es = DTypeSize(x.dtype());
+  Tensor xn = Tensor::Uninitialized(x.dtype(), xs);
+  TransposeCopy(x.raw(), xn.raw(), x.shape(), to_nchw, es, &ctx.pool());
+  const Shape ys{y.dim(0), y.dim(3), y.dim(1), y.dim(2)};
+  Tensor zn;
+  if (z) {
+    zn = Tensor::Uninitialized(z->dtype(), ys);
+    TransposeCopy(z->raw(), zn.raw(), z->shape(), to_nchw, es, &ctx.pool());
+  }
+  Tensor yn = Tensor::Uninitialized(y.dtype(), ys);
+  ComputeNchw(ctx, xn, w, b, z ? &zn : nullptr, yn, false);
+  TransposeCopy(yn.raw(), y.raw(), ys, to_nhwc, es, &ctx.pool());
+}
+
+void ConvKernel::ComputeNchw(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b, const Tensor* z,
+                             Tensor& y, bool use_dnnl) {
   std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end()), wk(w.shape().begin() + 2, w.shape().end());
   ConvGeometry geo = ResolveConvGeometry(ctx.attrs(), in, wk, ctx.node().Describe());
   ConvPlan p = MakePlan(geo, x.shape(), w.shape());
@@ -210,7 +262,7 @@ void ConvKernel::Compute(KernelContext& ctx) {
     const float* pw = w.data<float>();
     const float* pb = b ? b->data<float>() : nullptr;
     float* py = y.data<float>();
-    if (dnnl_candidate_) {
+    if (use_dnnl) {
       if (std::shared_ptr<DnnlConv2d> plan = DnnlPlan(x.shape(), ctx.node().Describe())) {
         RunDnnlConv2d(*plan, px, pb, z ? z->data<float>() : nullptr, act_, py, ctx.pool());
         return;

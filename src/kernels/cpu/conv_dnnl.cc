@@ -22,6 +22,7 @@ bool DnnlConvEnabled() { return g_dnnl_conv_enabled; }
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
@@ -63,12 +64,24 @@ struct DnnlSlice {
 
 class DnnlConv2d {
  public:
-  DnnlConv2d(const DnnlConvParams& p, const float* w) : p_(p), weights_(w, w + p.m * p.c * p.kh * p.kw) {
+  DnnlConv2d(const DnnlConvParams& p, const float* w, const DnnlConvEpilogue* ep)
+      : p_(p), weights_(w, w + p.m * p.c * p.kh * p.kw), nhwc_(ep != nullptr) {
+    if (ep) {
+      ep_ = *ep;
+      // Relu, LeakyRelu and Clip are exact in oneDNN; the others (transcendental) are applied by
+      // ApplyActivation on each finished band so results match the NCHW path bit for bit.
+      const Activation k = ep_.act.kind;
+      manual_act_ = !(k == Activation::kNone || k == Activation::kRelu || k == Activation::kLeakyRelu ||
+                      k == Activation::kClip);
+    }
     // Build the one-band plan now so unsupported shapes are rejected at creation.
     slices_[1] = MakeSlices(1);
   }
 
   const DnnlConvParams& params() const { return p_; }
+  const DnnlConvEpilogue& epilogue() const { return ep_; }
+  bool manual_activation() const { return manual_act_; }
+  bool nhwc() const { return nhwc_; }
 
   std::shared_ptr<const std::vector<DnnlSlice>> Slices(int threads) const {
     const int n = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, p_.oh)));
@@ -97,11 +110,25 @@ class DnnlConv2d {
       sl.src_md = memory::desc({1, p_.c, r1 - r0, p_.w}, dt::f32, tag::nhwc);
       sl.dst_md = memory::desc({1, p_.m, oh1 - oh0, p_.ow}, dt::f32, tag::nhwc);
       memory::desc w_any({p_.m, p_.c, p_.kh, p_.kw}, dt::f32, tag::any);
-      convolution_forward::desc cd(prop_kind::forward_inference, algorithm::convolution_direct, sl.src_md, w_any,
-                                   sl.dst_md, {p_.sh, p_.sw}, {p_.dh - 1, p_.dw - 1}, {r0 - first, p_.pl},
-                                   {last - r1, p_.pr});
+      const memory::dims strides{p_.sh, p_.sw}, dil{p_.dh - 1, p_.dw - 1}, pad_l{r0 - first, p_.pl},
+          pad_r{last - r1, p_.pr};
+      const auto alg = algorithm::convolution_direct;
+      const auto cd = ep_.bias ? convolution_forward::desc(prop_kind::forward_inference, alg, sl.src_md, w_any,
+                                                           memory::desc({p_.m}, dt::f32, tag::x), sl.dst_md,
+                                                           strides, dil, pad_l, pad_r)
+                               : convolution_forward::desc(prop_kind::forward_inference, alg, sl.src_md, w_any,
+                                                           sl.dst_md, strides, dil, pad_l, pad_r);
       primitive_attr attr;
       attr.set_scratchpad_mode(scratchpad_mode::user);  // concurrent runs must not share a scratchpad
+      post_ops po;
+      if (ep_.residual) po.append_sum(1.0f);  // dst holds z when the primitive runs
+      switch (manual_act_ ? Activation::kNone : ep_.act.kind) {
+        case Activation::kRelu: po.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f); break;
+        case Activation::kLeakyRelu: po.append_eltwise(1.0f, algorithm::eltwise_relu, ep_.act.alpha, 0.0f); break;
+        case Activation::kClip: po.append_eltwise(1.0f, algorithm::eltwise_clip, ep_.act.alpha, ep_.act.beta); break;
+        default: break;
+      }
+      if (po.len() > 0) attr.set_post_ops(po);
       convolution_forward::primitive_desc pd(cd, attr, Engine());
       if (std::getenv("ONEFLOW_DNNL_VERBOSE"))
         std::fprintf(stderr, "dnnl conv band %d/%d: %s\n", s, n, pd.impl_info_str());
@@ -123,11 +150,15 @@ class DnnlConv2d {
 
   DnnlConvParams p_;
   std::vector<float> weights_;  // OIHW, kept to build plans for other thread counts
+  bool nhwc_ = false;           // an NHWC plan (RunDnnlConv2dNhwc) with the epilogue ep_
+  DnnlConvEpilogue ep_;
+  bool manual_act_ = false;     // ep_.act is applied after the primitive, not as a post-op
   mutable std::mutex mutex_;
   mutable std::map<int, std::shared_ptr<const std::vector<DnnlSlice>>> slices_;
 };
 
-std::shared_ptr<DnnlConv2d> CreateDnnlConv2d(const DnnlConvParams& p, const float* weights) {
+std::shared_ptr<DnnlConv2d> CreateDnnlConv2d(const DnnlConvParams& p, const float* weights,
+                                             const DnnlConvEpilogue* epilogue) {
   if (!DnnlConvEnabled() || !DnnlSingleThreadScope::Available()) return nullptr;
   // oneDNN wants pads that match the output size exactly: trim unused bottom/right padding.
   DnnlConvParams q = p;
@@ -135,7 +166,7 @@ std::shared_ptr<DnnlConv2d> CreateDnnlConv2d(const DnnlConvParams& p, const floa
   q.pr = (p.ow - 1) * p.sw + (p.kw - 1) * p.dw + 1 - p.w - p.pl;
   if (q.pb < 0 || q.pr < 0 || q.pb > p.pb || q.pr > p.pr) return nullptr;
   try {
-    return std::make_shared<DnnlConv2d>(q, weights);
+    return std::make_shared<DnnlConv2d>(q, weights, epilogue);
   } catch (const dnnl::error&) {
     return nullptr;  // no implementation for this configuration: the caller uses im2col
   }
@@ -143,6 +174,7 @@ std::shared_ptr<DnnlConv2d> CreateDnnlConv2d(const DnnlConvParams& p, const floa
 
 void RunDnnlConv2d(const DnnlConv2d& conv, const float* x, const float* bias, const float* z,
                    const ActivationSpec& act, float* y, ThreadPool& pool) {
+  OF_CHECK(!conv.nhwc(), kInternal, "NHWC conv plan run as NCHW");
   const DnnlConvParams& p = conv.params();
   const int64_t in_hw = p.h * p.w, out_hw = p.oh * p.ow;
   auto slices = conv.Slices(pool.num_threads());
@@ -187,13 +219,59 @@ void RunDnnlConv2d(const DnnlConv2d& conv, const float* x, const float* bias, co
   }
 }
 
+void RunDnnlConv2dNhwc(const DnnlConv2d& conv, const float* x, const float* bias, const float* z, float* y,
+                       ThreadPool& pool) {
+  const DnnlConvParams& p = conv.params();
+  const DnnlConvEpilogue& ep = conv.epilogue();
+  OF_CHECK(conv.nhwc() && ep.bias == (bias != nullptr) && ep.residual == (z != nullptr), kInternal,
+           "NHWC conv plan built for another epilogue");
+  const int threads = pool.num_threads();
+  // Whole images per thread when the batch splits evenly (no halo rows recomputed, one primitive
+  // call per image); else bands of output rows of each image across the threads.
+  const int bands = (p.n % threads == 0 || p.n >= 4 * threads) ? 1 : threads;
+  auto slices = conv.Slices(bands);
+  const int64_t nb = static_cast<int64_t>(slices->size());
+  const int64_t in_img = p.h * p.w * p.c, out_img = p.oh * p.ow * p.m;
+  pool.ParallelFor(p.n * nb, 1e9, [&](int64_t begin, int64_t end) {
+    DnnlSingleThreadScope single_threaded;  // each band runs on this pool thread alone
+    thread_local dnnl::stream strm(Engine());
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t n = item / nb;
+      const DnnlSlice& sl = (*slices)[static_cast<size_t>(item % nb)];
+      const int64_t out_rows = (item % nb + 1 < nb ? (*slices)[static_cast<size_t>(item % nb + 1)].out_row0 : p.oh) -
+                               sl.out_row0;
+      float* dst = y + n * out_img + sl.out_row0 * p.ow * p.m;
+      const int64_t band = out_rows * p.ow * p.m;
+      if (z) std::copy(z + (dst - y), z + (dst - y) + band, dst);  // the sum post-op adds it
+      std::vector<char>& scratch = Scratch(2, sl.scratch_md.get_size() + 64);
+      dnnl::memory src_m(sl.src_md, Engine(), const_cast<float*>(x + n * in_img + sl.in_row0 * p.w * p.c));
+      dnnl::memory dst_m(sl.dst_md, Engine(), dst);
+      dnnl::memory scratch_m(sl.scratch_md, Engine(), Aligned(scratch));
+      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, sl.weights},
+                                                 {DNNL_ARG_DST, dst_m}, {DNNL_ARG_SCRATCHPAD, scratch_m}};
+      if (bias)
+        args.emplace(DNNL_ARG_BIAS, dnnl::memory(dnnl::memory::desc({p.m}, dnnl::memory::data_type::f32,
+                                                                    dnnl::memory::format_tag::x),
+                                                 Engine(), const_cast<float*>(bias)));
+      sl.prim.execute(strm, args);
+      strm.wait();
+      if (conv.manual_activation()) ApplyActivation(dst, band, ep.act);
+    }
+  });
+}
+
 }  // namespace oneflow
 
 #else  // !ONEFLOW_HAVE_DNNL
 
 namespace oneflow {
 class DnnlConv2d {};
-std::shared_ptr<DnnlConv2d> CreateDnnlConv2d(const DnnlConvParams&, const float*) { return nullptr; }
+std::shared_ptr<DnnlConv2d> CreateDnnlConv2d(const DnnlConvParams&, const float*, const DnnlConvEpilogue*) {
+  return nullptr;
+}
+void RunDnnlConv2dNhwc(const DnnlConv2d&, const float*, const float*, const float*, float*, ThreadPool&) {
+  Fail(ErrorCode::kInternal, "oneDNN is not built in");
+}
 void RunDnnlConv2d(const DnnlConv2d&, const float*, const float*, const float*, const ActivationSpec&, float*,
                    ThreadPool&) {
   Fail(ErrorCode::kInternal, "oneDNN is not built in");

@@ -26,11 +26,26 @@ class DnnlConv2d;
 void SetDnnlConvEnabled(bool enabled);
 bool DnnlConvEnabled();
 
-// Returns nullptr when oneDNN is not built in or does not take this configuration.
-std::shared_ptr<DnnlConv2d> CreateDnnlConv2d(const DnnlConvParams& p, const float* weights);
+// The epilogue an NHWC plan applies inside the primitive (bias, residual as a sum post-op, and the
+// activation as an eltwise post-op where oneDNN computes it exactly like ApplyActivation).
+struct DnnlConvEpilogue {
+  bool bias = false;
+  bool residual = false;
+  ActivationSpec act;
+};
+
+// Returns nullptr when oneDNN is not built in or does not take this configuration. Without an
+// epilogue the plan serves RunDnnlConv2d (NCHW); with one, RunDnnlConv2dNhwc.
+std::shared_ptr<DnnlConv2d> CreateDnnlConv2d(const DnnlConvParams& p, const float* weights,
+                                             const DnnlConvEpilogue* epilogue = nullptr);
 
 // y = act(conv(x) + bias + z) for NCHW x, y and z (bias and z may be null).
 void RunDnnlConv2d(const DnnlConv2d& conv, const float* x, const float* bias, const float* z,
                    const ActivationSpec& act, float* y, ThreadPool& pool);
+
+// y = act(conv(x) + bias + z) for NHWC x [n, h, w, c], y and z [n, oh, ow, m], with no layout
+// copies: the plan's epilogue (CreateDnnlConv2d) says which of bias/z are given.
+void RunDnnlConv2dNhwc(const DnnlConv2d& conv, const float* x, const float* bias, const float* z, float* y,
+                       ThreadPool& pool);
 
 }  // namespace oneflow

@@ -46,13 +46,20 @@ class GemmKernel final : public OpKernel {
 };
 
 // Conv and ai.oneflow FusedConv (inputs X, W, optional B, optional Z added before the activation).
+// FusedConv with layout "NHWC" (set by the layout pass) takes X and Z and gives Y channels-last.
 class ConvKernel final : public OpKernel {
  public:
   explicit ConvKernel(const KernelInitContext& init);
   void Compute(KernelContext& ctx) override;
 
  private:
+  void ComputeNchw(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b, const Tensor* z,
+                   Tensor& y, bool use_dnnl);
+  void ComputeNhwc(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b, const Tensor* z,
+                   Tensor& y);
   ActivationSpec act_;
+  bool nhwc_ = false;
+  bool has_bias_ = false, has_residual_ = false;  // NHWC plans build these into the primitive
   std::vector<PackedMatrix> packed_w_;  // one per group, when W is a constant f32 tensor
   // oneDNN plans per input shape (2-D, ungrouped, constant f32 weights). Built at creation for a
   // static input shape, else on first use of a shape; nullptr entries mark shapes oneDNN rejects.

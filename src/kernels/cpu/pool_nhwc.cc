@@ -1,0 +1,144 @@
+// CPU kernels: the channels-last pools of the layout pass (ai.oneflow NhwcMaxPool, NhwcAveragePool,
+// NhwcGlobalAveragePool) on [N, H, W, C] f32/f64. Every window tap is a contiguous run of C
+// values, so the inner loops vectorize over channels with no gathers and no padded copies.
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "graph/op_schema.h"
+#include "graph/ops/spatial_util.h"
+#include "kernels/cpu/all_kernels.h"
+#include "kernels/kernel.h"
+
+namespace oneflow {
+namespace {
+
+struct NhwcPoolShape {
+  int64_t n, h, w, c, oh, ow;
+  PoolGeometry g;
+};
+
+NhwcPoolShape ShapeOf(const KernelContext& ctx, const Tensor& x, bool global) {
+  OF_REQUIRE(x.rank() == 4, ctx.node().Describe(), ": NHWC pooling needs a 4-D X, got ", ShapeToString(x.shape()));
+  NhwcPoolShape s;
+  s.n = x.dim(0), s.h = x.dim(1), s.w = x.dim(2), s.c = x.dim(3);
+  s.g = ComputePoolGeometry(ctx.attrs(), {s.h, s.w}, ctx.node().Describe(), global);
+  s.oh = s.g.out[0], s.ow = s.g.out[1];
+  return s;
+}
+
+// Taps [lo, hi) of output position o along one dim whose input positions o*s - pad + i*d fall in [0, n).
+void ValidTaps(int64_t o, int64_t k, int64_t s, int64_t d, int64_t pad, int64_t n, int64_t& lo, int64_t& hi) {
+  const int64_t start = o * s - pad;
+  lo = start >= 0 ? 0 : (-start + d - 1) / d;
+  hi = start >= n ? 0 : std::min(k, (n - start + d - 1) / d);
+  if (hi < lo) hi = lo;
+}
+
+// Window positions counted for count_include_pad: the taps inside the input or its end padding.
+int64_t PaddedTaps(int64_t o, int64_t k, int64_t s, int64_t d, int64_t pad, int64_t n, int64_t pad_end) {
+  int64_t t = 0;
+  for (int64_t i = 0; i < k; ++i) t += o * s - pad + i * d < n + pad_end;
+  return t;
+}
+
+template <typename T, bool kMax>
+void PoolWindows(KernelContext& ctx, const Tensor& x, Tensor& y, bool include_pad) {
+  const NhwcPoolShape s = ShapeOf(ctx, x, false);
+  const PoolGeometry& g = s.g;
+  const T* px = x.data<T>();
+  T* py = y.data<T>();
+  const int64_t rows = s.n * s.oh;
+  const double cost = static_cast<double>(s.ow * s.c * g.kernel[0] * g.kernel[1]);
+  ctx.pool().ParallelFor(rows, cost, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t n = r / s.oh, oh = r % s.oh;
+      int64_t h0, h1;
+      ValidTaps(oh, g.kernel[0], g.stride[0], g.dilation[0], g.pad_begin[0], s.h, h0, h1);
+      const T* xn = px + n * s.h * s.w * s.c;
+      for (int64_t ow = 0; ow < s.ow; ++ow) {
+        int64_t w0, w1;
+        ValidTaps(ow, g.kernel[1], g.stride[1], g.dilation[1], g.pad_begin[1], s.w, w0, w1);
+        T* dst = py + (r * s.ow + ow) * s.c;
+        std::fill(dst, dst + s.c, kMax ? std::numeric_limits<T>::lowest() : T(0));
+        for (int64_t i = h0; i < h1; ++i) {
+          const int64_t ih = oh * g.stride[0] - g.pad_begin[0] + i * g.dilation[0];
+          for (int64_t j = w0; j < w1; ++j) {
+            const int64_t iw = ow * g.stride[1] - g.pad_begin[1] + j * g.dilation[1];
+            const T* src = xn + (ih * s.w + iw) * s.c;
+            if (kMax) {
+              for (int64_t c = 0; c < s.c; ++c) dst[c] = src[c] > dst[c] ? src[c] : dst[c];
+            } else {
+              for (int64_t c = 0; c < s.c; ++c) dst[c] += src[c];
+            }
+          }
+        }
+        const int64_t valid = (h1 - h0) * (w1 - w0);
+        if (kMax) {
+          if (valid == 0) std::fill(dst, dst + s.c, T(0));
+          continue;
+        }
+        const int64_t count =
+            include_pad ? PaddedTaps(oh, g.kernel[0], g.stride[0], g.dilation[0], g.pad_begin[0], s.h, g.pad_end[0]) *
+                              PaddedTaps(ow, g.kernel[1], g.stride[1], g.dilation[1], g.pad_begin[1], s.w, g.pad_end[1])
+                        : valid;
+        const T scale = count > 0 ? T(1) / static_cast<T>(count) : T(0);
+        for (int64_t c = 0; c < s.c; ++c) dst[c] *= scale;
+      }
+    }
+  });
+}
+
+template <bool kMax>
+void NhwcPoolKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  if (y.numel() == 0) return;
+  const bool include_pad = !kMax && ctx.attrs().GetInt("count_include_pad", 0) != 0;
+  if (x.dtype() == DType::kFloat32) return PoolWindows<float, kMax>(ctx, x, y, include_pad);
+  if (x.dtype() == DType::kFloat64) return PoolWindows<double, kMax>(ctx, x, y, include_pad);
+  Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": NHWC pooling supports float32 and float64, got ",
+       DTypeName(x.dtype()));
+}
+
+template <typename T>
+void GlobalAverage(KernelContext& ctx, const Tensor& x, Tensor& y) {
+  const int64_t n = x.dim(0), hw = x.dim(1) * x.dim(2), c = x.dim(3);
+  const T* px = x.data<T>();
+  T* py = y.data<T>();
+  // Split channels into blocks too, so batch 1 still spreads over the threads.
+  constexpr int64_t kBlock = 64;
+  const int64_t blocks = (c + kBlock - 1) / kBlock;
+  const T scale = hw > 0 ? T(1) / static_cast<T>(hw) : T(0);
+  ctx.pool().ParallelFor(n * blocks, static_cast<double>(hw * kBlock), [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t b = item / blocks, c0 = (item % blocks) * kBlock, c1 = std::min(c, c0 + kBlock);
+      T acc[kBlock] = {};
+      const T* src = px + b * hw * c;
+      for (int64_t p = 0; p < hw; ++p)
+        for (int64_t k = c0; k < c1; ++k) acc[k - c0] += src[p * c + k];
+      for (int64_t k = c0; k < c1; ++k) py[b * c + k] = acc[k - c0] * scale;
+    }
+  });
+}
+
+void NhwcGlobalAveragePoolKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  OF_REQUIRE(x.rank() == 4, ctx.node().Describe(), ": NHWC pooling needs a 4-D X, got ", ShapeToString(x.shape()));
+  if (y.numel() == 0) return;
+  if (x.dtype() == DType::kFloat32) return GlobalAverage<float>(ctx, x, y);
+  if (x.dtype() == DType::kFloat64) return GlobalAverage<double>(ctx, x, y);
+  Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": NHWC pooling supports float32 and float64, got ",
+       DTypeName(x.dtype()));
+}
+
+}  // namespace
+
+void RegisterCpuNhwcPoolKernels(KernelRegistry& r) {
+  r.RegisterFn("NhwcMaxPool", NhwcPoolKernel<true>, kOneflowDomain);
+  r.RegisterFn("NhwcAveragePool", NhwcPoolKernel<false>, kOneflowDomain);
+  r.RegisterFn("NhwcGlobalAveragePool", NhwcGlobalAveragePoolKernel, kOneflowDomain);
+}
+
+}  // namespace oneflow
