@@ -139,8 +139,13 @@ bool FuseConvResidual(Graph& g, const Uses& u, Node& conv, std::vector<char>& re
   const size_t other = add->inputs[0] == conv.outputs[0] ? 1 : 0;
   const TensorType& ct = g.values[static_cast<size_t>(conv.outputs[0])].type;
   const TensorType& zt = g.values[static_cast<size_t>(add->inputs[other])].type;
-  // Same static shape (no broadcasting in the epilogue): every dim known and equal.
-  if (!ct.fully_known() || !zt.fully_known() || ct.ToShape() != zt.ToShape() || zt.dtype != ct.dtype) return false;
+  // Same shape (no broadcasting in the epilogue): every dim known and equal, or the same symbol
+  // (a symbolic batch dim, as exporters write it).
+  if (!ct.has_rank || !zt.has_rank || ct.rank() != zt.rank() || zt.dtype != ct.dtype) return false;
+  for (size_t i = 0; i < ct.dims.size(); ++i) {
+    const Dim &a = ct.dims[i], &b = zt.dims[i];
+    if (!(a.known() || !a.symbol.empty()) || !(a == b)) return false;
+  }
   conv.inputs.resize(3, kNoValue);
   conv.inputs.push_back(add->inputs[other]);
   MakeFused(conv, "FusedConv");

@@ -160,10 +160,12 @@ class DnnlConv2d {
 std::shared_ptr<DnnlConv2d> CreateDnnlConv2d(const DnnlConvParams& p, const float* weights,
                                              const DnnlConvEpilogue* epilogue) {
   if (!DnnlConvEnabled() || !DnnlSingleThreadScope::Available()) return nullptr;
-  // oneDNN wants pads that match the output size exactly: trim unused bottom/right padding.
+  // oneDNN wants pads that give the output size: trim unused bottom/right padding. A negative
+  // remainder (strided 1x1 convs that skip the last input row) means no padding: oneDNN rounds
+  // the output size down like ONNX.
   DnnlConvParams q = p;
-  q.pb = (p.oh - 1) * p.sh + (p.kh - 1) * p.dh + 1 - p.h - p.pt;
-  q.pr = (p.ow - 1) * p.sw + (p.kw - 1) * p.dw + 1 - p.w - p.pl;
+  q.pb = std::max<int64_t>(0, (p.oh - 1) * p.sh + (p.kh - 1) * p.dh + 1 - p.h - p.pt);
+  q.pr = std::max<int64_t>(0, (p.ow - 1) * p.sw + (p.kw - 1) * p.dw + 1 - p.w - p.pl);
   if (q.pb < 0 || q.pr < 0 || q.pb > p.pb || q.pr > p.pr) return nullptr;
   try {
     return std::make_shared<DnnlConv2d>(q, weights, epilogue);

@@ -13,6 +13,8 @@
 namespace oneflow {
 namespace {
 
+constexpr int64_t kBlock = 64;  // channels per accumulator block (four AVX-512 registers of f32)
+
 struct NhwcPoolShape {
   int64_t n, h, w, c, oh, ow;
   PoolGeometry g;
@@ -60,30 +62,39 @@ void PoolWindows(KernelContext& ctx, const Tensor& x, Tensor& y, bool include_pa
         int64_t w0, w1;
         ValidTaps(ow, g.kernel[1], g.stride[1], g.dilation[1], g.pad_begin[1], s.w, w0, w1);
         T* dst = py + (r * s.ow + ow) * s.c;
-        std::fill(dst, dst + s.c, kMax ? std::numeric_limits<T>::lowest() : T(0));
-        for (int64_t i = h0; i < h1; ++i) {
-          const int64_t ih = oh * g.stride[0] - g.pad_begin[0] + i * g.dilation[0];
-          for (int64_t j = w0; j < w1; ++j) {
-            const int64_t iw = ow * g.stride[1] - g.pad_begin[1] + j * g.dilation[1];
-            const T* src = xn + (ih * s.w + iw) * s.c;
-            if (kMax) {
-              for (int64_t c = 0; c < s.c; ++c) dst[c] = src[c] > dst[c] ? src[c] : dst[c];
-            } else {
-              for (int64_t c = 0; c < s.c; ++c) dst[c] += src[c];
+        const int64_t valid = (h1 - h0) * (w1 - w0);
+        T scale = T(1);
+        if (!kMax) {
+          const int64_t count = include_pad ? PaddedTaps(oh, g.kernel[0], g.stride[0], g.dilation[0], g.pad_begin[0],
+                                                         s.h, g.pad_end[0]) *
+                                                  PaddedTaps(ow, g.kernel[1], g.stride[1], g.dilation[1],
+                                                             g.pad_begin[1], s.w, g.pad_end[1])
+                                            : valid;
+          scale = count > 0 ? T(1) / static_cast<T>(count) : T(0);
+        }
+        // Channels in register-sized blocks: the accumulators stay in registers across the taps.
+        for (int64_t c0 = 0; c0 < s.c; c0 += kBlock) {
+          const int64_t cn = std::min(kBlock, s.c - c0);
+          T acc[kBlock];
+          for (int64_t c = 0; c < kBlock; ++c) acc[c] = kMax ? std::numeric_limits<T>::lowest() : T(0);
+          for (int64_t i = h0; i < h1; ++i) {
+            const int64_t ih = oh * g.stride[0] - g.pad_begin[0] + i * g.dilation[0];
+            for (int64_t j = w0; j < w1; ++j) {
+              const int64_t iw = ow * g.stride[1] - g.pad_begin[1] + j * g.dilation[1];
+              const T* src = xn + (ih * s.w + iw) * s.c + c0;
+              if (cn == kBlock) {
+                for (int64_t c = 0; c < kBlock; ++c) acc[c] = kMax ? (src[c] > acc[c] ? src[c] : acc[c]) : acc[c] + src[c];
+              } else {
+                for (int64_t c = 0; c < cn; ++c) acc[c] = kMax ? (src[c] > acc[c] ? src[c] : acc[c]) : acc[c] + src[c];
+              }
             }
           }
+          if (kMax) {
+            for (int64_t c = 0; c < cn; ++c) dst[c0 + c] = valid > 0 ? acc[c] : T(0);
+          } else {
+            for (int64_t c = 0; c < cn; ++c) dst[c0 + c] = acc[c] * scale;
+          }
         }
-        const int64_t valid = (h1 - h0) * (w1 - w0);
-        if (kMax) {
-          if (valid == 0) std::fill(dst, dst + s.c, T(0));
-          continue;
-        }
-        const int64_t count =
-            include_pad ? PaddedTaps(oh, g.kernel[0], g.stride[0], g.dilation[0], g.pad_begin[0], s.h, g.pad_end[0]) *
-                              PaddedTaps(ow, g.kernel[1], g.stride[1], g.dilation[1], g.pad_begin[1], s.w, g.pad_end[1])
-                        : valid;
-        const T scale = count > 0 ? T(1) / static_cast<T>(count) : T(0);
-        for (int64_t c = 0; c < s.c; ++c) dst[c] *= scale;
       }
     }
   });
@@ -107,7 +118,6 @@ void GlobalAverage(KernelContext& ctx, const Tensor& x, Tensor& y) {
   const T* px = x.data<T>();
   T* py = y.data<T>();
   // Split channels into blocks too, so batch 1 still spreads over the threads.
-  constexpr int64_t kBlock = 64;
   const int64_t blocks = (c + kBlock - 1) / kBlock;
   const T scale = hw > 0 ? T(1) / static_cast<T>(hw) : T(0);
   ctx.pool().ParallelFor(n * blocks, static_cast<double>(hw * kBlock), [&](int64_t begin, int64_t end) {

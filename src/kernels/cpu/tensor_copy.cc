@@ -159,6 +159,26 @@ void Transpose2DTyped(const U* src, U* dst, const std::vector<DimStride>& dims, 
   }
 }
 
+// The same [R, C] -> [C... ] swap when C (the output's inner dim) is below a tile: out[o][r][c] =
+// src[base(o) + r + c * ld], e.g. NCHW -> NHWC of an image with 3 channels. Rows in blocks of
+// kInterleaveRows; C is a template parameter for the common tiny cases so the loop unrolls.
+constexpr int64_t kInterleaveRows = 1024;
+
+template <typename U, int kC>
+void InterleaveTyped(const U* src, U* dst, const std::vector<DimStride>& dims, int64_t begin, int64_t end) {
+  const size_t n = dims.size() - 2;
+  const int64_t R = dims[n].size, C = kC > 0 ? kC : dims[n + 1].size, ld = dims[n + 1].stride;
+  const int64_t blocks = (R + kInterleaveRows - 1) / kInterleaveRows;
+  std::vector<int64_t> idx;
+  for (int64_t w = begin; w < end; ++w) {
+    const int64_t o = w / blocks, r0 = (w % blocks) * kInterleaveRows, r1 = std::min(R, r0 + kInterleaveRows);
+    const U* in = src + RowOffset(dims, n, o, idx);
+    U* out = dst + o * R * C;
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t c = 0; c < C; ++c) out[r * C + c] = in[c * ld + r];
+  }
+}
+
 template <typename Fn>
 void DispatchElemSize(size_t elem_size, Fn&& fn) {
   switch (elem_size) {
@@ -220,6 +240,22 @@ void StridedCopy(const void* src, void* dst, const Shape& shape, const std::vect
       using U = typename decltype(tag)::type;
       Parallel(pool, outer * row_blocks, static_cast<double>(kRowBlock * C), [&](int64_t b, int64_t e) {
         Transpose2DTyped<U>(reinterpret_cast<const U*>(s), reinterpret_cast<U*>(d), dims, b, e);
+      });
+    });
+    return;
+  }
+  if (m >= 2 && dims[m - 2].stride == 1 && dims[m - 2].size >= 64 && dims[m - 1].size < 8 && elem_size <= 8) {
+    const int64_t R = dims[m - 2].size, C = dims[m - 1].size;
+    const int64_t outer = total / (R * C), blocks = (R + kInterleaveRows - 1) / kInterleaveRows;
+    DispatchElemSize(elem_size, [&](auto tag) {
+      using U = typename decltype(tag)::type;
+      Parallel(pool, outer * blocks, static_cast<double>(kInterleaveRows * C), [&](int64_t b, int64_t e) {
+        const U* su = reinterpret_cast<const U*>(s);
+        U* du = reinterpret_cast<U*>(d);
+        if (C == 3) InterleaveTyped<U, 3>(su, du, dims, b, e);
+        else if (C == 4) InterleaveTyped<U, 4>(su, du, dims, b, e);
+        else if (C == 2) InterleaveTyped<U, 2>(su, du, dims, b, e);
+        else InterleaveTyped<U, 0>(su, du, dims, b, e);
       });
     });
     return;
