@@ -409,7 +409,9 @@ Tensor RunBothLevels(GraphBuilder& gb, int y, std::vector<std::string>& fused_op
   copy.outputs = {y};
   PrepareGraph(copy);
   Session s2(copy, SessionOptions{2, 2});
-  for (const Node& n : s2.optimized().nodes) fused_ops.push_back(n.op_type);
+  // The layout pass (graph/passes/layout.cc) surrounds NHWC convs with Transposes: not fusions.
+  for (const Node& n : s2.optimized().nodes)
+    if (n.op_type != "Transpose") fused_ops.push_back(n.op_type);
   Tensor fused = s2.Run(gb.feeds, {})[0].second;
   if (compare_unfused) {
     Session s0(copy, SessionOptions{1, 0});
@@ -598,7 +600,11 @@ TEST(Fusion, IntermediateWithTwoConsumersIsNotFused) {
   int y = gb.Node("Add", {r, c});
   std::vector<std::string> ops;
   RunBothLevels(gb, y, ops, true);
-  EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "Relu", "Add"}));
+  // The conv may run NHWC (a FusedConv with the layout attribute) but absorbs nothing.
+  ASSERT_EQ(ops.size(), 3u);
+  EXPECT_TRUE(ops[0] == "Conv" || ops[0] == "FusedConv") << ops[0];
+  EXPECT_EQ(ops[1], "Relu");
+  EXPECT_EQ(ops[2], "Add");
 }
 
 }  // namespace

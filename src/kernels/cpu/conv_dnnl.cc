@@ -91,8 +91,18 @@ class DnnlConv2d {
     return entry;
   }
 
+  // One whole-image band over `batch` consecutive NHWC images (one primitive call per chunk of
+  // the batch: per-call overhead matters on small maps).
+  std::shared_ptr<const std::vector<DnnlSlice>> BatchSlice(int64_t batch) const {
+    if (batch == 1) return Slices(1);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& entry = batch_slices_[batch];
+    if (!entry) entry = MakeSlices(1, batch);
+    return entry;
+  }
+
  private:
-  std::shared_ptr<const std::vector<DnnlSlice>> MakeSlices(int n) const {
+  std::shared_ptr<const std::vector<DnnlSlice>> MakeSlices(int n, int64_t batch = 1) const {
     using namespace dnnl;
     using tag = memory::format_tag;
     using dt = memory::data_type;
@@ -103,15 +113,17 @@ class DnnlConv2d {
     for (int s = 0; s < n; ++s) {
       const int64_t oh0 = p_.oh * s / n, oh1 = p_.oh * (s + 1) / n;
       const int64_t first = oh0 * p_.sh - p_.pt, last = (oh1 - 1) * p_.sh - p_.pt + eff;  // input rows [first, last)
-      const int64_t r0 = std::max<int64_t>(0, first), r1 = std::min(p_.h, last);
+      // A single band spans whole images (so batched plans can stride by the image size): an
+      // unread tail of input rows is harmless, oneDNN rounds the output size down like ONNX.
+      const int64_t r0 = std::max<int64_t>(0, first), r1 = n == 1 ? p_.h : std::min(p_.h, last);
       DnnlSlice sl;
       sl.in_row0 = r0;
       sl.out_row0 = oh0;
-      sl.src_md = memory::desc({1, p_.c, r1 - r0, p_.w}, dt::f32, tag::nhwc);
-      sl.dst_md = memory::desc({1, p_.m, oh1 - oh0, p_.ow}, dt::f32, tag::nhwc);
+      sl.src_md = memory::desc({batch, p_.c, r1 - r0, p_.w}, dt::f32, tag::nhwc);
+      sl.dst_md = memory::desc({batch, p_.m, oh1 - oh0, p_.ow}, dt::f32, tag::nhwc);
       memory::desc w_any({p_.m, p_.c, p_.kh, p_.kw}, dt::f32, tag::any);
       const memory::dims strides{p_.sh, p_.sw}, dil{p_.dh - 1, p_.dw - 1}, pad_l{r0 - first, p_.pl},
-          pad_r{last - r1, p_.pr};
+          pad_r{std::max<int64_t>(0, last - r1), p_.pr};
       const auto alg = algorithm::convolution_direct;
       const auto cd = ep_.bias ? convolution_forward::desc(prop_kind::forward_inference, alg, sl.src_md, w_any,
                                                            memory::desc({p_.m}, dt::f32, tag::x), sl.dst_md,
@@ -155,6 +167,7 @@ class DnnlConv2d {
   bool manual_act_ = false;     // ep_.act is applied after the primitive, not as a post-op
   mutable std::mutex mutex_;
   mutable std::map<int, std::shared_ptr<const std::vector<DnnlSlice>>> slices_;
+  mutable std::map<int64_t, std::shared_ptr<const std::vector<DnnlSlice>>> batch_slices_;
 };
 
 std::shared_ptr<DnnlConv2d> CreateDnnlConv2d(const DnnlConvParams& p, const float* weights,
@@ -228,22 +241,25 @@ void RunDnnlConv2dNhwc(const DnnlConv2d& conv, const float* x, const float* bias
   OF_CHECK(conv.nhwc() && ep.bias == (bias != nullptr) && ep.residual == (z != nullptr), kInternal,
            "NHWC conv plan built for another epilogue");
   const int threads = pool.num_threads();
-  // Whole images per thread when the batch splits evenly (no halo rows recomputed, one primitive
-  // call per image); else bands of output rows of each image across the threads.
-  const int bands = (p.n % threads == 0 || p.n >= 4 * threads) ? 1 : threads;
-  auto slices = conv.Slices(bands);
-  const int64_t nb = static_cast<int64_t>(slices->size());
   const int64_t in_img = p.h * p.w * p.c, out_img = p.oh * p.ow * p.m;
-  pool.ParallelFor(p.n * nb, 1e9, [&](int64_t begin, int64_t end) {
+  // Whole images per thread when the batch splits evenly, as one primitive call over each
+  // thread's images (no halo rows recomputed, no per-image call overhead); else bands of output
+  // rows of each image across the threads.
+  const bool whole = p.n % threads == 0 || p.n >= 4 * threads;
+  const int64_t chunk = p.n % threads == 0 ? p.n / threads : 1;
+  auto slices = whole ? conv.BatchSlice(chunk) : conv.Slices(threads);
+  const int64_t nb = static_cast<int64_t>(slices->size());
+  const int64_t items = whole ? p.n / chunk : p.n * nb;
+  pool.ParallelFor(items, 1e9, [&](int64_t begin, int64_t end) {
     DnnlSingleThreadScope single_threaded;  // each band runs on this pool thread alone
     thread_local dnnl::stream strm(Engine());
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t n = item / nb;
-      const DnnlSlice& sl = (*slices)[static_cast<size_t>(item % nb)];
-      const int64_t out_rows = (item % nb + 1 < nb ? (*slices)[static_cast<size_t>(item % nb + 1)].out_row0 : p.oh) -
-                               sl.out_row0;
+      const int64_t n = whole ? item * chunk : item / nb;
+      const int64_t s = whole ? 0 : item % nb;
+      const DnnlSlice& sl = (*slices)[static_cast<size_t>(s)];
+      const int64_t out_rows = (s + 1 < nb ? (*slices)[static_cast<size_t>(s + 1)].out_row0 : p.oh) - sl.out_row0;
       float* dst = y + n * out_img + sl.out_row0 * p.ow * p.m;
-      const int64_t band = out_rows * p.ow * p.m;
+      const int64_t band = (whole ? chunk : 1) * out_rows * p.ow * p.m;
       if (z) std::copy(z + (dst - y), z + (dst - y) + band, dst);  // the sum post-op adds it
       std::vector<char>& scratch = Scratch(2, sl.scratch_md.get_size() + 64);
       dnnl::memory src_m(sl.src_md, Engine(), const_cast<float*>(x + n * in_img + sl.in_row0 * p.w * p.c));

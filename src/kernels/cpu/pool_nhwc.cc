@@ -3,6 +3,10 @@
 // values, so the inner loops vectorize over channels with no gathers and no padded copies.
 #include <algorithm>
 #include <limits>
+#include <type_traits>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 #include <vector>
 
 #include "graph/op_schema.h"
@@ -44,35 +48,86 @@ int64_t PaddedTaps(int64_t o, int64_t k, int64_t s, int64_t d, int64_t pad, int6
   return t;
 }
 
+#if defined(__AVX512F__)
+// One window over NV * 16 channels with the accumulators in registers; the result is scaled by
+// `fin` (average: 1/count; max: 1, or 0 for a window that misses the input).
+template <int NV, bool kMax>
+inline void VectorWindow(const float* xn, float* out, float init, float fin, int64_t oh, int64_t ow, int64_t h0,
+                         int64_t h1, int64_t w0, int64_t w1, const NhwcPoolShape& s, const PoolGeometry& g) {
+  __m512 acc[NV];
+  for (int v = 0; v < NV; ++v) acc[v] = _mm512_set1_ps(init);
+  for (int64_t i = h0; i < h1; ++i) {
+    const int64_t ih = oh * g.stride[0] - g.pad_begin[0] + i * g.dilation[0];
+    const float* row = xn + (ih * s.w + ow * g.stride[1] - g.pad_begin[1]) * s.c;
+    for (int64_t j = w0; j < w1; ++j) {
+      const float* src = row + j * g.dilation[1] * s.c;
+      for (int v = 0; v < NV; ++v) {
+        const __m512 x = _mm512_loadu_ps(src + 16 * v);
+        acc[v] = kMax ? _mm512_max_ps(x, acc[v]) : _mm512_add_ps(acc[v], x);
+      }
+    }
+  }
+  const __m512 f = _mm512_set1_ps(fin);
+  for (int v = 0; v < NV; ++v) _mm512_storeu_ps(out + 16 * v, _mm512_mul_ps(acc[v], f));
+}
+#endif
+
 template <typename T, bool kMax>
 void PoolWindows(KernelContext& ctx, const Tensor& x, Tensor& y, bool include_pad) {
   const NhwcPoolShape s = ShapeOf(ctx, x, false);
   const PoolGeometry& g = s.g;
   const T* px = x.data<T>();
   T* py = y.data<T>();
+  // Tap ranges and divisors per output row and column, computed once (integer divisions would
+  // otherwise dominate small windows).
+  std::vector<int64_t> hlo(s.oh), hhi(s.oh), wlo(s.ow), whi(s.ow), hcnt(s.oh), wcnt(s.ow);
+  for (int64_t o = 0; o < s.oh; ++o) {
+    ValidTaps(o, g.kernel[0], g.stride[0], g.dilation[0], g.pad_begin[0], s.h, hlo[o], hhi[o]);
+    hcnt[o] = include_pad ? PaddedTaps(o, g.kernel[0], g.stride[0], g.dilation[0], g.pad_begin[0], s.h, g.pad_end[0])
+                          : hhi[o] - hlo[o];
+  }
+  for (int64_t o = 0; o < s.ow; ++o) {
+    ValidTaps(o, g.kernel[1], g.stride[1], g.dilation[1], g.pad_begin[1], s.w, wlo[o], whi[o]);
+    wcnt[o] = include_pad ? PaddedTaps(o, g.kernel[1], g.stride[1], g.dilation[1], g.pad_begin[1], s.w, g.pad_end[1])
+                          : whi[o] - wlo[o];
+  }
   const int64_t rows = s.n * s.oh;
   const double cost = static_cast<double>(s.ow * s.c * g.kernel[0] * g.kernel[1]);
   ctx.pool().ParallelFor(rows, cost, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t n = r / s.oh, oh = r % s.oh;
-      int64_t h0, h1;
-      ValidTaps(oh, g.kernel[0], g.stride[0], g.dilation[0], g.pad_begin[0], s.h, h0, h1);
+      const int64_t h0 = hlo[oh], h1 = hhi[oh];
       const T* xn = px + n * s.h * s.w * s.c;
       for (int64_t ow = 0; ow < s.ow; ++ow) {
-        int64_t w0, w1;
-        ValidTaps(ow, g.kernel[1], g.stride[1], g.dilation[1], g.pad_begin[1], s.w, w0, w1);
+        const int64_t w0 = wlo[ow], w1 = whi[ow];
         T* dst = py + (r * s.ow + ow) * s.c;
         const int64_t valid = (h1 - h0) * (w1 - w0);
         T scale = T(1);
         if (!kMax) {
-          const int64_t count = include_pad ? PaddedTaps(oh, g.kernel[0], g.stride[0], g.dilation[0], g.pad_begin[0],
-                                                         s.h, g.pad_end[0]) *
-                                                  PaddedTaps(ow, g.kernel[1], g.stride[1], g.dilation[1],
-                                                             g.pad_begin[1], s.w, g.pad_end[1])
-                                            : valid;
+          const int64_t count = hcnt[oh] * wcnt[ow];
           scale = count > 0 ? T(1) / static_cast<T>(count) : T(0);
         }
-        // Channels in register-sized blocks: the accumulators stay in registers across the taps.
+#if defined(__AVX512F__)
+        if constexpr (std::is_same_v<T, float>) {
+          if (s.c % 16 == 0) {
+            const float init = kMax ? std::numeric_limits<float>::lowest() : 0.0f;
+            const float fin = kMax ? (valid > 0 ? 1.0f : 0.0f) : scale;
+            for (int64_t c0 = 0; c0 < s.c; c0 += kBlock) {
+              const int nv = static_cast<int>(std::min(kBlock, s.c - c0) / 16);
+              const float* base = xn + c0;
+              float* out = dst + c0;
+              switch (nv) {
+                case 4: VectorWindow<4, kMax>(base, out, init, fin, oh, ow, h0, h1, w0, w1, s, g); break;
+                case 3: VectorWindow<3, kMax>(base, out, init, fin, oh, ow, h0, h1, w0, w1, s, g); break;
+                case 2: VectorWindow<2, kMax>(base, out, init, fin, oh, ow, h0, h1, w0, w1, s, g); break;
+                default: VectorWindow<1, kMax>(base, out, init, fin, oh, ow, h0, h1, w0, w1, s, g); break;
+              }
+            }
+            continue;
+          }
+        }
+#endif
+        // Channels in blocks; the compiler vectorizes the channel loops.
         for (int64_t c0 = 0; c0 < s.c; c0 += kBlock) {
           const int64_t cn = std::min(kBlock, s.c - c0);
           T acc[kBlock];

@@ -1,0 +1,191 @@
+// Layout pass (graph/passes/layout.cc): conv nets run NHWC at optimization level 2 with at most a
+// transpose at the input and one at the end, and give the outputs of the unoptimized NCHW graph
+// (level 0: plain Conv/Relu/MaxPool/Add/... kernels, each tested against naive loops elsewhere).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "engine/session.h"
+#include "graph/op_schema.h"
+
+namespace oneflow {
+namespace {
+
+Tensor RandomTensor(std::mt19937& rng, const Shape& s, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  Tensor t(DType::kFloat32, s);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+struct Builder {
+  Graph g;
+  int next = 0;
+  Builder() { g.opset_imports[""] = 17; }
+  int Input(const std::string& name, TensorType type) {
+    int v = g.AddValue(name, std::move(type));
+    g.inputs.push_back(v);
+    return v;
+  }
+  int Const(const Tensor& t) { return g.AddConstant("c" + std::to_string(next++), t); }
+  int Node(const std::string& op, std::vector<int> inputs, AttrMap attrs = {}) {
+    oneflow::Node n;
+    n.op_type = op;
+    n.opset = 17;
+    n.name = op + std::to_string(next++);
+    n.inputs = std::move(inputs);
+    n.outputs = {g.AddValue(n.name + "_out")};
+    n.attrs = std::move(attrs);
+    g.nodes.push_back(std::move(n));
+    return g.nodes.back().outputs[0];
+  }
+  int Conv(std::mt19937& rng, int x, int64_t cin, int64_t cout, int64_t k, int64_t stride, bool bias) {
+    AttrMap a;
+    const int64_t p = k / 2;
+    a.set("pads", Attribute::Ints({p, p, p, p}));
+    a.set("strides", Attribute::Ints({stride, stride}));
+    std::vector<int> ins = {x, Const(RandomTensor(rng, {cout, cin, k, k}, -0.3f, 0.3f))};
+    if (bias) ins.push_back(Const(RandomTensor(rng, {cout})));
+    return Node("Conv", ins, a);
+  }
+};
+
+AttrMap PoolAttrs(std::vector<int64_t> k, std::vector<int64_t> s, std::vector<int64_t> pads) {
+  AttrMap a;
+  a.set("kernel_shape", Attribute::Ints(k));
+  a.set("strides", Attribute::Ints(s));
+  a.set("pads", Attribute::Ints(pads));
+  return a;
+}
+
+int CountOps(const Graph& g, const std::string& op) {
+  int n = 0;
+  for (const Node& node : g.nodes) n += node.op_type == op;
+  return n;
+}
+
+// Runs the graph at levels 0 and 2 on `x` with 1 and 2 threads; expects equal outputs. Returns
+// the level-2 graph.
+Graph CompareLevels(Graph g, int output, const Tensor& x) {
+  g.outputs = {output};
+  PrepareGraph(g);
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"X", x}};
+  Session s0(g, SessionOptions{1, 0});
+  const Tensor want = s0.Run(feeds, {})[0].second;
+  Graph optimized;
+  for (int threads : {1, 2}) {
+    Session s2(g, SessionOptions{threads, 2});
+    const Tensor got = s2.Run(feeds, {})[0].second;
+    EXPECT_EQ(got.shape(), want.shape());
+    int bad = 0;
+    for (int64_t i = 0; i < want.numel() && got.numel() == want.numel(); ++i) {
+      const float w = want.data<float>()[i], v = got.data<float>()[i];
+      if (!(std::fabs(w - v) <= 1e-4f * (1.0f + std::fabs(w))) && ++bad <= 3)
+        ADD_FAILURE() << "element " << i << ": level 2 gives " << v << ", level 0 " << w << " (threads " << threads
+                      << ")";
+    }
+    optimized = s2.optimized();
+  }
+  return optimized;
+}
+
+// Conv/Relu/MaxPool/Conv/Conv + residual Add/Relu/AveragePool/Mul by a scalar/Sigmoid/
+// GlobalAveragePool: NHWC from the first conv to the global pool.
+void CheckResNetLike(const TensorType& x_type, const Tensor& x) {
+  std::mt19937 rng(3);
+  Builder b;
+  const int X = b.Input("X", x_type);
+  int t = b.Node("Relu", {b.Conv(rng, X, 8, 16, 3, 1, true)});
+  const int p = b.Node("MaxPool", {t}, PoolAttrs({3, 3}, {2, 2}, {1, 1, 1, 1}));
+  t = b.Node("Relu", {b.Conv(rng, p, 16, 16, 3, 1, false)});
+  t = b.Node("Relu", {b.Node("Add", {b.Conv(rng, t, 16, 16, 3, 1, true), p})});
+  AttrMap avg = PoolAttrs({3, 3}, {1, 1}, {1, 1, 1, 1});
+  avg.set("count_include_pad", Attribute::Int(1));
+  t = b.Node("AveragePool", {t}, avg);
+  Tensor half(DType::kFloat32, Shape{});
+  half.data<float>()[0] = 0.5f;
+  t = b.Node("Sigmoid", {b.Node("Mul", {t, b.Const(half)})});
+  const int y = b.Node("GlobalAveragePool", {t});
+  const Graph opt = CompareLevels(b.g, y, x);
+  EXPECT_LE(CountOps(opt, "Transpose"), 2);
+  EXPECT_EQ(CountOps(opt, "NhwcMaxPool"), 1);
+  EXPECT_EQ(CountOps(opt, "NhwcAveragePool"), 1);
+  EXPECT_EQ(CountOps(opt, "NhwcGlobalAveragePool"), 1);
+  EXPECT_EQ(CountOps(opt, "FusedConv"), 3);
+  for (const Node& n : opt.nodes)
+    if (n.op_type == "FusedConv") EXPECT_EQ(n.attrs.GetString("layout"), "NHWC");
+}
+
+TEST(Layout, ResNetLikeStaticShape) {
+  std::mt19937 rng(1);
+  const Tensor x = RandomTensor(rng, {2, 8, 12, 12});
+  CheckResNetLike(TensorType::Of(DType::kFloat32, x.shape()), x);
+}
+
+TEST(Layout, ResNetLikeSymbolicBatch) {
+  std::mt19937 rng(2);
+  // Batch 3 on 2 threads: row bands per image; batch 1: bands too.
+  for (int64_t n : {3, 1}) {
+    const Tensor x = RandomTensor(rng, {n, 8, 11, 13});
+    CheckResNetLike(TensorType::Of(DType::kFloat32, {Dim::Symbol("N"), Dim::Known(8), Dim::Known(11), Dim::Known(13)}), x);
+  }
+}
+
+// NHWC pools over the geometries ONNX allows, on channel counts that take the vector path (32)
+// and the generic one (5).
+TEST(Layout, PoolGeometries) {
+  struct Case {
+    const char* op;
+    std::vector<int64_t> k, s, pads, dil;
+    int ceil, include_pad;
+  };
+  const Case cases[] = {
+      {"MaxPool", {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0},
+      {"MaxPool", {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 0},
+      {"MaxPool", {3, 2}, {2, 1}, {1, 0, 0, 1}, {2, 1}, 1, 0},
+      {"MaxPool", {3, 3}, {3, 3}, {0, 0, 0, 0}, {1, 1}, 1, 0},
+      {"AveragePool", {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 0},
+      {"AveragePool", {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 1},
+      {"AveragePool", {2, 3}, {2, 2}, {0, 1, 1, 0}, {1, 1}, 1, 1},
+      {"AveragePool", {2, 2}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 0, 0},
+  };
+  std::mt19937 rng(4);
+  for (int64_t c : {32, 5}) {
+    for (const Case& pc : cases) {
+      Builder b;
+      const Tensor x = RandomTensor(rng, {2, 3, 10, 9});
+      const int X = b.Input("X", TensorType::Of(DType::kFloat32, x.shape()));
+      AttrMap a = PoolAttrs(pc.k, pc.s, pc.pads);
+      a.set("ceil_mode", Attribute::Int(pc.ceil));
+      if (pc.dil != std::vector<int64_t>{1, 1}) a.set("dilations", Attribute::Ints(pc.dil));
+      if (std::string(pc.op) == "AveragePool") a.set("count_include_pad", Attribute::Int(pc.include_pad));
+      const int y = b.Node(pc.op, {b.Conv(rng, X, 3, c, 3, 1, true)}, a);
+      SCOPED_TRACE(std::string(pc.op) + " channels " + std::to_string(c) + " ceil " + std::to_string(pc.ceil));
+      const Graph opt = CompareLevels(b.g, y, x);
+      EXPECT_EQ(CountOps(opt, std::string("Nhwc") + pc.op), 1);
+      EXPECT_EQ(CountOps(opt, "Transpose"), 2);
+    }
+  }
+}
+
+// A conv output read by a layout-free op and by one that is not (Flatten): the transpose stays
+// where it is rather than being duplicated.
+TEST(Layout, NoPushWhenAReaderNeedsNchw) {
+  std::mt19937 rng(5);
+  Builder b;
+  const Tensor x = RandomTensor(rng, {1, 4, 6, 6});
+  const int X = b.Input("X", TensorType::Of(DType::kFloat32, x.shape()));
+  const int c = b.Conv(rng, X, 4, 8, 3, 1, true);
+  const int r = b.Node("Relu", {c});
+  AttrMap fa;
+  fa.set("axis", Attribute::Int(1));
+  const int f = b.Node("Flatten", {c}, fa);
+  const int y = b.Node("Add", {b.Node("Flatten", {r}, fa), f});
+  const Graph opt = CompareLevels(b.g, y, x);
+  EXPECT_EQ(CountOps(opt, "Transpose"), 2);
+  EXPECT_EQ(CountOps(opt, "Relu"), 1);
+}
+
+}  // namespace
+}  // namespace oneflow
