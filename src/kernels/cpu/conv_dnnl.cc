@@ -242,24 +242,28 @@ void RunDnnlConv2dNhwc(const DnnlConv2d& conv, const float* x, const float* bias
            "NHWC conv plan built for another epilogue");
   const int threads = pool.num_threads();
   const int64_t in_img = p.h * p.w * p.c, out_img = p.oh * p.ow * p.m;
-  // Whole images per thread when the batch splits evenly, as one primitive call over each
-  // thread's images (no halo rows recomputed, no per-image call overhead); else bands of output
-  // rows of each image across the threads.
-  const bool whole = p.n % threads == 0 || p.n >= 4 * threads;
-  const int64_t chunk = p.n % threads == 0 ? p.n / threads : 1;
+  // Batches of at least one image per thread: whole images in chunks, one primitive call per
+  // chunk (no halo rows recomputed, little per-call overhead), about four chunks per thread so
+  // the pool balances them dynamically when a core is busy. Smaller batches: bands of output rows
+  // of each image across the threads.
+  const bool whole = p.n >= threads;
+  const int64_t chunk = whole ? std::max<int64_t>(1, p.n / (4 * threads)) : 1;
+  const int64_t chunks = (p.n + chunk - 1) / chunk;
   auto slices = whole ? conv.BatchSlice(chunk) : conv.Slices(threads);
+  auto tail = whole && p.n % chunk ? conv.BatchSlice(p.n % chunk) : slices;
   const int64_t nb = static_cast<int64_t>(slices->size());
-  const int64_t items = whole ? p.n / chunk : p.n * nb;
+  const int64_t items = whole ? chunks : p.n * nb;
   pool.ParallelFor(items, 1e9, [&](int64_t begin, int64_t end) {
     DnnlSingleThreadScope single_threaded;  // each band runs on this pool thread alone
     thread_local dnnl::stream strm(Engine());
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = whole ? item * chunk : item / nb;
       const int64_t s = whole ? 0 : item % nb;
-      const DnnlSlice& sl = (*slices)[static_cast<size_t>(s)];
+      const int64_t images = whole ? std::min(chunk, p.n - n) : 1;
+      const DnnlSlice& sl = (*(images == chunk ? slices : tail))[static_cast<size_t>(s)];
       const int64_t out_rows = (s + 1 < nb ? (*slices)[static_cast<size_t>(s + 1)].out_row0 : p.oh) - sl.out_row0;
       float* dst = y + n * out_img + sl.out_row0 * p.ow * p.m;
-      const int64_t band = (whole ? chunk : 1) * out_rows * p.ow * p.m;
+      const int64_t band = images * out_rows * p.ow * p.m;
       if (z) std::copy(z + (dst - y), z + (dst - y) + band, dst);  // the sum post-op adds it
       std::vector<char>& scratch = Scratch(2, sl.scratch_md.get_size() + 64);
       dnnl::memory src_m(sl.src_md, Engine(), const_cast<float*>(x + n * in_img + sl.in_row0 * p.w * p.c));
