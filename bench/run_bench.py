@@ -161,7 +161,7 @@ def time_engines(engines, iters, warmup, max_seconds, row):
         count = n // blocks + (1 if b < n % blocks else 0)
         order = engines if b % 2 == 0 else engines[::-1]  # alternate who goes first
         for key, fn in order:
-            time.sleep(0.005)  # let the other engine's worker threads go idle before timing
+            time.sleep(0.05)  # let the other engine's worker threads go idle before timing
             s = samples[key]
             for _ in range(count):
                 t0 = time.perf_counter_ns()

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config
-              protobuf-compiler libprotobuf-dev libdnnl-dev libgtest-dev clang)
+              protobuf-compiler libprotobuf-dev libdnnl-dev libgtest-dev clang libclang-rt-dev)
 PIP_PACKAGES=("numpy>=1.26" "onnx==1.23.2" "onnxruntime==1.31.1")
 
 missing=()
@@ -18,6 +18,12 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 PY=${PYTHON:-python3}
+# A bare Debian python3 has no pip: take Debian's.
+if ! $PY -m pip --version >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-pip
+fi
 if ! $PY - "${PIP_PACKAGES[@]}" <<'PYEOF' 2>/dev/null
 import sys
 from importlib.metadata import version
@@ -28,5 +34,7 @@ for spec in sys.argv[1:]:
         sys.exit(1)
 PYEOF
 then
-  $PY -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}"
+  # Debian's own python3 refuses user installs (PEP 668) unless told to; a pyenv/venv python does not.
+  $PY -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}" 2>/dev/null ||
+    $PY -m pip install -q --disable-pip-version-check --break-system-packages "${PIP_PACKAGES[@]}"
 fi

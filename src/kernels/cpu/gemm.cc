@@ -378,6 +378,73 @@ static bool DnnlSgemm(int64_t M, int64_t N, int64_t K, float alpha, const GemmOp
 }
 #endif
 
+namespace {
+
+// A few rows of A against a pre-packed B (batch-1 and small-batch inference). B's panels are
+// contiguous over k, so each output panel is a streamed sum at memory bandwidth, with no packing
+// of A and no row blocking; threads split the column panels. kRows is a template parameter so the
+// accumulators stay in registers; even and odd k use separate accumulators to hide FMA latency.
+constexpr int64_t kGemvMaxRows = 4;
+
+template <int kRows>
+void GemvPanels(int64_t N, int64_t K, float alpha, const GemmOperand& A, const float* bp, int64_t npad, float beta,
+                float* C, int64_t ldc, const GemmEpilogue* ep, int64_t q0, int64_t q1) {
+  auto a_at = [&](int64_t i, int64_t k) { return A.trans ? A.data[k * A.ld + i] : A.data[i * A.ld + k]; };
+  for (int64_t q = q0; q < q1; ++q) {
+    const int64_t j = q * kNR, nvalid = std::min(kNR, N - j);
+    float acc0[kRows][kNR] = {}, acc1[kRows][kNR] = {};
+    for (int64_t pc = 0; pc < K; pc += kKC) {
+      const int64_t kc = std::min(kKC, K - pc);
+      const float* panel = bp + pc * npad + q * kNR * kc;
+      int64_t k = 0;
+      for (; k + 1 < kc; k += 2) {
+        const float* b0 = panel + k * kNR;
+        const float* b1 = b0 + kNR;
+        for (int i = 0; i < kRows; ++i) {
+          const float a0 = a_at(i, pc + k), a1 = a_at(i, pc + k + 1);
+          for (int64_t l = 0; l < kNR; ++l) acc0[i][l] += a0 * b0[l];
+          for (int64_t l = 0; l < kNR; ++l) acc1[i][l] += a1 * b1[l];
+        }
+      }
+      for (; k < kc; ++k) {
+        const float* b0 = panel + k * kNR;
+        for (int i = 0; i < kRows; ++i) {
+          const float a0 = a_at(i, pc + k);
+          for (int64_t l = 0; l < kNR; ++l) acc0[i][l] += a0 * b0[l];
+        }
+      }
+    }
+    for (int i = 0; i < kRows; ++i) {
+      float* c = C + i * ldc + j;
+      for (int64_t l = 0; l < nvalid; ++l) {
+        const float v = alpha * (acc0[i][l] + acc1[i][l]);
+        c[l] = beta == 0.0f ? v : v + beta * c[l];
+      }
+    }
+    if (ep) ApplyEpilogueTile(*ep, C, ldc, 0, kRows, j, nvalid);
+  }
+}
+
+void SgemvPacked(int64_t M, int64_t N, int64_t K, float alpha, const GemmOperand& A, const PackedMatrix& B,
+                 float beta, float* C, int64_t ldc, const GemmEpilogue* ep, ThreadPool* pool) {
+  const int64_t npad = CeilDiv(N, kNR) * kNR, n_panels = npad / kNR;
+  const float* bp = GemmImpl::Data(B);
+  auto task = [&](int64_t q0, int64_t q1) {
+    switch (M) {
+      case 1: GemvPanels<1>(N, K, alpha, A, bp, npad, beta, C, ldc, ep, q0, q1); break;
+      case 2: GemvPanels<2>(N, K, alpha, A, bp, npad, beta, C, ldc, ep, q0, q1); break;
+      case 3: GemvPanels<3>(N, K, alpha, A, bp, npad, beta, C, ldc, ep, q0, q1); break;
+      default: GemvPanels<4>(N, K, alpha, A, bp, npad, beta, C, ldc, ep, q0, q1); break;
+    }
+  };
+  // Per panel: M*K*kNR FMAs, ~16 lanes per cycle, bounded by streaming K*kNR floats of B.
+  const double cost = static_cast<double>(K) * kNR * static_cast<double>(std::max<int64_t>(M, 2)) / 16.0;
+  if (pool) pool->ParallelFor(n_panels, cost, task);
+  else task(0, n_panels);
+}
+
+}  // namespace
+
 void Sgemm(int64_t M, int64_t N, int64_t K, float alpha, const GemmOperand& A, const GemmOperand& B, float beta,
            float* C, int64_t ldc, const GemmEpilogue* epilogue, ThreadPool* pool) {
   if (M <= 0 || N <= 0) return;
@@ -388,6 +455,10 @@ void Sgemm(int64_t M, int64_t N, int64_t K, float alpha, const GemmOperand& A, c
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
     if (ep) ApplyEpilogueTile(*ep, C, ldc, 0, M, 0, N);
+    return;
+  }
+  if (B.packed && !A.packed && M <= kGemvMaxRows) {
+    SgemvPacked(M, N, K, alpha, A, *B.packed, beta, C, ldc, ep, pool);
     return;
   }
 #if defined(ONEFLOW_HAVE_DNNL)

@@ -78,7 +78,7 @@ void AddBiasAndActivate(T* y, int64_t rows, int64_t n, const T* bias, const Acti
 
 MatMulKernel::MatMulKernel(const KernelInitContext& init) : act_(ReadActivation(init.attrs())) {
   const Tensor* b = init.constant_input(1);
-  if (b && b->dtype() == DType::kFloat32 && b->rank() == 2 && !DnnlGemmEnabled()) {
+  if (b && b->dtype() == DType::kFloat32 && b->rank() == 2) {
     packed_b_ = PackGemmB(b->dim(0), b->dim(1), b->data<float>(), b->dim(1), false);
     has_packed_b_ = true;
   }
@@ -152,7 +152,7 @@ GemmKernel::GemmKernel(const KernelInitContext& init)
       trans_a_(init.attrs().GetInt("transA", 0) != 0),
       trans_b_(init.attrs().GetInt("transB", 0) != 0) {
   const Tensor* b = init.constant_input(1);
-  if (b && b->dtype() == DType::kFloat32 && b->rank() == 2 && !DnnlGemmEnabled()) {
+  if (b && b->dtype() == DType::kFloat32 && b->rank() == 2) {
     const int64_t k = trans_b_ ? b->dim(1) : b->dim(0), n = trans_b_ ? b->dim(0) : b->dim(1);
     packed_b_ = PackGemmB(k, n, b->data<float>(), b->dim(1), trans_b_);
     has_packed_b_ = true;
