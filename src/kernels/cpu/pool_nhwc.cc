@@ -49,18 +49,19 @@ int64_t PaddedTaps(int64_t o, int64_t k, int64_t s, int64_t d, int64_t pad, int6
 }
 
 #if defined(__AVX512F__)
-// One window over NV * 16 channels with the accumulators in registers; the result is scaled by
-// `fin` (average: 1/count; max: 1, or 0 for a window that misses the input).
-template <int NV, bool kMax>
-inline void VectorWindow(const float* xn, float* out, float init, float fin, int64_t oh, int64_t ow, int64_t h0,
-                         int64_t h1, int64_t w0, int64_t w1, const NhwcPoolShape& s, const PoolGeometry& g) {
+// One window over NV * 16 channels with the accumulators in registers: `nh` x `nw` taps from
+// `first`, `row_step` / `col_step` floats apart (KH, KW > 0: those counts, known at compile time
+// so the tap loops unroll). The result is scaled by `fin` (average: 1/count; max: 1, or 0 for a
+// window that misses the input).
+template <int NV, bool kMax, int KH, int KW>
+inline void VectorWindow(const float* first, float* out, float init, float fin, int64_t nh, int64_t nw,
+                         int64_t row_step, int64_t col_step) {
   __m512 acc[NV];
   for (int v = 0; v < NV; ++v) acc[v] = _mm512_set1_ps(init);
-  for (int64_t i = h0; i < h1; ++i) {
-    const int64_t ih = oh * g.stride[0] - g.pad_begin[0] + i * g.dilation[0];
-    const float* row = xn + (ih * s.w + ow * g.stride[1] - g.pad_begin[1]) * s.c;
-    for (int64_t j = w0; j < w1; ++j) {
-      const float* src = row + j * g.dilation[1] * s.c;
+  const int64_t h_taps = KH > 0 ? KH : nh, w_taps = KW > 0 ? KW : nw;
+  for (int64_t i = 0; i < h_taps; ++i) {
+    for (int64_t j = 0; j < w_taps; ++j) {
+      const float* src = first + i * row_step + j * col_step;
       for (int v = 0; v < NV; ++v) {
         const __m512 x = _mm512_loadu_ps(src + 16 * v);
         acc[v] = kMax ? _mm512_max_ps(x, acc[v]) : _mm512_add_ps(acc[v], x);
@@ -69,6 +70,24 @@ inline void VectorWindow(const float* xn, float* out, float init, float fin, int
   }
   const __m512 f = _mm512_set1_ps(fin);
   for (int v = 0; v < NV; ++v) _mm512_storeu_ps(out + 16 * v, _mm512_mul_ps(acc[v], f));
+}
+
+// Dispatches on the channel block width and, for whole 2x2 and 3x3 windows, the tap counts.
+template <bool kMax>
+inline void VectorWindowAny(int nv, int64_t kh, int64_t kw, const float* first, float* out, float init, float fin,
+                            int64_t nh, int64_t nw, int64_t row_step, int64_t col_step) {
+  const int fixed = nh == kh && nw == kw ? (kh == 2 && kw == 2 ? 2 : kh == 3 && kw == 3 ? 3 : 0) : 0;
+#define OF_WINDOW(NV)                                                                                       \
+  if (fixed == 2) VectorWindow<NV, kMax, 2, 2>(first, out, init, fin, nh, nw, row_step, col_step);          \
+  else if (fixed == 3) VectorWindow<NV, kMax, 3, 3>(first, out, init, fin, nh, nw, row_step, col_step);     \
+  else VectorWindow<NV, kMax, 0, 0>(first, out, init, fin, nh, nw, row_step, col_step);
+  switch (nv) {
+    case 4: OF_WINDOW(4) break;
+    case 3: OF_WINDOW(3) break;
+    case 2: OF_WINDOW(2) break;
+    default: OF_WINDOW(1) break;
+  }
+#undef OF_WINDOW
 }
 #endif
 
@@ -112,16 +131,13 @@ void PoolWindows(KernelContext& ctx, const Tensor& x, Tensor& y, bool include_pa
           if (s.c % 16 == 0) {
             const float init = kMax ? std::numeric_limits<float>::lowest() : 0.0f;
             const float fin = kMax ? (valid > 0 ? 1.0f : 0.0f) : scale;
+            const int64_t ih0 = oh * g.stride[0] - g.pad_begin[0] + h0 * g.dilation[0];
+            const int64_t iw0 = ow * g.stride[1] - g.pad_begin[1] + w0 * g.dilation[1];
+            const float* first = valid > 0 ? xn + (ih0 * s.w + iw0) * s.c : xn;  // no taps: never read
             for (int64_t c0 = 0; c0 < s.c; c0 += kBlock) {
               const int nv = static_cast<int>(std::min(kBlock, s.c - c0) / 16);
-              const float* base = xn + c0;
-              float* out = dst + c0;
-              switch (nv) {
-                case 4: VectorWindow<4, kMax>(base, out, init, fin, oh, ow, h0, h1, w0, w1, s, g); break;
-                case 3: VectorWindow<3, kMax>(base, out, init, fin, oh, ow, h0, h1, w0, w1, s, g); break;
-                case 2: VectorWindow<2, kMax>(base, out, init, fin, oh, ow, h0, h1, w0, w1, s, g); break;
-                default: VectorWindow<1, kMax>(base, out, init, fin, oh, ow, h0, h1, w0, w1, s, g); break;
-              }
+              VectorWindowAny<kMax>(nv, g.kernel[0], g.kernel[1], first + c0, dst + c0, init, fin, h1 - h0, w1 - w0,
+                                    g.dilation[0] * s.w * s.c, g.dilation[1] * s.c);
             }
             continue;
           }
