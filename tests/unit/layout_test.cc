@@ -132,6 +132,24 @@ TEST(Layout, ResNetLikeSymbolicBatch) {
   }
 }
 
+// Small maps with many channels at batch 1 run as slices of the output channels on 2 threads;
+// residual, bias and both kinds of activation (oneDNN post-op, applied after) must land in place.
+TEST(Layout, SmallMapChannelSlices) {
+  std::mt19937 rng(6);
+  for (const char* act : {"Relu", "Sigmoid"}) {
+    Builder b;
+    const Tensor x = RandomTensor(rng, {1, 32, 5, 6});
+    const int X = b.Input("X", TensorType::Of(DType::kFloat32, x.shape()));
+    const int c1 = b.Node("Relu", {b.Conv(rng, X, 32, 64, 3, 1, true)});
+    const int c2 = b.Conv(rng, c1, 64, 64, 3, 1, true);
+    const int y = b.Node(act, {b.Node("Add", {c2, c1})});
+    SCOPED_TRACE(act);
+    const Graph opt = CompareLevels(b.g, y, x);
+    EXPECT_EQ(CountOps(opt, "Transpose"), 2);
+    EXPECT_EQ(CountOps(opt, "FusedConv"), 2);
+  }
+}
+
 // NHWC pools over the geometries ONNX allows, on channel counts that take the vector path (32)
 // and the generic one (5).
 TEST(Layout, PoolGeometries) {

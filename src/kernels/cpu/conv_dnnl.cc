@@ -60,6 +60,7 @@ struct DnnlSlice {
   dnnl::memory::desc src_md, dst_md, scratch_md;
   dnnl::memory weights;
   int64_t in_row0 = 0, out_row0 = 0;
+  int64_t m0 = 0, mm = 0;  // output channels [m0, m0 + mm) (channel slices; else all)
 };
 
 class DnnlConv2d {
@@ -101,8 +102,18 @@ class DnnlConv2d {
     return entry;
   }
 
+  // Whole-image slices of the output channels, one per thread: for maps too small to split by
+  // rows evenly (7x7). Each writes a dense [oh, ow, mm] buffer that is scattered into place.
+  std::shared_ptr<const std::vector<DnnlSlice>> ChannelSlices(int n) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& entry = channel_slices_[n];
+    if (!entry) entry = MakeSlices(1, 1, n);
+    return entry;
+  }
+
  private:
-  std::shared_ptr<const std::vector<DnnlSlice>> MakeSlices(int n, int64_t batch = 1) const {
+  // `n` row bands, or with channel_slices > 1 that many slices of the output channels (n = 1).
+  std::shared_ptr<const std::vector<DnnlSlice>> MakeSlices(int n, int64_t batch = 1, int channel_slices = 1) const {
     using namespace dnnl;
     using tag = memory::format_tag;
     using dt = memory::data_type;
@@ -110,8 +121,12 @@ class DnnlConv2d {
     auto slices = std::make_shared<std::vector<DnnlSlice>>();
     stream strm(Engine());
     const int64_t eff = (p_.kh - 1) * p_.dh + 1;
-    for (int s = 0; s < n; ++s) {
-      const int64_t oh0 = p_.oh * s / n, oh1 = p_.oh * (s + 1) / n;
+    for (int s = 0; s < n * channel_slices; ++s) {
+      const int band = channel_slices > 1 ? 0 : s;
+      const int64_t oh0 = p_.oh * band / n, oh1 = p_.oh * (band + 1) / n;
+      const int64_t m0 = p_.m * s / (n * channel_slices) / 16 * 16;
+      const int64_t m1 = channel_slices > 1 && s + 1 < channel_slices ? p_.m * (s + 1) / channel_slices / 16 * 16 : p_.m;
+      const int64_t mm = channel_slices > 1 ? m1 - m0 : p_.m;
       const int64_t first = oh0 * p_.sh - p_.pt, last = (oh1 - 1) * p_.sh - p_.pt + eff;  // input rows [first, last)
       // A single band spans whole images (so batched plans can stride by the image size): an
       // unread tail of input rows is harmless, oneDNN rounds the output size down like ONNX.
@@ -119,14 +134,16 @@ class DnnlConv2d {
       DnnlSlice sl;
       sl.in_row0 = r0;
       sl.out_row0 = oh0;
+      sl.m0 = channel_slices > 1 ? m0 : 0;
+      sl.mm = mm;
       sl.src_md = memory::desc({batch, p_.c, r1 - r0, p_.w}, dt::f32, tag::nhwc);
-      sl.dst_md = memory::desc({batch, p_.m, oh1 - oh0, p_.ow}, dt::f32, tag::nhwc);
-      memory::desc w_any({p_.m, p_.c, p_.kh, p_.kw}, dt::f32, tag::any);
+      sl.dst_md = memory::desc({batch, mm, oh1 - oh0, p_.ow}, dt::f32, tag::nhwc);
+      memory::desc w_any({mm, p_.c, p_.kh, p_.kw}, dt::f32, tag::any);
       const memory::dims strides{p_.sh, p_.sw}, dil{p_.dh - 1, p_.dw - 1}, pad_l{r0 - first, p_.pl},
           pad_r{std::max<int64_t>(0, last - r1), p_.pr};
       const auto alg = algorithm::convolution_direct;
       const auto cd = ep_.bias ? convolution_forward::desc(prop_kind::forward_inference, alg, sl.src_md, w_any,
-                                                           memory::desc({p_.m}, dt::f32, tag::x), sl.dst_md,
+                                                           memory::desc({mm}, dt::f32, tag::x), sl.dst_md,
                                                            strides, dil, pad_l, pad_r)
                                : convolution_forward::desc(prop_kind::forward_inference, alg, sl.src_md, w_any,
                                                            sl.dst_md, strides, dil, pad_l, pad_r);
@@ -143,13 +160,13 @@ class DnnlConv2d {
       if (po.len() > 0) attr.set_post_ops(po);
       convolution_forward::primitive_desc pd(cd, attr, Engine());
       if (std::getenv("ONEFLOW_DNNL_VERBOSE"))
-        std::fprintf(stderr, "dnnl conv band %d/%d: %s\n", s, n, pd.impl_info_str());
+        std::fprintf(stderr, "dnnl conv slice %d/%d: %s\n", s, n * channel_slices, pd.impl_info_str());
       sl.scratch_md = pd.scratchpad_desc();
-      if (!slices->empty() && slices->front().weights.get_desc() == pd.weights_desc()) {
+      if (channel_slices == 1 && !slices->empty() && slices->front().weights.get_desc() == pd.weights_desc()) {
         sl.weights = slices->front().weights;  // same packed layout: share it
       } else {
-        memory w_user(memory::desc({p_.m, p_.c, p_.kh, p_.kw}, dt::f32, tag::oihw), Engine(),
-                      const_cast<float*>(weights_.data()));
+        memory w_user(memory::desc({mm, p_.c, p_.kh, p_.kw}, dt::f32, tag::oihw), Engine(),
+                      const_cast<float*>(weights_.data() + sl.m0 * p_.c * p_.kh * p_.kw));
         sl.weights = memory(pd.weights_desc(), Engine());
         reorder(w_user, sl.weights).execute(strm, w_user, sl.weights);
       }
@@ -168,6 +185,7 @@ class DnnlConv2d {
   mutable std::mutex mutex_;
   mutable std::map<int, std::shared_ptr<const std::vector<DnnlSlice>>> slices_;
   mutable std::map<int64_t, std::shared_ptr<const std::vector<DnnlSlice>>> batch_slices_;
+  mutable std::map<int, std::shared_ptr<const std::vector<DnnlSlice>>> channel_slices_;
 };
 
 std::shared_ptr<DnnlConv2d> CreateDnnlConv2d(const DnnlConvParams& p, const float* weights,
@@ -234,6 +252,52 @@ void RunDnnlConv2d(const DnnlConv2d& conv, const float* x, const float* bias, co
   }
 }
 
+namespace {
+
+// Runs slice `sl` on this thread: the common part of the NHWC paths.
+void ExecuteSlice(const DnnlSlice& sl, const float* src, float* dst, const float* bias) {
+  thread_local dnnl::stream strm(Engine());
+  std::vector<char>& scratch = Scratch(2, sl.scratch_md.get_size() + 64);
+  dnnl::memory src_m(sl.src_md, Engine(), const_cast<float*>(src));
+  dnnl::memory dst_m(sl.dst_md, Engine(), dst);
+  dnnl::memory scratch_m(sl.scratch_md, Engine(), Aligned(scratch));
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, sl.weights},
+                                             {DNNL_ARG_DST, dst_m}, {DNNL_ARG_SCRATCHPAD, scratch_m}};
+  if (bias)
+    args.emplace(DNNL_ARG_BIAS, dnnl::memory(dnnl::memory::desc({sl.mm}, dnnl::memory::data_type::f32,
+                                                                dnnl::memory::format_tag::x),
+                                             Engine(), const_cast<float*>(bias + sl.m0)));
+  sl.prim.execute(strm, args);
+  strm.wait();
+}
+
+// Each thread computes a slice of the output channels of every image into a dense buffer, then
+// scatters it into the NHWC output (and gathers the residual first: the sum post-op adds it).
+void RunChannelSlices(const DnnlConv2d& conv, const float* x, const float* bias, const float* z, float* y,
+                      ThreadPool& pool) {
+  const DnnlConvParams& p = conv.params();
+  auto slices = conv.ChannelSlices(pool.num_threads());
+  const int64_t ns = static_cast<int64_t>(slices->size()), pixels = p.oh * p.ow;
+  pool.ParallelFor(p.n * ns, 1e9, [&](int64_t begin, int64_t end) {
+    DnnlSingleThreadScope single_threaded;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t n = item / ns;
+      const DnnlSlice& sl = (*slices)[static_cast<size_t>(item % ns)];
+      float* buf = Aligned(Scratch(0, static_cast<size_t>(pixels * sl.mm * 4)));
+      float* yn = y + n * pixels * p.m + sl.m0;
+      if (z) {
+        const float* zn = z + n * pixels * p.m + sl.m0;
+        for (int64_t q = 0; q < pixels; ++q) std::copy(zn + q * p.m, zn + q * p.m + sl.mm, buf + q * sl.mm);
+      }
+      ExecuteSlice(sl, x + n * p.h * p.w * p.c, buf, bias);
+      if (conv.manual_activation()) ApplyActivation(buf, pixels * sl.mm, conv.epilogue().act);
+      for (int64_t q = 0; q < pixels; ++q) std::copy(buf + q * sl.mm, buf + (q + 1) * sl.mm, yn + q * p.m);
+    }
+  });
+}
+
+}  // namespace
+
 void RunDnnlConv2dNhwc(const DnnlConv2d& conv, const float* x, const float* bias, const float* z, float* y,
                        ThreadPool& pool) {
   const DnnlConvParams& p = conv.params();
@@ -242,6 +306,12 @@ void RunDnnlConv2dNhwc(const DnnlConv2d& conv, const float* x, const float* bias
            "NHWC conv plan built for another epilogue");
   const int threads = pool.num_threads();
   const int64_t in_img = p.h * p.w * p.c, out_img = p.oh * p.ow * p.m;
+  // Fewer images than threads on small maps (under 4 output rows per thread, where row bands
+  // balance badly: 7 rows on 2 threads) with enough output channels: channel slices.
+  if (p.n < threads && p.oh < 4 * threads && p.m % (16 * threads) == 0) {
+    RunChannelSlices(conv, x, bias, z, y, pool);
+    return;
+  }
   // Batches of at least one image per thread: whole images in chunks, one primitive call per
   // chunk (no halo rows recomputed, little per-call overhead), about four chunks per thread so
   // the pool balances them dynamically when a core is busy. Smaller batches: bands of output rows
@@ -255,7 +325,6 @@ void RunDnnlConv2dNhwc(const DnnlConv2d& conv, const float* x, const float* bias
   const int64_t items = whole ? chunks : p.n * nb;
   pool.ParallelFor(items, 1e9, [&](int64_t begin, int64_t end) {
     DnnlSingleThreadScope single_threaded;  // each band runs on this pool thread alone
-    thread_local dnnl::stream strm(Engine());
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = whole ? item * chunk : item / nb;
       const int64_t s = whole ? 0 : item % nb;
@@ -265,18 +334,7 @@ void RunDnnlConv2dNhwc(const DnnlConv2d& conv, const float* x, const float* bias
       float* dst = y + n * out_img + sl.out_row0 * p.ow * p.m;
       const int64_t band = images * out_rows * p.ow * p.m;
       if (z) std::copy(z + (dst - y), z + (dst - y) + band, dst);  // the sum post-op adds it
-      std::vector<char>& scratch = Scratch(2, sl.scratch_md.get_size() + 64);
-      dnnl::memory src_m(sl.src_md, Engine(), const_cast<float*>(x + n * in_img + sl.in_row0 * p.w * p.c));
-      dnnl::memory dst_m(sl.dst_md, Engine(), dst);
-      dnnl::memory scratch_m(sl.scratch_md, Engine(), Aligned(scratch));
-      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, sl.weights},
-                                                 {DNNL_ARG_DST, dst_m}, {DNNL_ARG_SCRATCHPAD, scratch_m}};
-      if (bias)
-        args.emplace(DNNL_ARG_BIAS, dnnl::memory(dnnl::memory::desc({p.m}, dnnl::memory::data_type::f32,
-                                                                    dnnl::memory::format_tag::x),
-                                                 Engine(), const_cast<float*>(bias)));
-      sl.prim.execute(strm, args);
-      strm.wait();
+      ExecuteSlice(sl, x + n * in_img + sl.in_row0 * p.w * p.c, dst, bias);
       if (conv.manual_activation()) ApplyActivation(dst, band, ep.act);
     }
   });
