@@ -328,7 +328,10 @@ void RunDnnlConv2dNhwc(const DnnlConv2d& conv, const float* x, const float* bias
   const DnnlConvEpilogue& ep = conv.epilogue();
   OF_CHECK(conv.nhwc() && ep.bias == (bias != nullptr) && ep.residual == (z != nullptr), kInternal,
            "NHWC conv plan built for another epilogue");
-  const int threads = pool.num_threads();
+  // Below ~3 MFLOP (about 15 us on one core) a second thread costs more than it saves: the
+  // handoff, and the activations moving between the cores' caches.
+  const double flops = 2.0 * static_cast<double>(p.n * p.oh * p.ow * p.m * p.c * p.kh * p.kw);
+  const int threads = flops < 3e6 ? 1 : pool.num_threads();
   const int64_t in_img = p.h * p.w * p.c, out_img = p.oh * p.ow * p.m;
   // Fewer images than threads on small maps (under 4 output rows per thread, where row bands
   // balance badly: 7 rows on 2 threads) with enough output channels: channel slices.
@@ -347,7 +350,7 @@ void RunDnnlConv2dNhwc(const DnnlConv2d& conv, const float* x, const float* bias
   auto tail = whole && p.n % chunk ? conv.BatchSlice(p.n % chunk) : slices;
   const int64_t nb = static_cast<int64_t>(slices->size());
   const int64_t items = whole ? chunks : p.n * nb;
-  pool.ParallelFor(items, 1e9, [&](int64_t begin, int64_t end) {
+  auto run = [&](int64_t begin, int64_t end) {
     DnnlSingleThreadScope single_threaded;  // each band runs on this pool thread alone
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = whole ? item * chunk : item / nb;
@@ -361,7 +364,12 @@ void RunDnnlConv2dNhwc(const DnnlConv2d& conv, const float* x, const float* bias
       ExecuteSlice(sl, x + n * in_img + sl.in_row0 * p.w * p.c, dst, bias);
       if (conv.manual_activation()) ApplyActivation(dst, band, ep.act);
     }
-  });
+  };
+  if (threads == 1) {
+    run(0, items);
+  } else {
+    pool.ParallelFor(items, 1e9, run);
+  }
 }
 
 }  // namespace oneflow

@@ -111,7 +111,10 @@ void PoolWindows(KernelContext& ctx, const Tensor& x, Tensor& y, bool include_pa
                           : whi[o] - wlo[o];
   }
   const int64_t rows = s.n * s.oh;
-  const double cost = static_cast<double>(s.ow * s.c * g.kernel[0] * g.kernel[1]);
+  // Cost per output row in cycles, for the pool's split; under ~100k cycles in all (a few us:
+  // batch-1 pools of small nets) one thread is faster than handing work and data to another.
+  const double taps = static_cast<double>(s.ow * s.c * g.kernel[0] * g.kernel[1]);
+  const double cost = taps * static_cast<double>(rows) < 4e5 ? 1.0 : taps;
   ctx.pool().ParallelFor(rows, cost, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t n = r / s.oh, oh = r % s.oh;
