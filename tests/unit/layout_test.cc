@@ -96,10 +96,11 @@ void CheckResNetLike(const TensorType& x_type, const Tensor& x) {
   std::mt19937 rng(3);
   Builder b;
   const int X = b.Input("X", x_type);
-  int t = b.Node("Relu", {b.Conv(rng, X, 8, 16, 3, 1, true)});
+  // Wide enough (> 3 MFLOP per conv) that the convs split across 2 threads.
+  int t = b.Node("Relu", {b.Conv(rng, X, 16, 48, 3, 1, true)});
   const int p = b.Node("MaxPool", {t}, PoolAttrs({3, 3}, {2, 2}, {1, 1, 1, 1}));
-  t = b.Node("Relu", {b.Conv(rng, p, 16, 16, 3, 1, false)});
-  t = b.Node("Relu", {b.Node("Add", {b.Conv(rng, t, 16, 16, 3, 1, true), p})});
+  t = b.Node("Relu", {b.Conv(rng, p, 48, 48, 3, 1, false)});
+  t = b.Node("Relu", {b.Node("Add", {b.Conv(rng, t, 48, 48, 3, 1, true), p})});
   AttrMap avg = PoolAttrs({3, 3}, {1, 1}, {1, 1, 1, 1});
   avg.set("count_include_pad", Attribute::Int(1));
   t = b.Node("AveragePool", {t}, avg);
@@ -119,16 +120,16 @@ void CheckResNetLike(const TensorType& x_type, const Tensor& x) {
 
 TEST(Layout, ResNetLikeStaticShape) {
   std::mt19937 rng(1);
-  const Tensor x = RandomTensor(rng, {2, 8, 12, 12});
+  const Tensor x = RandomTensor(rng, {2, 16, 24, 24});
   CheckResNetLike(TensorType::Of(DType::kFloat32, x.shape()), x);
 }
 
 TEST(Layout, ResNetLikeSymbolicBatch) {
   std::mt19937 rng(2);
-  // Batch 3 on 2 threads: row bands per image; batch 1: bands too.
-  for (int64_t n : {3, 1}) {
-    const Tensor x = RandomTensor(rng, {n, 8, 11, 13});
-    CheckResNetLike(TensorType::Of(DType::kFloat32, {Dim::Symbol("N"), Dim::Known(8), Dim::Known(11), Dim::Known(13)}), x);
+  // On 2 threads: batch 1 runs row bands; 3 one-image chunks; 19 two-image chunks and a tail.
+  for (int64_t n : {1, 3, 19}) {
+    const Tensor x = RandomTensor(rng, {n, 16, 23, 25});
+    CheckResNetLike(TensorType::Of(DType::kFloat32, {Dim::Symbol("N"), Dim::Known(16), Dim::Known(23), Dim::Known(25)}), x);
   }
 }
 
@@ -138,10 +139,10 @@ TEST(Layout, SmallMapChannelSlices) {
   std::mt19937 rng(6);
   for (const char* act : {"Relu", "Sigmoid"}) {
     Builder b;
-    const Tensor x = RandomTensor(rng, {1, 32, 5, 6});
+    const Tensor x = RandomTensor(rng, {1, 64, 7, 6});
     const int X = b.Input("X", TensorType::Of(DType::kFloat32, x.shape()));
-    const int c1 = b.Node("Relu", {b.Conv(rng, X, 32, 64, 3, 1, true)});
-    const int c2 = b.Conv(rng, c1, 64, 64, 3, 1, true);
+    const int c1 = b.Node("Relu", {b.Conv(rng, X, 64, 128, 3, 1, true)});
+    const int c2 = b.Conv(rng, c1, 128, 128, 3, 1, true);
     const int y = b.Node(act, {b.Node("Add", {c2, c1})});
     SCOPED_TRACE(act);
     const Graph opt = CompareLevels(b.g, y, x);
