@@ -70,6 +70,7 @@ class LayoutRewriter {
       if (!changed) break;
       ++changes;
     }
+    for (Node& n : g_.nodes) changes += TransposeToReshape(n);
     if (!g_.opset_imports.count(kOneflowDomain)) g_.opset_imports[kOneflowDomain] = kOneflowDomainVersion;
     return changes;
   }
@@ -105,6 +106,38 @@ class LayoutRewriter {
     t.outputs = {out};
     t.attrs.set("perm", Attribute::Ints(perm));
     g_.nodes.push_back(std::move(t));
+  }
+
+  // A transpose that only moves size-1 dims (NHWC [N, 1, 1, C] -> NCHW [N, C, 1, 1] after a
+  // global pool) keeps the bytes in order: make it a Reshape, which runs as a view. Symbolic dims
+  // must stay in place (Reshape's 0 copies them).
+  int TransposeToReshape(Node& n) {
+    if (!IsOp(n, "Transpose") || !n.has_input(0) || !n.has_output(0)) return 0;
+    const TensorType& t = TypeOf(n.inputs[0]);
+    const Perm perm = PermOf(n);
+    if (!t.has_rank || perm.size() != t.dims.size()) return 0;
+    std::vector<int64_t> shape;
+    int64_t last = -1;
+    for (size_t k = 0; k < perm.size(); ++k) {
+      const size_t from = static_cast<size_t>(perm[k]);
+      const Dim& d = t.dims[from];
+      if (d.known() && d.value == 1) {
+        shape.push_back(1);
+        continue;
+      }
+      if (static_cast<int64_t>(from) < last) return 0;  // two real dims swap: a real transpose
+      last = static_cast<int64_t>(from);
+      if (d.known()) shape.push_back(d.value);
+      else if (from == k) shape.push_back(0);
+      else return 0;
+    }
+    Tensor st(DType::kInt64, Shape{static_cast<int64_t>(shape.size())});
+    std::copy(shape.begin(), shape.end(), st.data<int64_t>());
+    n.op_type = "Reshape";
+    n.attrs = AttrMap();
+    n.schema = nullptr;
+    n.inputs.push_back(g_.AddConstant(g_.UniqueName(n.name + "_shape"), st));
+    return 1;
   }
 
   // Step 1.
