@@ -165,49 +165,6 @@ inline float GeluTanh(float x) {
 
 }  // namespace fastmath
 
-// ================================================================================================
-// Dispatch helpers beyond base/dtype.h.
-// ================================================================================================
-// f32, f64, f16, bf16.
-template <typename Fn>
-decltype(auto) DispatchFloating(DType t, Fn&& fn) {
-  switch (t) {
-    case DType::kFloat32: return fn(TypeTag<float>{});
-    case DType::kFloat64: return fn(TypeTag<double>{});
-    case DType::kFloat16: return fn(TypeTag<Float16>{});
-    case DType::kBFloat16: return fn(TypeTag<BFloat16>{});
-    default: Fail(ErrorCode::kUnsupported, "dtype ", DTypeName(t), " is not supported here (floating types only)");
-  }
-}
-
-// Every numeric type including f16/bf16 (no bool).
-template <typename Fn>
-decltype(auto) DispatchNumericHalf(DType t, Fn&& fn) {
-  if (t == DType::kFloat16) return fn(TypeTag<Float16>{});
-  if (t == DType::kBFloat16) return fn(TypeTag<BFloat16>{});
-  return DispatchNumeric(t, std::forward<Fn>(fn));
-}
-
-// Integers only.
-template <typename Fn>
-decltype(auto) DispatchInteger(DType t, Fn&& fn) {
-  switch (t) {
-    case DType::kInt8: return fn(TypeTag<int8_t>{});
-    case DType::kInt16: return fn(TypeTag<int16_t>{});
-    case DType::kInt32: return fn(TypeTag<int32_t>{});
-    case DType::kInt64: return fn(TypeTag<int64_t>{});
-    case DType::kUInt8: return fn(TypeTag<uint8_t>{});
-    case DType::kUInt16: return fn(TypeTag<uint16_t>{});
-    case DType::kUInt32: return fn(TypeTag<uint32_t>{});
-    case DType::kUInt64: return fn(TypeTag<uint64_t>{});
-    default: Fail(ErrorCode::kUnsupported, "dtype ", DTypeName(t), " is not supported here (integer types only)");
-  }
-}
-
-// The type arithmetic on T is done in: float for the 16-bit floats, T itself otherwise.
-template <typename T>
-using ComputeType = std::conditional_t<kIsHalfType<T>, float, T>;
-
 // Approximate cycles per element, for ParallelFor's inline-or-fork decision.
 constexpr double kCheapCost = 1.0;
 constexpr double kMathCost = 20.0;

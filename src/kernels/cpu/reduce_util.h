@@ -136,6 +136,4 @@ inline void NarrowFromFloat(const Tensor& f, Tensor& out) {
   }
 }
 
-inline bool IsHalfDType(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
-
 }  // namespace oneflow
