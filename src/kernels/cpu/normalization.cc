@@ -42,11 +42,11 @@ void SoftmaxView(const T* x, T* y, const AxisView& v, bool log, ThreadPool& pool
         T* yr = y + o * n;
         const T m = LaneMax(xr, n);
         if (log) {
-          const T s = LaneSum<T>(n, [&](int64_t i) { return Exp<T>(xr[i] - m); });
+          const T s = LaneSum<T>(n, [&](int64_t i) { return fastmath::Exp(xr[i] - m); });
           const T shift = m + std::log(s);
           for (int64_t i = 0; i < n; ++i) yr[i] = xr[i] - shift;
         } else {
-          const T inv = T(1) / LaneSum<T>(n, [&](int64_t i) { return yr[i] = Exp<T>(xr[i] - m); });
+          const T inv = T(1) / LaneSum<T>(n, [&](int64_t i) { return yr[i] = fastmath::Exp(xr[i] - m); });
           for (int64_t i = 0; i < n; ++i) yr[i] *= inv;
         }
       }
@@ -67,7 +67,7 @@ void SoftmaxView(const T* x, T* y, const AxisView& v, bool log, ThreadPool& pool
         for (int64_t c = 0; c < w; ++c) m[c] = xb[r * inner + c] > m[c] ? xb[r * inner + c] : m[c];
       for (int64_t r = 0; r < n; ++r)
         for (int64_t c = 0; c < w; ++c) {
-          const T ev = Exp<T>(xb[r * inner + c] - m[c]);
+          const T ev = fastmath::Exp(xb[r * inner + c] - m[c]);
           s[c] += ev;
           if (!log) yb[r * inner + c] = ev;
         }

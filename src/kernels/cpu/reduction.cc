@@ -141,7 +141,7 @@ void LogSumExpView(const T* x, T* y, const AxisView& v, ThreadPool& pool) {
       for (int64_t o = b; o < e; ++o) {
         const T* row = x + o * n;
         const T m = LaneMax(row, n);
-        const T s = std::isinf(m) ? T(0) : LaneSum<T>(n, [&](int64_t i) { return Exp<T>(row[i] - m); });
+        const T s = std::isinf(m) ? T(0) : LaneSum<T>(n, [&](int64_t i) { return fastmath::Exp(row[i] - m); });
         y[o] = finish(m, s);
       }
     });
@@ -159,7 +159,7 @@ void LogSumExpView(const T* x, T* y, const AxisView& v, ThreadPool& pool) {
         for (int64_t c = 0; c < w; ++c) m[c] = base[r * inner + c] > m[c] ? base[r * inner + c] : m[c];
       for (int64_t c = 0; c < w; ++c) m[c] = std::isinf(m[c]) ? T(0) : m[c];  // avoid inf - inf
       for (int64_t r = 0; r < n; ++r)
-        for (int64_t c = 0; c < w; ++c) s[c] += Exp<T>(base[r * inner + c] - m[c]);
+        for (int64_t c = 0; c < w; ++c) s[c] += fastmath::Exp(base[r * inner + c] - m[c]);
       for (int64_t c = 0; c < w; ++c) y[o * inner + c0 + c] = m[c] + std::log(s[c]);
     }
   });
