@@ -2,6 +2,7 @@
 // LpNormalization, MeanVarianceNormalization).
 #include <vector>
 
+#include "graph/infer_util.h"
 #include "kernels/cpu/all_kernels.h"
 #include "kernels/cpu/reduce_util.h"
 #include "kernels/kernel.h"
@@ -11,8 +12,7 @@ namespace oneflow {
 namespace {
 
 int64_t AxisAttr(const KernelContext& ctx, int64_t rank) {
-  const int64_t a = ctx.attrs().GetInt("axis");
-  return a < 0 ? a + rank : a;
+  return NormalizeAxis(ctx.attrs().GetInt("axis"), rank);
 }
 
 // Runs fn(x, y) on float32 views when the tensors are f16/bf16, else directly.
@@ -376,7 +376,7 @@ void MvnKernel(KernelContext& ctx) {
   const Tensor& x0 = ctx.input(0);
   const int64_t rank = x0.rank();
   std::vector<bool> reduced(static_cast<size_t>(rank), false);
-  for (int64_t a : ctx.attrs().GetInts("axes")) reduced[static_cast<size_t>(a < 0 ? a + rank : a)] = true;
+  for (int64_t a : ctx.attrs().GetInts("axes")) reduced[static_cast<size_t>(NormalizeAxis(a, rank))] = true;
   if (x0.numel() == 0) return;
   // Group id of each element = its index over the kept axes, tracked with a multi-index counter.
   std::vector<int64_t> gstride(static_cast<size_t>(rank), 0);
