@@ -15,6 +15,22 @@ int64_t AxisAttr(const KernelContext& ctx, int64_t rank) {
   return NormalizeAxis(ctx.attrs().GetInt("axis"), rank);
 }
 
+// x seen as [outer, n, inner] around its `axis` attribute (a scalar is a single element).
+AxisView AxisAttrView(const KernelContext& ctx, const Tensor& x) {
+  if (x.rank() == 0) return AxisView{};
+  const int64_t axis = AxisAttr(ctx, x.rank());
+  return ViewAround(x.shape(), axis, axis + 1);
+}
+
+// Calls line(base) in parallel for each of the view's outer * inner lines along the axis: the line's
+// elements sit at base + i * v.inner for i < v.n. `cost` is per element.
+template <typename Line>
+void ForEachAxisLine(ThreadPool& pool, const AxisView& v, double cost, Line line) {
+  pool.ParallelFor(v.outer * v.inner, cost * static_cast<double>(v.n), [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) line((t / v.inner) * v.n * v.inner + t % v.inner);
+  });
+}
+
 // Runs fn(x, y) on float32 views when the tensors are f16/bf16, else directly.
 template <typename Fn>
 void WithFloatStaging(const Tensor& x, Tensor& y, Fn&& fn) {
@@ -88,8 +104,7 @@ template <bool kLog>
 void SoftmaxKernel(KernelContext& ctx) {
   const Tensor& x0 = ctx.input(0);
   if (x0.numel() == 0) return;
-  const int64_t axis = AxisAttr(ctx, x0.rank());
-  const AxisView v = x0.rank() == 0 ? AxisView{} : ViewAround(x0.shape(), axis, axis + 1);
+  const AxisView v = AxisAttrView(ctx, x0);
   WithFloatStaging(x0, ctx.output(0), [&](const Tensor& x, Tensor& y) {
     DispatchFloat(x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -102,21 +117,17 @@ void SoftmaxKernel(KernelContext& ctx) {
 void HardmaxKernel(KernelContext& ctx) {
   const Tensor& x0 = ctx.input(0);
   if (x0.numel() == 0) return;
-  const int64_t axis = AxisAttr(ctx, x0.rank());
-  const AxisView v = x0.rank() == 0 ? AxisView{} : ViewAround(x0.shape(), axis, axis + 1);
+  const AxisView v = AxisAttrView(ctx, x0);
   WithFloatStaging(x0, ctx.output(0), [&](const Tensor& x, Tensor& y) {
     DispatchFloat(x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* px = x.data<T>();
       T* py = y.data<T>();
-      ctx.pool().ParallelFor(v.outer * v.inner, 2.0 * static_cast<double>(v.n), [&](int64_t b, int64_t e) {
-        for (int64_t t = b; t < e; ++t) {
-          const int64_t base = (t / v.inner) * v.n * v.inner + t % v.inner;
-          int64_t best = 0;
-          for (int64_t i = 1; i < v.n; ++i)
-            if (px[base + i * v.inner] > px[base + best * v.inner]) best = i;
-          for (int64_t i = 0; i < v.n; ++i) py[base + i * v.inner] = i == best ? T(1) : T(0);
-        }
+      ForEachAxisLine(ctx.pool(), v, 2.0, [&](int64_t base) {
+        int64_t best = 0;
+        for (int64_t i = 1; i < v.n; ++i)
+          if (px[base + i * v.inner] > px[base + best * v.inner]) best = i;
+        for (int64_t i = 0; i < v.n; ++i) py[base + i * v.inner] = i == best ? T(1) : T(0);
       });
     });
   });
@@ -346,26 +357,22 @@ void GroupNormKernel(KernelContext& ctx) {
 void LpNormKernel(KernelContext& ctx) {
   const Tensor& x0 = ctx.input(0);
   if (x0.numel() == 0) return;
-  const int64_t axis = AxisAttr(ctx, x0.rank());
   const bool l1 = ctx.attrs().GetInt("p") == 1;
-  const AxisView v = x0.rank() == 0 ? AxisView{} : ViewAround(x0.shape(), axis, axis + 1);
+  const AxisView v = AxisAttrView(ctx, x0);
   WithFloatStaging(x0, ctx.output(0), [&](const Tensor& x, Tensor& y) {
     DispatchFloat(x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* px = x.data<T>();
       T* py = y.data<T>();
-      ctx.pool().ParallelFor(v.outer * v.inner, 4.0 * static_cast<double>(v.n), [&](int64_t b, int64_t e) {
-        for (int64_t t = b; t < e; ++t) {
-          const int64_t base = (t / v.inner) * v.n * v.inner + t % v.inner;
-          T s = 0;
-          for (int64_t i = 0; i < v.n; ++i) {
-            const T xv = px[base + i * v.inner];
-            s += l1 ? std::abs(xv) : xv * xv;
-          }
-          const T norm = l1 ? s : std::sqrt(s);
-          const T inv = norm == T(0) ? T(0) : T(1) / norm;
-          for (int64_t i = 0; i < v.n; ++i) py[base + i * v.inner] = px[base + i * v.inner] * inv;
+      ForEachAxisLine(ctx.pool(), v, 4.0, [&](int64_t base) {
+        T s = 0;
+        for (int64_t i = 0; i < v.n; ++i) {
+          const T xv = px[base + i * v.inner];
+          s += l1 ? std::abs(xv) : xv * xv;
         }
+        const T norm = l1 ? s : std::sqrt(s);
+        const T inv = norm == T(0) ? T(0) : T(1) / norm;
+        for (int64_t i = 0; i < v.n; ++i) py[base + i * v.inner] = px[base + i * v.inner] * inv;
       });
     });
   });
