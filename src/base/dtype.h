@@ -38,23 +38,6 @@ bool IsFloatDType(DType t);       // f16, bf16, f32, f64
 bool IsIntegerDType(DType t);     // signed or unsigned integers (not bool)
 inline bool IsHalfDType(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
 
-template <typename T> struct DTypeOf;
-#define OF_DTYPE_OF(T, D) template <> struct DTypeOf<T> { static constexpr DType value = DType::D; }
-OF_DTYPE_OF(float, kFloat32);
-OF_DTYPE_OF(double, kFloat64);
-OF_DTYPE_OF(Float16, kFloat16);
-OF_DTYPE_OF(BFloat16, kBFloat16);
-OF_DTYPE_OF(int8_t, kInt8);
-OF_DTYPE_OF(int16_t, kInt16);
-OF_DTYPE_OF(int32_t, kInt32);
-OF_DTYPE_OF(int64_t, kInt64);
-OF_DTYPE_OF(uint8_t, kUInt8);
-OF_DTYPE_OF(uint16_t, kUInt16);
-OF_DTYPE_OF(uint32_t, kUInt32);
-OF_DTYPE_OF(uint64_t, kUInt64);
-OF_DTYPE_OF(bool, kBool);
-#undef OF_DTYPE_OF
-
 template <typename T> struct TypeTag { using type = T; };
 
 template <typename T>
