@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "base/error.h"
 #include "base/half.h"
@@ -35,28 +36,16 @@ const char* DTypeName(DType t);  // "float32", "int64", ...
 bool IsKnownDType(int32_t code);  // a DType we can store tensors of
 bool IsFloatDType(DType t);       // f16, bf16, f32, f64
 bool IsIntegerDType(DType t);     // signed or unsigned integers (not bool)
-
-template <typename T> struct DTypeOf;
-#define OF_DTYPE_OF(T, D) template <> struct DTypeOf<T> { static constexpr DType value = DType::D; }
-OF_DTYPE_OF(float, kFloat32);
-OF_DTYPE_OF(double, kFloat64);
-OF_DTYPE_OF(Float16, kFloat16);
-OF_DTYPE_OF(BFloat16, kBFloat16);
-OF_DTYPE_OF(int8_t, kInt8);
-OF_DTYPE_OF(int16_t, kInt16);
-OF_DTYPE_OF(int32_t, kInt32);
-OF_DTYPE_OF(int64_t, kInt64);
-OF_DTYPE_OF(uint8_t, kUInt8);
-OF_DTYPE_OF(uint16_t, kUInt16);
-OF_DTYPE_OF(uint32_t, kUInt32);
-OF_DTYPE_OF(uint64_t, kUInt64);
-OF_DTYPE_OF(bool, kBool);
-#undef OF_DTYPE_OF
+inline bool IsHalfDType(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
 
 template <typename T> struct TypeTag { using type = T; };
 
 template <typename T>
 constexpr bool kIsHalfType = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
+// The type arithmetic on T is done in: float for the 16-bit floats, T itself otherwise.
+template <typename T>
+using ComputeType = std::conditional_t<kIsHalfType<T>, float, T>;
 
 // Value conversions that also work for the 16-bit float storage types.
 template <typename T>
@@ -107,6 +96,42 @@ decltype(auto) DispatchNumeric(DType t, Fn&& fn) {
     case DType::kUInt32: return fn(TypeTag<uint32_t>{});
     case DType::kUInt64: return fn(TypeTag<uint64_t>{});
     default: Fail(ErrorCode::kUnsupported, "dtype ", DTypeName(t), " is not supported here (numeric types only)");
+  }
+}
+
+// Every numeric type including f16/bf16 (no bool).
+template <typename Fn>
+decltype(auto) DispatchNumericHalf(DType t, Fn&& fn) {
+  if (t == DType::kFloat16) return fn(TypeTag<Float16>{});
+  if (t == DType::kBFloat16) return fn(TypeTag<BFloat16>{});
+  return DispatchNumeric(t, std::forward<Fn>(fn));
+}
+
+// Integers only.
+template <typename Fn>
+decltype(auto) DispatchInteger(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::kInt8: return fn(TypeTag<int8_t>{});
+    case DType::kInt16: return fn(TypeTag<int16_t>{});
+    case DType::kInt32: return fn(TypeTag<int32_t>{});
+    case DType::kInt64: return fn(TypeTag<int64_t>{});
+    case DType::kUInt8: return fn(TypeTag<uint8_t>{});
+    case DType::kUInt16: return fn(TypeTag<uint16_t>{});
+    case DType::kUInt32: return fn(TypeTag<uint32_t>{});
+    case DType::kUInt64: return fn(TypeTag<uint64_t>{});
+    default: Fail(ErrorCode::kUnsupported, "dtype ", DTypeName(t), " is not supported here (integer types only)");
+  }
+}
+
+// f32, f64, f16, bf16.
+template <typename Fn>
+decltype(auto) DispatchFloating(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::kFloat32: return fn(TypeTag<float>{});
+    case DType::kFloat64: return fn(TypeTag<double>{});
+    case DType::kFloat16: return fn(TypeTag<Float16>{});
+    case DType::kBFloat16: return fn(TypeTag<BFloat16>{});
+    default: Fail(ErrorCode::kUnsupported, "dtype ", DTypeName(t), " is not supported here (floating types only)");
   }
 }
 

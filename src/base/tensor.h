@@ -14,6 +14,12 @@ namespace oneflow {
 using Shape = std::vector<int64_t>;
 
 int64_t NumElements(const Shape& shape);  // 1 for a scalar (rank 0); throws on overflow
+// Product of shape[begin, end) (1 for an empty range), e.g. the outer/inner sizes around an axis.
+inline int64_t ShapeProduct(const Shape& shape, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i) p *= shape[i];
+  return p;
+}
 std::string ShapeToString(const Shape& shape);  // "[2,3,4]"
 
 // Every buffer we allocate is aligned to this many bytes (a cache line, and AVX-512 width).

@@ -8,7 +8,6 @@
 
 #include "engine/node_runner.h"
 #include "graph/op_schema.h"
-#include "kernels/cpu/reduce_util.h"
 
 namespace oneflow {
 namespace {
@@ -94,21 +93,6 @@ std::vector<double> NaiveReduce3(const Tensor& x, const std::vector<bool>& red, 
     for (size_t o = 0; o < acc.size(); ++o) acc[o] += std::log(s[o]);
   }
   return acc;
-}
-
-TEST(FastExp, MatchesStdExp) {
-  double worst = 0;
-  for (double x = -86.6; x < 88.72; x += 0.001) {
-    const float xf = static_cast<float>(x);
-    const double want = std::exp(static_cast<double>(xf));
-    worst = std::max(worst, std::abs(FastExp(xf) - want) / want);
-  }
-  EXPECT_LT(worst, 1e-6);
-  EXPECT_EQ(FastExp(-INFINITY), 0.0f);
-  EXPECT_EQ(FastExp(-1000.0f), 0.0f);
-  EXPECT_EQ(FastExp(0.0f), 1.0f);
-  EXPECT_TRUE(std::isinf(FastExp(100.0f)));
-  EXPECT_TRUE(std::isnan(FastExp(NAN)));
 }
 
 TEST(Reduce, SumMaxLogSumExpOverAxisCombinations) {

@@ -23,8 +23,8 @@ UniqueResult ComputeUnique(const Tensor& x, int64_t axis, bool sorted) {
   int64_t outer = 1, n = x.numel(), inner = 1;
   if (axis >= 0) {
     n = x.dim(axis);
-    for (int64_t k = 0; k < axis; ++k) outer *= x.dim(k);
-    for (int64_t k = axis + 1; k < x.rank(); ++k) inner *= x.dim(k);
+    outer = ShapeProduct(x.shape(), 0, static_cast<size_t>(axis));
+    inner = ShapeProduct(x.shape(), static_cast<size_t>(axis) + 1, x.shape().size());
   }
   // Slice i as doubles (element order: outer-major, then inner).
   std::vector<double> vals(static_cast<size_t>(x.numel()));

@@ -90,6 +90,19 @@ static bool ConvInputs(InferContext& ctx, std::vector<int64_t>& in, std::vector<
   return true;
 }
 
+// Checks the optional bias (1-D with m values; m < 0 when unknown) and sets Y = [N, M, out...].
+static void SetConvOutput(InferContext& ctx, int64_t m, Dim m_dim, const std::vector<int64_t>& out_spatial) {
+  const TensorType& x = ctx.input_type(0);
+  if (ctx.has_input(2) && ctx.input_type(2).has_rank) {
+    const TensorType& b = ctx.input_type(2);
+    if (b.rank() != 1 || (m >= 0 && b.dims[0].known() && b.dims[0].value != m))
+      ctx.Error("bias must be 1-D with ", m, " values, got ", b.ToString());
+  }
+  std::vector<Dim> out = {x.has_rank ? x.dims[0] : Dim::Unknown(), m_dim};
+  for (int64_t o : out_spatial) out.push_back(KnownOrUnknown(o));
+  ctx.set_output(0, TensorType::Of(x.dtype, out));
+}
+
 void InferConv(InferContext& ctx) {
   std::vector<int64_t> in, wk;
   const TensorType& x = ctx.input_type(0);
@@ -105,14 +118,7 @@ void InferConv(InferContext& ctx) {
   if (c >= 0 && wc >= 0 && c != wc * g.group)
     ctx.Error("X has ", c, " channels but W ", w.ToString(), " with group ", g.group, " expects ", wc * g.group);
   if (m >= 0 && m % g.group != 0) ctx.Error("output channels ", m, " are not divisible by group ", g.group);
-  if (ctx.has_input(2) && ctx.input_type(2).has_rank) {
-    const TensorType& b = ctx.input_type(2);
-    if (b.rank() != 1 || (m >= 0 && b.dims[0].known() && b.dims[0].value != m))
-      ctx.Error("bias must be 1-D with ", m, " values, got ", b.ToString());
-  }
-  std::vector<Dim> out = {x.has_rank ? x.dims[0] : Dim::Unknown(), w.has_rank ? w.dims[0] : Dim::Unknown()};
-  for (int64_t o : g.out) out.push_back(KnownOrUnknown(o));
-  ctx.set_output(0, TensorType::Of(x.dtype, out));
+  SetConvOutput(ctx, m, w.has_rank ? w.dims[0] : Dim::Unknown(), g.out);
 }
 
 void InferConvTranspose(InferContext& ctx) {
@@ -130,14 +136,7 @@ void InferConvTranspose(InferContext& ctx) {
   if (c >= 0 && wc >= 0 && c != wc) ctx.Error("X has ", c, " channels but W ", w.ToString(), " expects ", wc);
   if (c >= 0 && c % g.group != 0) ctx.Error("input channels ", c, " are not divisible by group ", g.group);
   const int64_t m = wm >= 0 ? wm * g.group : -1;
-  if (ctx.has_input(2) && ctx.input_type(2).has_rank) {
-    const TensorType& b = ctx.input_type(2);
-    if (b.rank() != 1 || (m >= 0 && b.dims[0].known() && b.dims[0].value != m))
-      ctx.Error("bias must be 1-D with ", m, " values, got ", b.ToString());
-  }
-  std::vector<Dim> out = {x.has_rank ? x.dims[0] : Dim::Unknown(), KnownOrUnknown(m)};
-  for (int64_t o : g.out) out.push_back(KnownOrUnknown(o));
-  ctx.set_output(0, TensorType::Of(x.dtype, out));
+  SetConvOutput(ctx, m, KnownOrUnknown(m), g.out);
 }
 
 void RegisterNnOps(OpRegistry& r) {

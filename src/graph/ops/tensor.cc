@@ -552,7 +552,9 @@ void InferTrilu(InferContext& ctx) {
   ctx.set_output(0, x);
 }
 
-void InferDepthToSpace(InferContext& ctx) {
+// DepthToSpace (to_space) and SpaceToDepth on [N, C, H, W]: C shrinks by blocksize^2 while H and W
+// grow by blocksize, or the reverse.
+void InferDepthSpace(InferContext& ctx, bool to_space) {
   const TensorType& x = ctx.input_type(0);
   const int64_t b = ctx.attrs().GetInt("blocksize");
   if (b <= 0) ctx.Error("blocksize must be positive");
@@ -564,33 +566,23 @@ void InferDepthToSpace(InferContext& ctx) {
   const std::string& mode = ctx.attrs().GetString("mode");
   if (mode != "DCR" && mode != "CRD") ctx.Error("unknown mode '", mode, "'");
   std::vector<Dim> o = x.dims;
-  auto scale = [](const Dim& d, int64_t m) { return d.known() ? Dim::Known(d.value * m) : Dim::Unknown(); };
-  if (o[1].known() && o[1].value % (b * b) != 0) ctx.Error("channels ", o[1].value, " not divisible by blocksize^2");
-  o[1] = o[1].known() ? Dim::Known(o[1].value / (b * b)) : Dim::Unknown();
-  o[2] = scale(o[2], b);
-  o[3] = scale(o[3], b);
+  if (to_space) {
+    auto scale = [](const Dim& d, int64_t m) { return d.known() ? Dim::Known(d.value * m) : Dim::Unknown(); };
+    if (o[1].known() && o[1].value % (b * b) != 0) ctx.Error("channels ", o[1].value, " not divisible by blocksize^2");
+    o[1] = o[1].known() ? Dim::Known(o[1].value / (b * b)) : Dim::Unknown();
+    o[2] = scale(o[2], b);
+    o[3] = scale(o[3], b);
+  } else {
+    for (size_t k = 2; k < 4; ++k) {
+      if (o[k].known() && o[k].value % b != 0) ctx.Error("spatial dim ", o[k].value, " not divisible by blocksize");
+      o[k] = o[k].known() ? Dim::Known(o[k].value / b) : Dim::Unknown();
+    }
+    o[1] = o[1].known() ? Dim::Known(o[1].value * b * b) : Dim::Unknown();
+  }
   ctx.set_output(0, TensorType::Of(x.dtype, o));
 }
-
-void InferSpaceToDepth(InferContext& ctx) {
-  const TensorType& x = ctx.input_type(0);
-  const int64_t b = ctx.attrs().GetInt("blocksize");
-  if (b <= 0) ctx.Error("blocksize must be positive");
-  if (!x.has_rank) {
-    ctx.set_output(0, TensorType::Of(x.dtype, UnknownDims(4)));
-    return;
-  }
-  if (x.rank() != 4) ctx.Error("input must be 4-D, got ", x.ToString());
-  const std::string& mode = ctx.attrs().GetString("mode");
-  if (mode != "DCR" && mode != "CRD") ctx.Error("unknown mode '", mode, "'");
-  std::vector<Dim> o = x.dims;
-  for (size_t k = 2; k < 4; ++k) {
-    if (o[k].known() && o[k].value % b != 0) ctx.Error("spatial dim ", o[k].value, " not divisible by blocksize");
-    o[k] = o[k].known() ? Dim::Known(o[k].value / b) : Dim::Unknown();
-  }
-  o[1] = o[1].known() ? Dim::Known(o[1].value * b * b) : Dim::Unknown();
-  ctx.set_output(0, TensorType::Of(x.dtype, o));
-}
+void InferDepthToSpace(InferContext& ctx) { InferDepthSpace(ctx, true); }
+void InferSpaceToDepth(InferContext& ctx) { InferDepthSpace(ctx, false); }
 
 void InferCenterCropPad(InferContext& ctx) {
   const TensorType& x = ctx.input_type(0);

@@ -35,20 +35,24 @@ void RequireSameDType(const KernelContext& ctx, const Tensor& a, const Tensor& b
              DTypeName(a.dtype()), " and ", DTypeName(b.dtype()));
 }
 
-// out = g(a, b) with broadcasting, for every numeric dtype; g sees ComputeType<T>.
-template <typename G>
-void ArithBinary(KernelContext& ctx, G g, double cost) {
+// out = g(a, b) with broadcasting, for every numeric dtype (or integers only); g sees ComputeType<T>.
+template <bool kIntegersOnly, typename G>
+void MapBinary(KernelContext& ctx, G g, double cost) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
   Tensor& out = ctx.output(0);
   RequireSameDType(ctx, a, b);
-  DispatchNumericHalf(a.dtype(), [&](auto tag) {
+  auto run = [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = ComputeType<T>;
     BroadcastBinary(ctx.pool(), a.data<T>(), a.shape(), b.data<T>(), b.shape(), out.data<T>(), out.shape(),
                     [g](T x, T y) { return static_cast<T>(g(static_cast<C>(x), static_cast<C>(y))); }, cost);
-  });
+  };
+  if constexpr (kIntegersOnly) DispatchInteger(a.dtype(), run);
+  else DispatchNumericHalf(a.dtype(), run);
 }
+template <typename G>
+void ArithBinary(KernelContext& ctx, G g, double cost) { MapBinary<false>(ctx, g, cost); }
 
 template <typename T>
 void RequireNoZeroDivisor(const KernelContext& ctx, const Tensor& b) {
@@ -225,17 +229,7 @@ void MeanKernel(KernelContext& ctx) { VariadicKernel(ctx, [](auto x, auto y) { r
 
 // out = g(a, b) for integer tensors.
 template <typename G>
-void IntegerBinary(KernelContext& ctx, G g) {
-  const Tensor& a = ctx.input(0);
-  const Tensor& b = ctx.input(1);
-  Tensor& out = ctx.output(0);
-  RequireSameDType(ctx, a, b);
-  DispatchInteger(a.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    BroadcastBinary(ctx.pool(), a.data<T>(), a.shape(), b.data<T>(), b.shape(), out.data<T>(), out.shape(),
-                    [g](T x, T y) { return static_cast<T>(g(x, y)); }, kCheapCost);
-  });
-}
+void IntegerBinary(KernelContext& ctx, G g) { MapBinary<true>(ctx, g, kCheapCost); }
 
 void BitwiseAndKernel(KernelContext& ctx) { IntegerBinary(ctx, [](auto x, auto y) { return x & y; }); }
 void BitwiseOrKernel(KernelContext& ctx) { IntegerBinary(ctx, [](auto x, auto y) { return x | y; }); }

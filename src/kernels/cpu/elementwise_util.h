@@ -1,11 +1,10 @@
-// Shared pieces of the CPU elementwise kernels: fast float32 math, the broadcast engine, unary loops,
+// Shared pieces of the CPU elementwise kernels: the broadcast engine, unary loops,
 // and ApplyActivation (the in-place activation used by fused MatMul/Conv epilogues).
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -15,6 +14,7 @@
 #include "base/tensor.h"
 #include "base/thread_pool.h"
 #include "graph/attribute.h"
+#include "kernels/cpu/fast_math.h"
 
 namespace oneflow {
 
@@ -57,156 +57,6 @@ void ApplyActivation(const ActivationParams& p, float* data, int64_t n);
 // caller builds {kClip, .min = ..., .max = ...} from the constant min/max tensors itself.
 // `attrs` may lack attributes (defaults are the ONNX ones).
 bool ActivationFromOnnx(const std::string& op_type, const AttrMap& attrs, ActivationParams* out);
-
-// ================================================================================================
-// Fast float32 math. Branch-free (selects only) so GCC vectorizes loops that call them.
-// ================================================================================================
-namespace fastmath {
-
-inline float BitsAsFloat(int32_t i) { float f; std::memcpy(&f, &i, 4); return f; }
-
-// exp(x): Cody-Waite reduction x = n*ln2 + r, degree-6 polynomial for e^r; ~1.5 ulp.
-// Results below ~2.6e-38 flush to 0; NaN propagates; +inf above ln(FLT_MAX).
-inline float Exp(float x) {
-  float xc = std::min(std::max(x, -86.5f), 88.7228f);
-  float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
-  float r = xc - n * 0.693145751953125f;
-  r = r - n * 1.428606765330187e-06f;
-  float p = 0.001382941154983537f;
-  p = p * r + 0.008374777795097602f;
-  p = p * r + 0.0416683585473375f;
-  p = p * r + 0.1666642075788135f;
-  p = p * r + 0.49999991489160006f;
-  p = p * r + 1.0000000361421941f;
-  p = p * r + 1.0000000005923801f;
-  // 2^n as 2^(n-1) * 2 so n = 128 (x just below the overflow bound) stays finite.
-  float scale = BitsAsFloat((static_cast<int32_t>(n) + 126) << 23);
-  float y = p * scale * 2.0f;
-  y = x < -86.5f ? 0.0f : y;
-  y = x > 88.7228f ? std::numeric_limits<float>::infinity() : y;
-  return x != x ? x : y;
-}
-
-inline float Sigmoid(float x) { return 1.0f / (1.0f + Exp(-x)); }
-
-// tanh: odd polynomial near 0 (keeps relative accuracy), 1 - 2/(e^{2|x|}+1) elsewhere.
-inline float Tanh(float x) {
-  float ax = std::fabs(x);
-  float x2 = x * x;
-  float p = -0.00569752222344177f;
-  p = p * x2 + 0.020630306863266657f;
-  p = p * x2 - 0.0537358650798325f;
-  p = p * x2 + 0.13331365587964467f;
-  p = p * x2 - 0.33333275348462005f;
-  p = p * x2 + 0.9999999982361973f;
-  float small = x * p;
-  float big = std::copysign(1.0f - 2.0f / (Exp(2.0f * ax) + 1.0f), x);
-  return ax < 0.625f ? small : big;
-}
-
-// erfc(u) * exp(u^2) for u in [1, 4], as a polynomial in t = 1 / (1 + u/2) (least-squares fit).
-inline float ErfcScaled(float u) {
-  float t = 1.0f / (1.0f + 0.5f * u);
-  float p = 0.018206617711189067f;
-  p = p * t + 0.0475733388437817f;
-  p = p * t - 0.3485030684360017f;
-  p = p * t + 0.44448951947948045f;
-  p = p * t - 0.03239291241663045f;
-  p = p * t + 0.32071931678693577f;
-  p = p * t + 0.2660674700738109f;
-  p = p * t + 0.2840612977945978f;
-  p = p * t - 0.00010492100319227036f;
-  return p;
-}
-
-// erf: odd polynomial on |x| < 1, 1 - exp(-x^2) * ErfcScaled(|x|) above; ~2e-7 absolute.
-inline float Erf(float x) {
-  float ax = std::fabs(x);
-  float x2 = x * x;
-  float p = -0.0005667995109505239f;
-  p = p * x2 + 0.004927419830784432f;
-  p = p * x2 - 0.02672089357457614f;
-  p = p * x2 + 0.11280578874605639f;
-  p = p * x2 - 0.3761239067578162f;
-  p = p * x2 + 1.1283791471036893f;
-  float small = x * p;
-  float big = 1.0f - Exp(-x2) * ErfcScaled(std::min(ax, 4.0f));
-  big = ax > 3.92f ? 1.0f : big;
-  big = std::copysign(big, x);
-  return ax < 1.0f ? small : big;
-}
-
-// Gelu(x) = x * Phi(x), Phi(x) = erfc(-x/sqrt2)/2. One exp for all branches; for x <= -sqrt2 the
-// erfc form avoids the cancellation in 1 + erf(u).
-inline float Gelu(float x) {
-  const float kInvSqrt2 = 0.70710678118654752f;
-  float u = x * kInvSqrt2;
-  float au = std::fabs(u);
-  float u2 = u * u;
-  float p = -0.0005667995109505239f;
-  p = p * u2 + 0.004927419830784432f;
-  p = p * u2 - 0.02672089357457614f;
-  p = p * u2 + 0.11280578874605639f;
-  p = p * u2 - 0.3761239067578162f;
-  p = p * u2 + 1.1283791471036893f;
-  float phi_central = 0.5f + 0.5f * (u * p);
-  float half_erfc = 0.5f * Exp(-u2) * ErfcScaled(std::min(au, 4.0f));  // erfc(|u|) / 2
-  half_erfc = au > 4.0f ? 0.0f : half_erfc;  // < 1e-8 there
-  float phi_tail = u > 0.0f ? 1.0f - half_erfc : half_erfc;
-  return x * (au < 1.0f ? phi_central : phi_tail);
-}
-
-// Gelu with the tanh approximation: 0.5x(1 + tanh(z)) == x * sigmoid(2z), which stays accurate for x << 0.
-inline float GeluTanh(float x) {
-  const float k = 0.7978845608028654f;  // sqrt(2/pi)
-  float z = k * (x + 0.044715f * x * x * x);
-  return x * Sigmoid(2.0f * z);
-}
-
-}  // namespace fastmath
-
-// ================================================================================================
-// Dispatch helpers beyond base/dtype.h.
-// ================================================================================================
-// f32, f64, f16, bf16.
-template <typename Fn>
-decltype(auto) DispatchFloating(DType t, Fn&& fn) {
-  switch (t) {
-    case DType::kFloat32: return fn(TypeTag<float>{});
-    case DType::kFloat64: return fn(TypeTag<double>{});
-    case DType::kFloat16: return fn(TypeTag<Float16>{});
-    case DType::kBFloat16: return fn(TypeTag<BFloat16>{});
-    default: Fail(ErrorCode::kUnsupported, "dtype ", DTypeName(t), " is not supported here (floating types only)");
-  }
-}
-
-// Every numeric type including f16/bf16 (no bool).
-template <typename Fn>
-decltype(auto) DispatchNumericHalf(DType t, Fn&& fn) {
-  if (t == DType::kFloat16) return fn(TypeTag<Float16>{});
-  if (t == DType::kBFloat16) return fn(TypeTag<BFloat16>{});
-  return DispatchNumeric(t, std::forward<Fn>(fn));
-}
-
-// Integers only.
-template <typename Fn>
-decltype(auto) DispatchInteger(DType t, Fn&& fn) {
-  switch (t) {
-    case DType::kInt8: return fn(TypeTag<int8_t>{});
-    case DType::kInt16: return fn(TypeTag<int16_t>{});
-    case DType::kInt32: return fn(TypeTag<int32_t>{});
-    case DType::kInt64: return fn(TypeTag<int64_t>{});
-    case DType::kUInt8: return fn(TypeTag<uint8_t>{});
-    case DType::kUInt16: return fn(TypeTag<uint16_t>{});
-    case DType::kUInt32: return fn(TypeTag<uint32_t>{});
-    case DType::kUInt64: return fn(TypeTag<uint64_t>{});
-    default: Fail(ErrorCode::kUnsupported, "dtype ", DTypeName(t), " is not supported here (integer types only)");
-  }
-}
-
-// The type arithmetic on T is done in: float for the 16-bit floats, T itself otherwise.
-template <typename T>
-using ComputeType = std::conditional_t<kIsHalfType<T>, float, T>;
 
 // Approximate cycles per element, for ParallelFor's inline-or-fork decision.
 constexpr double kCheapCost = 1.0;

@@ -12,20 +12,14 @@
 namespace oneflow {
 namespace {
 
-int64_t Prod(const Shape& s, size_t b, size_t e) {
-  int64_t p = 1;
-  for (size_t i = b; i < e; ++i) p *= s[i];
-  return p;
-}
-
 void GatherKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);
   const int64_t axis = NormalizeAxis(ctx.attrs().GetInt("axis"), x.rank());
   const std::vector<int64_t> idx = ReadIndices(ctx.input(1), x.dim(axis), ctx.node().Describe());
   const size_t esz = DTypeSize(x.dtype());
-  const int64_t outer = Prod(x.shape(), 0, static_cast<size_t>(axis));
-  const size_t inner_bytes = static_cast<size_t>(Prod(x.shape(), static_cast<size_t>(axis) + 1, x.shape().size())) * esz;
+  const int64_t outer = ShapeProduct(x.shape(), 0, static_cast<size_t>(axis));
+  const size_t inner_bytes = static_cast<size_t>(ShapeProduct(x.shape(), static_cast<size_t>(axis) + 1, x.shape().size())) * esz;
   const int64_t n = static_cast<int64_t>(idx.size()), d = x.dim(axis);
   const char* src = static_cast<const char*>(x.raw());
   char* dst = static_cast<char*>(y.raw());
@@ -122,9 +116,9 @@ void GatherNDKernel(KernelContext& ctx) {
   std::vector<int64_t> off = TupleOffsets(ctx, x, ind, b);
   const int64_t last = ind.dim(ind.rank() - 1);
   const size_t esz = DTypeSize(x.dtype());
-  const int64_t batches = Prod(x.shape(), 0, static_cast<size_t>(b));
-  const int64_t batch_stride = Prod(x.shape(), static_cast<size_t>(b), x.shape().size());
-  const size_t slice_bytes = static_cast<size_t>(Prod(x.shape(), static_cast<size_t>(b + last), x.shape().size())) * esz;
+  const int64_t batches = ShapeProduct(x.shape(), 0, static_cast<size_t>(b));
+  const int64_t batch_stride = ShapeProduct(x.shape(), static_cast<size_t>(b), x.shape().size());
+  const size_t slice_bytes = static_cast<size_t>(ShapeProduct(x.shape(), static_cast<size_t>(b + last), x.shape().size())) * esz;
   const int64_t per_batch = batches ? static_cast<int64_t>(off.size()) / batches : 0;
   const char* src = static_cast<const char*>(x.raw());
   char* dst = static_cast<char*>(y.raw());
@@ -194,7 +188,7 @@ void ScatterNDKernel(KernelContext& ctx) {
   Tensor& y = ctx.output(0);
   std::vector<int64_t> off = TupleOffsets(ctx, x, ind, 0);
   const int64_t last = ind.dim(ind.rank() - 1);
-  const int64_t slice = Prod(x.shape(), static_cast<size_t>(last), x.shape().size());
+  const int64_t slice = ShapeProduct(x.shape(), static_cast<size_t>(last), x.shape().size());
   Shape want(ind.shape().begin(), ind.shape().end() - 1);
   want.insert(want.end(), x.shape().begin() + last, x.shape().end());
   OF_CHECK(upd.shape() == want, kInvalidArgument, ctx.node().Describe(), ": updates shape ",
@@ -217,10 +211,9 @@ void OneHotKernel(KernelContext& ctx) {
   OF_CHECK(values.numel() == 2, kInvalidArgument, ctx.node().Describe(), ": values must have 2 elements");
   const int64_t depth = ctx.input(1).GetAsInt64(0);
   const int64_t r = y.rank();
-  int64_t axis = ctx.attrs().GetInt("axis");
-  if (axis < 0) axis += r;
-  const int64_t outer = Prod(ind.shape(), 0, static_cast<size_t>(axis));
-  const int64_t inner = Prod(ind.shape(), static_cast<size_t>(axis), ind.shape().size());
+  const int64_t axis = NormalizeAxis(ctx.attrs().GetInt("axis"), r);
+  const int64_t outer = ShapeProduct(ind.shape(), 0, static_cast<size_t>(axis));
+  const int64_t inner = ShapeProduct(ind.shape(), static_cast<size_t>(axis), ind.shape().size());
   const std::vector<int64_t> idx = ind.ToInt64Vector();
   const size_t esz = DTypeSize(y.dtype());
   const char* off = static_cast<const char*>(values.raw());
@@ -274,9 +267,9 @@ void CompressKernel(KernelContext& ctx) {
   int64_t outer = 1, n = x.numel(), inner = 1;
   if (ctx.attrs().has("axis")) {
     const int64_t axis = NormalizeAxis(ctx.attrs().GetInt("axis"), x.rank());
-    outer = Prod(x.shape(), 0, static_cast<size_t>(axis));
+    outer = ShapeProduct(x.shape(), 0, static_cast<size_t>(axis));
     n = x.dim(axis);
-    inner = Prod(x.shape(), static_cast<size_t>(axis) + 1, x.shape().size());
+    inner = ShapeProduct(x.shape(), static_cast<size_t>(axis) + 1, x.shape().size());
   }
   const int64_t limit = std::min(n, cond.numel());
   int64_t kept = 0;
@@ -301,7 +294,7 @@ void ReverseSequenceKernel(KernelContext& ctx) {
   std::vector<int64_t> lens = ReadRawIndices(ctx.input(1), ctx.node().Describe());
   OF_CHECK(static_cast<int64_t>(lens.size()) == B, kInvalidArgument, ctx.node().Describe(),
            ": sequence_lens has ", lens.size(), " entries for batch size ", B);
-  const size_t run = static_cast<size_t>(Prod(x.shape(), 2, x.shape().size())) * DTypeSize(x.dtype());
+  const size_t run = static_cast<size_t>(ShapeProduct(x.shape(), 2, x.shape().size())) * DTypeSize(x.dtype());
   const char* src = static_cast<const char*>(x.raw());
   char* dst = static_cast<char*>(y.raw());
   for (int64_t b = 0; b < B; ++b) {
@@ -325,9 +318,9 @@ void UniqueKernel(KernelContext& ctx) {
   const size_t esz = DTypeSize(x.dtype());
   int64_t outer = 1, n = x.numel(), inner = 1;
   if (has_axis) {
-    outer = Prod(x.shape(), 0, static_cast<size_t>(axis));
+    outer = ShapeProduct(x.shape(), 0, static_cast<size_t>(axis));
     n = x.dim(axis);
-    inner = Prod(x.shape(), static_cast<size_t>(axis) + 1, x.shape().size());
+    inner = ShapeProduct(x.shape(), static_cast<size_t>(axis) + 1, x.shape().size());
   }
   const size_t run = static_cast<size_t>(inner) * esz;
   const int64_t u = static_cast<int64_t>(r.first.size());

@@ -2,6 +2,7 @@
 // LpNormalization, MeanVarianceNormalization).
 #include <vector>
 
+#include "graph/infer_util.h"
 #include "kernels/cpu/all_kernels.h"
 #include "kernels/cpu/reduce_util.h"
 #include "kernels/kernel.h"
@@ -11,8 +12,23 @@ namespace oneflow {
 namespace {
 
 int64_t AxisAttr(const KernelContext& ctx, int64_t rank) {
-  const int64_t a = ctx.attrs().GetInt("axis");
-  return a < 0 ? a + rank : a;
+  return NormalizeAxis(ctx.attrs().GetInt("axis"), rank);
+}
+
+// x seen as [outer, n, inner] around its `axis` attribute (a scalar is a single element).
+AxisView AxisAttrView(const KernelContext& ctx, const Tensor& x) {
+  if (x.rank() == 0) return AxisView{};
+  const int64_t axis = AxisAttr(ctx, x.rank());
+  return ViewAround(x.shape(), axis, axis + 1);
+}
+
+// Calls line(base) in parallel for each of the view's outer * inner lines along the axis: the line's
+// elements sit at base + i * v.inner for i < v.n. `cost` is per element.
+template <typename Line>
+void ForEachAxisLine(ThreadPool& pool, const AxisView& v, double cost, Line line) {
+  pool.ParallelFor(v.outer * v.inner, cost * static_cast<double>(v.n), [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) line((t / v.inner) * v.n * v.inner + t % v.inner);
+  });
 }
 
 // Runs fn(x, y) on float32 views when the tensors are f16/bf16, else directly.
@@ -42,11 +58,11 @@ void SoftmaxView(const T* x, T* y, const AxisView& v, bool log, ThreadPool& pool
         T* yr = y + o * n;
         const T m = LaneMax(xr, n);
         if (log) {
-          const T s = LaneSum<T>(n, [&](int64_t i) { return Exp<T>(xr[i] - m); });
+          const T s = LaneSum<T>(n, [&](int64_t i) { return fastmath::Exp(xr[i] - m); });
           const T shift = m + std::log(s);
           for (int64_t i = 0; i < n; ++i) yr[i] = xr[i] - shift;
         } else {
-          const T inv = T(1) / LaneSum<T>(n, [&](int64_t i) { return yr[i] = Exp<T>(xr[i] - m); });
+          const T inv = T(1) / LaneSum<T>(n, [&](int64_t i) { return yr[i] = fastmath::Exp(xr[i] - m); });
           for (int64_t i = 0; i < n; ++i) yr[i] *= inv;
         }
       }
@@ -67,7 +83,7 @@ void SoftmaxView(const T* x, T* y, const AxisView& v, bool log, ThreadPool& pool
         for (int64_t c = 0; c < w; ++c) m[c] = xb[r * inner + c] > m[c] ? xb[r * inner + c] : m[c];
       for (int64_t r = 0; r < n; ++r)
         for (int64_t c = 0; c < w; ++c) {
-          const T ev = Exp<T>(xb[r * inner + c] - m[c]);
+          const T ev = fastmath::Exp(xb[r * inner + c] - m[c]);
           s[c] += ev;
           if (!log) yb[r * inner + c] = ev;
         }
@@ -88,8 +104,7 @@ template <bool kLog>
 void SoftmaxKernel(KernelContext& ctx) {
   const Tensor& x0 = ctx.input(0);
   if (x0.numel() == 0) return;
-  const int64_t axis = AxisAttr(ctx, x0.rank());
-  const AxisView v = x0.rank() == 0 ? AxisView{} : ViewAround(x0.shape(), axis, axis + 1);
+  const AxisView v = AxisAttrView(ctx, x0);
   WithFloatStaging(x0, ctx.output(0), [&](const Tensor& x, Tensor& y) {
     DispatchFloat(x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -102,21 +117,17 @@ void SoftmaxKernel(KernelContext& ctx) {
 void HardmaxKernel(KernelContext& ctx) {
   const Tensor& x0 = ctx.input(0);
   if (x0.numel() == 0) return;
-  const int64_t axis = AxisAttr(ctx, x0.rank());
-  const AxisView v = x0.rank() == 0 ? AxisView{} : ViewAround(x0.shape(), axis, axis + 1);
+  const AxisView v = AxisAttrView(ctx, x0);
   WithFloatStaging(x0, ctx.output(0), [&](const Tensor& x, Tensor& y) {
     DispatchFloat(x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* px = x.data<T>();
       T* py = y.data<T>();
-      ctx.pool().ParallelFor(v.outer * v.inner, 2.0 * static_cast<double>(v.n), [&](int64_t b, int64_t e) {
-        for (int64_t t = b; t < e; ++t) {
-          const int64_t base = (t / v.inner) * v.n * v.inner + t % v.inner;
-          int64_t best = 0;
-          for (int64_t i = 1; i < v.n; ++i)
-            if (px[base + i * v.inner] > px[base + best * v.inner]) best = i;
-          for (int64_t i = 0; i < v.n; ++i) py[base + i * v.inner] = i == best ? T(1) : T(0);
-        }
+      ForEachAxisLine(ctx.pool(), v, 2.0, [&](int64_t base) {
+        int64_t best = 0;
+        for (int64_t i = 1; i < v.n; ++i)
+          if (px[base + i * v.inner] > px[base + best * v.inner]) best = i;
+        for (int64_t i = 0; i < v.n; ++i) py[base + i * v.inner] = i == best ? T(1) : T(0);
       });
     });
   });
@@ -346,26 +357,22 @@ void GroupNormKernel(KernelContext& ctx) {
 void LpNormKernel(KernelContext& ctx) {
   const Tensor& x0 = ctx.input(0);
   if (x0.numel() == 0) return;
-  const int64_t axis = AxisAttr(ctx, x0.rank());
   const bool l1 = ctx.attrs().GetInt("p") == 1;
-  const AxisView v = x0.rank() == 0 ? AxisView{} : ViewAround(x0.shape(), axis, axis + 1);
+  const AxisView v = AxisAttrView(ctx, x0);
   WithFloatStaging(x0, ctx.output(0), [&](const Tensor& x, Tensor& y) {
     DispatchFloat(x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* px = x.data<T>();
       T* py = y.data<T>();
-      ctx.pool().ParallelFor(v.outer * v.inner, 4.0 * static_cast<double>(v.n), [&](int64_t b, int64_t e) {
-        for (int64_t t = b; t < e; ++t) {
-          const int64_t base = (t / v.inner) * v.n * v.inner + t % v.inner;
-          T s = 0;
-          for (int64_t i = 0; i < v.n; ++i) {
-            const T xv = px[base + i * v.inner];
-            s += l1 ? std::abs(xv) : xv * xv;
-          }
-          const T norm = l1 ? s : std::sqrt(s);
-          const T inv = norm == T(0) ? T(0) : T(1) / norm;
-          for (int64_t i = 0; i < v.n; ++i) py[base + i * v.inner] = px[base + i * v.inner] * inv;
+      ForEachAxisLine(ctx.pool(), v, 4.0, [&](int64_t base) {
+        T s = 0;
+        for (int64_t i = 0; i < v.n; ++i) {
+          const T xv = px[base + i * v.inner];
+          s += l1 ? std::abs(xv) : xv * xv;
         }
+        const T norm = l1 ? s : std::sqrt(s);
+        const T inv = norm == T(0) ? T(0) : T(1) / norm;
+        for (int64_t i = 0; i < v.n; ++i) py[base + i * v.inner] = px[base + i * v.inner] * inv;
       });
     });
   });
@@ -376,7 +383,7 @@ void MvnKernel(KernelContext& ctx) {
   const Tensor& x0 = ctx.input(0);
   const int64_t rank = x0.rank();
   std::vector<bool> reduced(static_cast<size_t>(rank), false);
-  for (int64_t a : ctx.attrs().GetInts("axes")) reduced[static_cast<size_t>(a < 0 ? a + rank : a)] = true;
+  for (int64_t a : ctx.attrs().GetInts("axes")) reduced[static_cast<size_t>(NormalizeAxis(a, rank))] = true;
   if (x0.numel() == 0) return;
   // Group id of each element = its index over the kept axes, tracked with a multi-index counter.
   std::vector<int64_t> gstride(static_cast<size_t>(rank), 0);

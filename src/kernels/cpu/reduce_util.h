@@ -1,5 +1,5 @@
 // Helpers shared by the reduction and normalization kernels: [outer, n, inner] axis views,
-// a vectorizable float exp, multi-lane contiguous reductions, and f16/bf16 <-> float staging.
+// multi-lane contiguous reductions, and f16/bf16 <-> float staging.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "base/tensor.h"
+#include "kernels/cpu/fast_math.h"
 
 namespace oneflow {
 
@@ -26,41 +27,6 @@ inline AxisView ViewAround(const Shape& shape, int64_t first, int64_t last) {
     else v.inner *= shape[i];
   }
   return v;
-}
-
-// exp(x) for float without branches or table lookups, so loops calling it auto-vectorize.
-// Range reduction x = k*ln2 + r (|r| <= ln2/2, Cody-Waite split of ln2), then a fitted degree-5
-// polynomial for e^r: relative error below 5e-7. 2^k is built as 2^(k-1) * 2 so that k = 128 (x near
-// ln(FLT_MAX)) stays finite; results below 2^-125 (x < -86.64) flush to 0.
-inline float FastExp(float x) {
-  const float kMax = 88.7228317f;   // ln(FLT_MAX)
-  const float kMin = -86.6433525f;  // ln(2^-125)
-  float xc = x < kMin ? kMin : x;
-  xc = xc > kMax ? kMax : xc;
-  const float kMagic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer in the low bits
-  const float k = (xc * 1.44269504f + kMagic) - kMagic;
-  float r = xc - k * 0.693145752f;
-  r = r - k * 1.42860677e-6f;
-  // Degree-5 polynomial for e^r with c0 = c1 = 1 and the rest fitted to minimise relative error.
-  float p = 0.008204f;
-  p = p * r + 0.04187702f;
-  p = p * r + 0.16668446f;
-  p = p * r + 0.49999443f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(k) + 126) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  float y = (p * scale) * 2.0f;
-  y = x < kMin ? 0.0f : y;
-  y = x > kMax ? std::numeric_limits<float>::infinity() : y;
-  return x != x ? x : y;  // NaN in, NaN out
-}
-
-template <typename T>
-inline T Exp(T x) {
-  if constexpr (std::is_same_v<T, float>) return FastExp(x);
-  else return std::exp(x);
 }
 
 // Lane counts that fill two AVX-512 registers; independent accumulators let GCC vectorize
@@ -135,7 +101,5 @@ inline void NarrowFromFloat(const Tensor& f, Tensor& out) {
     for (int64_t i = 0; i < out.numel(); ++i) dst[i] = BFloat16(src[i]);
   }
 }
-
-inline bool IsHalfDType(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
 
 }  // namespace oneflow

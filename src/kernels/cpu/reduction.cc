@@ -3,6 +3,7 @@
 #include <numeric>
 #include <vector>
 
+#include "graph/infer_util.h"
 #include "kernels/cpu/all_kernels.h"
 #include "kernels/cpu/reduce_util.h"
 #include "kernels/kernel.h"
@@ -141,7 +142,7 @@ void LogSumExpView(const T* x, T* y, const AxisView& v, ThreadPool& pool) {
       for (int64_t o = b; o < e; ++o) {
         const T* row = x + o * n;
         const T m = LaneMax(row, n);
-        const T s = std::isinf(m) ? T(0) : LaneSum<T>(n, [&](int64_t i) { return Exp<T>(row[i] - m); });
+        const T s = std::isinf(m) ? T(0) : LaneSum<T>(n, [&](int64_t i) { return fastmath::Exp(row[i] - m); });
         y[o] = finish(m, s);
       }
     });
@@ -159,7 +160,7 @@ void LogSumExpView(const T* x, T* y, const AxisView& v, ThreadPool& pool) {
         for (int64_t c = 0; c < w; ++c) m[c] = base[r * inner + c] > m[c] ? base[r * inner + c] : m[c];
       for (int64_t c = 0; c < w; ++c) m[c] = std::isinf(m[c]) ? T(0) : m[c];  // avoid inf - inf
       for (int64_t r = 0; r < n; ++r)
-        for (int64_t c = 0; c < w; ++c) s[c] += Exp<T>(base[r * inner + c] - m[c]);
+        for (int64_t c = 0; c < w; ++c) s[c] += fastmath::Exp(base[r * inner + c] - m[c]);
       for (int64_t c = 0; c < w; ++c) y[o * inner + c0 + c] = m[c] + std::log(s[c]);
     }
   });
@@ -264,7 +265,7 @@ void ReduceKernel(KernelContext& ctx) {
     return;
   }
   std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty());
-  for (int64_t a : axes) reduced[static_cast<size_t>(a < 0 ? a + rank : a)] = true;  // checked by infer
+  for (int64_t a : axes) reduced[static_cast<size_t>(NormalizeAxis(a, rank))] = true;
 
   const DType dt = x.dtype();
   if (IsHalfDType(dt)) {
@@ -333,7 +334,7 @@ template <bool kMax>
 void ArgKernel(KernelContext& ctx) {
   const Tensor& x0 = ctx.input(0);
   Tensor& y = ctx.output(0);
-  const int64_t axis = ctx.attrs().GetInt("axis") < 0 ? ctx.attrs().GetInt("axis") + x0.rank() : ctx.attrs().GetInt("axis");
+  const int64_t axis = NormalizeAxis(ctx.attrs().GetInt("axis"), x0.rank());
   const bool last = ctx.attrs().GetInt("select_last_index") != 0;
   if (y.numel() == 0) return;
   const Tensor x = IsHalfDType(x0.dtype()) ? WidenToFloat(x0) : x0;
@@ -434,8 +435,7 @@ void TopKTyped(const T* x, T* vals, int64_t* idxs, const AxisView& v, int64_t k,
 void TopKKernel(KernelContext& ctx) {
   const Tensor& x0 = ctx.input(0);
   const int64_t rank = x0.rank();
-  int64_t axis = ctx.attrs().GetInt("axis");
-  if (axis < 0) axis += rank;
+  const int64_t axis = NormalizeAxis(ctx.attrs().GetInt("axis"), rank);
   const int64_t k = ctx.input(1).GetAsInt64(0);
   const bool largest = ctx.attrs().GetInt("largest") != 0;
   Tensor& values = ctx.output(0);

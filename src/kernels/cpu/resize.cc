@@ -115,9 +115,7 @@ AxisTaps ComputeTaps(const ResizeParams& p, int64_t in, int64_t out, double scal
 // Resizes axis `axis` of `src` (shape `shape`) into `dst`; updates shape[axis].
 template <typename A>
 void ApplyTaps(ThreadPool& pool, const A* src, A* dst, Shape& shape, size_t axis, const AxisTaps& t, A extrap) {
-  int64_t outer = 1, inner = 1;
-  for (size_t d = 0; d < axis; ++d) outer *= shape[d];
-  for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
+  const int64_t outer = ShapeProduct(shape, 0, axis), inner = ShapeProduct(shape, axis + 1, shape.size());
   const int64_t in = t.in, out = t.out, n = t.n;
   pool.ParallelFor(outer * out, static_cast<double>(n * inner) * 2, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {

@@ -19,34 +19,31 @@ void LRNKernel(KernelContext& ctx) {
                bias = ctx.attrs().GetFloat("bias");
   const int64_t N = x.dim(0), C = x.dim(1), plane = N * C > 0 ? x.numel() / (N * C) : 0;
   const int64_t before = (size - 1) / 2, after = size - 1 - before;  // floor / ceil of (size-1)/2
-  DispatchAll(x.dtype(), [&](auto tag) {
+  OF_CHECK(IsFloatDType(x.dtype()), kUnsupported, ctx.node().Describe(), ": LRN needs a float input");
+  DispatchFloating(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (!kIsHalfType<T> && !std::is_floating_point_v<T>) {
-      Fail(ErrorCode::kUnsupported, ctx.node().Describe(), ": LRN needs a float input");
-    } else {
-      using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
-      const T* px = x.data<T>();
-      T* py = y.data<T>();
-      ctx.pool().ParallelFor(N * C, static_cast<double>(plane * (size + 4)), [&](int64_t begin, int64_t end) {
-        std::vector<A> sq(static_cast<size_t>(plane));
-        for (int64_t p = begin; p < end; ++p) {
-          const int64_t n = p / C, c = p % C;
-          std::fill(sq.begin(), sq.end(), A(0));
-          for (int64_t cc = std::max<int64_t>(0, c - before); cc <= std::min(C - 1, c + after); ++cc) {
-            const T* src = px + (n * C + cc) * plane;
-            for (int64_t i = 0; i < plane; ++i) {
-              A v = static_cast<A>(src[i]);
-              sq[i] += v * v;
-            }
+    using A = ComputeType<T>;  // float for f16/bf16
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    ctx.pool().ParallelFor(N * C, static_cast<double>(plane * (size + 4)), [&](int64_t begin, int64_t end) {
+      std::vector<A> sq(static_cast<size_t>(plane));
+      for (int64_t p = begin; p < end; ++p) {
+        const int64_t n = p / C, c = p % C;
+        std::fill(sq.begin(), sq.end(), A(0));
+        for (int64_t cc = std::max<int64_t>(0, c - before); cc <= std::min(C - 1, c + after); ++cc) {
+          const T* src = px + (n * C + cc) * plane;
+          for (int64_t i = 0; i < plane; ++i) {
+            A v = static_cast<A>(src[i]);
+            sq[i] += v * v;
           }
-          const T* src = px + p * plane;
-          T* dst = py + p * plane;
-          const A scale = static_cast<A>(alpha / static_cast<double>(size));
-          for (int64_t i = 0; i < plane; ++i)
-            dst[i] = T(static_cast<A>(src[i]) / std::pow(static_cast<A>(bias) + scale * sq[i], static_cast<A>(beta)));
         }
-      });
-    }
+        const T* src = px + p * plane;
+        T* dst = py + p * plane;
+        const A scale = static_cast<A>(alpha / static_cast<double>(size));
+        for (int64_t i = 0; i < plane; ++i)
+          dst[i] = T(static_cast<A>(src[i]) / std::pow(static_cast<A>(bias) + scale * sq[i], static_cast<A>(beta)));
+      }
+    });
   });
 }
 
@@ -121,28 +118,25 @@ void AffineGridKernel(KernelContext& ctx) {
     if (align) return n > 1 ? -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(n - 1) : -1.0;
     return -1.0 + (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(n);
   };
-  DispatchAll(theta.dtype(), [&](auto tag) {
+  OF_CHECK(IsFloatDType(theta.dtype()), kUnsupported, ctx.node().Describe(), ": theta must be a float tensor");
+  DispatchFloating(theta.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (!kIsHalfType<T> && !std::is_floating_point_v<T>) {
-      Fail(ErrorCode::kUnsupported, ctx.node().Describe(), ": theta must be a float tensor");
-    } else {
-      const T* pt = theta.data<T>();
-      T* py = y.data<T>();
-      std::vector<double> homo(static_cast<size_t>(r + 1));
-      for (int64_t n = 0; n < N; ++n) {
-        for (int64_t p = 0; p < points; ++p) {
-          int64_t rem = p;
-          for (int64_t d = r; d-- > 0;) {  // homo[0] is x (last dim), homo[1] y, ...
-            const int64_t c = rem % dims[d];
-            rem /= dims[d];
-            homo[r - 1 - d] = coord(c, dims[d]);
-          }
-          homo[r] = 1.0;
-          for (int64_t k = 0; k < r; ++k) {
-            double v = 0;
-            for (int64_t j = 0; j <= r; ++j) v += CastToDouble(pt[(n * r + k) * (r + 1) + j]) * homo[j];
-            py[(n * points + p) * r + k] = CastFromDouble<T>(v);
-          }
+    const T* pt = theta.data<T>();
+    T* py = y.data<T>();
+    std::vector<double> homo(static_cast<size_t>(r + 1));
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t p = 0; p < points; ++p) {
+        int64_t rem = p;
+        for (int64_t d = r; d-- > 0;) {  // homo[0] is x (last dim), homo[1] y, ...
+          const int64_t c = rem % dims[d];
+          rem /= dims[d];
+          homo[r - 1 - d] = coord(c, dims[d]);
+        }
+        homo[r] = 1.0;
+        for (int64_t k = 0; k < r; ++k) {
+          double v = 0;
+          for (int64_t j = 0; j <= r; ++j) v += CastToDouble(pt[(n * r + k) * (r + 1) + j]) * homo[j];
+          py[(n * points + p) * r + k] = CastFromDouble<T>(v);
         }
       }
     }

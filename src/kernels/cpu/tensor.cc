@@ -13,12 +13,6 @@
 namespace oneflow {
 namespace {
 
-int64_t Prod(const Shape& s, size_t b, size_t e) {
-  int64_t p = 1;
-  for (size_t i = b; i < e; ++i) p *= s[i];
-  return p;
-}
-
 std::vector<int64_t> TransposePerm(const KernelContext& ctx, int64_t rank) {
   std::vector<int64_t> perm;
   if (ctx.attrs().has("perm")) {
@@ -66,8 +60,8 @@ void ConcatKernel(KernelContext& ctx) {
   Tensor& y = ctx.output(0);
   const int64_t axis = NormalizeAxis(ctx.attrs().GetInt("axis"), y.rank());
   const size_t esz = DTypeSize(y.dtype());
-  const int64_t outer = Prod(y.shape(), 0, static_cast<size_t>(axis));
-  const int64_t inner = Prod(y.shape(), static_cast<size_t>(axis) + 1, y.shape().size());
+  const int64_t outer = ShapeProduct(y.shape(), 0, static_cast<size_t>(axis));
+  const int64_t inner = ShapeProduct(y.shape(), static_cast<size_t>(axis) + 1, y.shape().size());
   const size_t out_row = static_cast<size_t>(y.dim(axis) * inner) * esz;
   std::vector<Run> runs;
   size_t offset = 0;
@@ -84,8 +78,8 @@ void SplitKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const int64_t axis = NormalizeAxis(ctx.attrs().GetInt("axis"), x.rank());
   const size_t esz = DTypeSize(x.dtype());
-  const int64_t outer = Prod(x.shape(), 0, static_cast<size_t>(axis));
-  const int64_t inner = Prod(x.shape(), static_cast<size_t>(axis) + 1, x.shape().size());
+  const int64_t outer = ShapeProduct(x.shape(), 0, static_cast<size_t>(axis));
+  const int64_t inner = ShapeProduct(x.shape(), static_cast<size_t>(axis) + 1, x.shape().size());
   const size_t in_row = static_cast<size_t>(x.dim(axis) * inner) * esz;
   std::vector<Run> runs;
   size_t offset = 0;

@@ -7,44 +7,24 @@
 namespace oneflow {
 namespace {
 
-// y = g(x) for floating tensors; g is a generic lambda over the compute type (float or double),
-// so 16-bit floats are computed in float.
+// y = g(x) elementwise for a tensor of type T; g is a generic lambda over ComputeType<T>, so 16-bit
+// floats are computed in float.
+template <typename T, typename G>
+void MapUnary(KernelContext& ctx, G g, double cost) {
+  UnaryMap(ctx.pool(), ctx.input(0).data<T>(), ctx.output(0).data<T>(), ctx.input(0).numel(),
+           [g](T v) { return static_cast<T>(g(static_cast<ComputeType<T>>(v))); }, cost);
+}
+
+// MapUnary for the floating types (g sees float or double).
 template <typename G>
 void FloatUnary(KernelContext& ctx, G g, double cost) {
-  const Tensor& x = ctx.input(0);
-  Tensor& y = ctx.output(0);
-  DispatchFloating(x.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (kIsHalfType<T>) {
-      UnaryMap(ctx.pool(), x.data<T>(), y.data<T>(), x.numel(), [g](T v) { return T(g(static_cast<float>(v))); }, cost);
-    } else {
-      UnaryMap(ctx.pool(), x.data<T>(), y.data<T>(), x.numel(), g, cost);
-    }
-  });
+  DispatchFloating(ctx.input(0).dtype(), [&](auto tag) { MapUnary<typename decltype(tag)::type>(ctx, g, cost); });
 }
 
-// Same for every numeric type (integers included); g gets ComputeType<T>.
+// MapUnary for every numeric type, integers included.
 template <typename G>
 void NumericUnary(KernelContext& ctx, G g, double cost) {
-  const Tensor& x = ctx.input(0);
-  Tensor& y = ctx.output(0);
-  DispatchNumericHalf(x.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (kIsHalfType<T>) {
-      UnaryMap(ctx.pool(), x.data<T>(), y.data<T>(), x.numel(), [g](T v) { return T(g(static_cast<float>(v))); }, cost);
-    } else {
-      UnaryMap(ctx.pool(), x.data<T>(), y.data<T>(), x.numel(), [g](T v) { return static_cast<T>(g(v)); }, cost);
-    }
-  });
-}
-
-template <typename C>
-constexpr bool kIsF32 = std::is_same_v<C, float>;
-
-template <typename C>
-C Exp(C v) {
-  if constexpr (kIsF32<C>) return fastmath::Exp(v);
-  else return std::exp(v);
+  DispatchNumericHalf(ctx.input(0).dtype(), [&](auto tag) { MapUnary<typename decltype(tag)::type>(ctx, g, cost); });
 }
 
 // log(1 + exp(x)) without overflow.
@@ -53,7 +33,7 @@ C Softplus(C v) {
   return v > C(0) ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
 }
 
-void ExpKernel(KernelContext& ctx) { FloatUnary(ctx, [](auto v) { return Exp(v); }, kMathCost); }
+void ExpKernel(KernelContext& ctx) { FloatUnary(ctx, [](auto v) { return fastmath::Exp(v); }, kMathCost); }
 void LogKernel(KernelContext& ctx) { FloatUnary(ctx, [](auto v) { return std::log(v); }, kLibmCost); }
 void SqrtKernel(KernelContext& ctx) { FloatUnary(ctx, [](auto v) { return std::sqrt(v); }, kMathCost); }
 void ReciprocalKernel(KernelContext& ctx) {
@@ -64,25 +44,10 @@ void CeilKernel(KernelContext& ctx) { FloatUnary(ctx, [](auto v) { return std::c
 // Round half to even (the default FP rounding mode).
 void RoundKernel(KernelContext& ctx) { FloatUnary(ctx, [](auto v) { return std::nearbyint(v); }, kCheapCost); }
 
-void ErfKernel(KernelContext& ctx) {
-  FloatUnary(ctx, [](auto v) {
-    if constexpr (kIsF32<decltype(v)>) return fastmath::Erf(v);
-    else return std::erf(v);
-  }, kMathCost);
-}
-void TanhKernel(KernelContext& ctx) {
-  FloatUnary(ctx, [](auto v) {
-    if constexpr (kIsF32<decltype(v)>) return fastmath::Tanh(v);
-    else return std::tanh(v);
-  }, kMathCost);
-}
-void SigmoidKernel(KernelContext& ctx) {
-  FloatUnary(ctx, [](auto v) {
-    using C = decltype(v);
-    if constexpr (kIsF32<C>) return fastmath::Sigmoid(v);
-    else return C(1) / (C(1) + std::exp(-v));
-  }, kMathCost);
-}
+// fastmath's float versions are vectorizable approximations; its double overloads call libm.
+void ErfKernel(KernelContext& ctx) { FloatUnary(ctx, [](auto v) { return fastmath::Erf(v); }, kMathCost); }
+void TanhKernel(KernelContext& ctx) { FloatUnary(ctx, [](auto v) { return fastmath::Tanh(v); }, kMathCost); }
+void SigmoidKernel(KernelContext& ctx) { FloatUnary(ctx, [](auto v) { return fastmath::Sigmoid(v); }, kMathCost); }
 
 #define OF_LIBM_UNARY(Name, fn) \
   void Name##Kernel(KernelContext& ctx) { FloatUnary(ctx, [](auto v) { return std::fn(v); }, kLibmCost); }
@@ -171,23 +136,8 @@ void GeluKernel(KernelContext& ctx) {
   const std::string& approx = ctx.attrs().GetString("approximate");
   OF_CHECK(approx == "none" || approx == "tanh", kUnsupported, ctx.node().Describe(),
            ": Gelu approximate='", approx, "' (expected 'none' or 'tanh')");
-  if (approx == "tanh") {
-    FloatUnary(ctx, [](auto v) {
-      using C = decltype(v);
-      if constexpr (kIsF32<C>) {
-        return fastmath::GeluTanh(v);
-      } else {
-        C z = C(0.79788456080286535588) * (v + C(0.044715) * v * v * v);
-        return v / (C(1) + std::exp(C(-2) * z));  // == 0.5 v (1 + tanh z)
-      }
-    }, kMathCost);
-  } else {
-    FloatUnary(ctx, [](auto v) {
-      using C = decltype(v);
-      if constexpr (kIsF32<C>) return fastmath::Gelu(v);
-      else return C(0.5) * v * std::erfc(-v * C(0.70710678118654752440));
-    }, kMathCost);
-  }
+  if (approx == "tanh") FloatUnary(ctx, [](auto v) { return fastmath::GeluTanh(v); }, kMathCost);
+  else FloatUnary(ctx, [](auto v) { return fastmath::Gelu(v); }, kMathCost);
 }
 
 void HardSigmoidKernel(KernelContext& ctx) {
@@ -244,7 +194,7 @@ void SwishKernel(KernelContext& ctx) {
   const float alpha = ctx.attrs().GetFloat("alpha");
   FloatUnary(ctx, [alpha](auto v) {
     using C = decltype(v);
-    if constexpr (kIsF32<C>) return v * fastmath::Sigmoid(alpha * v);
+    if constexpr (std::is_same_v<C, float>) return v * fastmath::Sigmoid(alpha * v);
     else return v / (C(1) + std::exp(-C(alpha) * v));
   }, kMathCost);
 }
