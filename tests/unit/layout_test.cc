@@ -116,8 +116,11 @@ void CheckResNetLike(const TensorType& x_type, const Tensor& x) {
   EXPECT_EQ(CountOps(opt, "NhwcAveragePool"), 1);
   EXPECT_EQ(CountOps(opt, "NhwcGlobalAveragePool"), 1);
   EXPECT_EQ(CountOps(opt, "FusedConv"), 3);
-  for (const Node& n : opt.nodes)
-    if (n.op_type == "FusedConv") EXPECT_EQ(n.attrs.GetString("layout"), "NHWC");
+  for (const Node& n : opt.nodes) {
+    if (n.op_type == "FusedConv") {
+      EXPECT_EQ(n.attrs.GetString("layout"), "NHWC");
+    }
+  }
 }
 
 TEST(Layout, ResNetLikeStaticShape) {
