@@ -140,6 +140,10 @@ class Session:
             self._run = lib._lib.oneflow_session_run
             self._create_borrowed = lib._lib.oneflow_tensor_create_borrowed
             self._release = lib._lib.oneflow_tensor_release
+            raw = lib._lib
+            self._t_dtype, self._t_rank = raw.oneflow_tensor_dtype, raw.oneflow_tensor_rank
+            self._t_shape, self._t_data = raw.oneflow_tensor_shape, raw.oneflow_tensor_data
+            self._outs = (ctypes.c_void_p * max(self._n_out, 1))()  # reused: runs are serialized here
         finally:
             lib.oneflow_graph_release(graph)
 
@@ -172,14 +176,15 @@ class Session:
             self._feed_key = key
         originals, arrays, c_names, tensors = self._feed_tensors
         n_out = self._n_out
-        outs = (ctypes.c_void_p * max(n_out, 1))()
+        outs = self._outs
         try:
             self._lib.check(self._run(self._session, c_names, tensors, len(arrays), None, 0, outs, n_out))
             return [self._to_numpy(outs[i]) for i in range(n_out)]
         finally:
-            for t in outs:
+            for i, t in enumerate(outs):
                 if t:
                     self._release(t)
+                    outs[i] = None
             if any(a is not o for a, o in zip(arrays, originals)):
                 # A non-contiguous input was copied: the copy would not see later writes to the
                 # caller's array, so it is not reused.
@@ -219,14 +224,12 @@ class Session:
         self._feed_key = None
 
     def _to_numpy(self, t):
-        lib = self._lib._lib
-        code = lib.oneflow_tensor_dtype(t)
+        code = self._t_dtype(t)
         dtype = _CODE_TO_NP.get(code)
         if dtype is None:
             raise OneflowError(8, f"output dtype code {code} has no numpy equivalent in the wrapper")
-        rank = lib.oneflow_tensor_rank(t)
-        shape_p = lib.oneflow_tensor_shape(t)
-        out = np.empty(tuple(shape_p[:rank]), dtype=dtype)
+        rank = self._t_rank(t)
+        out = np.empty(tuple(self._t_shape(t)[:rank]), dtype=dtype)
         if out.nbytes:
-            ctypes.memmove(out.ctypes.data, lib.oneflow_tensor_data(t), out.nbytes)
+            ctypes.memmove(out.ctypes.data, self._t_data(t), out.nbytes)
         return out
