@@ -104,7 +104,7 @@ void Im2Col(const ConvPlan& p, const T* x, T* col, ThreadPool& pool) {
 
 // Depthwise (one input and one output channel per group): direct accumulation per channel.
 void DepthwiseConv(const ConvPlan& p, const float* x, const float* w, const float* bias, const float* z,
-                   const ActivationSpec& act, float* y, ThreadPool& pool) {
+                   const ActivationParams& act, float* y, ThreadPool& pool) {
   pool.ParallelFor(p.N * p.C, static_cast<double>(p.out_size * p.kernel_size) * 2, [&](int64_t begin, int64_t end) {
     for (int64_t nc = begin; nc < end; ++nc) {
       const int64_t c = nc % p.C;
@@ -141,7 +141,7 @@ void DepthwiseConv(const ConvPlan& p, const float* x, const float* w, const floa
         const float* zc = z + nc * p.out_size;
         for (int64_t i = 0; i < p.out_size; ++i) yc[i] += zc[i];
       }
-      ApplyActivation(yc, p.out_size, act);
+      ApplyActivation(act, yc, p.out_size);
     }
   });
 }
@@ -308,7 +308,7 @@ void ConvKernel::ComputeNchw(KernelContext& ctx, const Tensor& x, const Tensor& 
           const T bv = b ? b->data<T>()[g * p.Mg + m] : T(0);
           const T* zr = z ? z->data<T>() + (row - py) : nullptr;
           for (int64_t i = 0; i < p.out_size; ++i) row[i] += bv + (zr ? zr[i] : T(0));
-          ApplyActivation(row, p.out_size, act_);
+          ApplyActivation(act_, row, p.out_size);
         }
       }
     }

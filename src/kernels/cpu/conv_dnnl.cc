@@ -159,7 +159,7 @@ class DnnlConv2d {
       switch (manual_act_ ? Activation::kNone : ep_.act.kind) {
         case Activation::kRelu: po.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f); break;
         case Activation::kLeakyRelu: po.append_eltwise(1.0f, algorithm::eltwise_relu, ep_.act.alpha, 0.0f); break;
-        case Activation::kClip: po.append_eltwise(1.0f, algorithm::eltwise_clip, ep_.act.alpha, ep_.act.beta); break;
+        case Activation::kClip: po.append_eltwise(1.0f, algorithm::eltwise_clip, ep_.act.min, ep_.act.max); break;
         default: break;
       }
       if (po.len() > 0) attr.set_post_ops(po);
@@ -211,7 +211,7 @@ std::shared_ptr<DnnlConv2d> CreateDnnlConv2d(const DnnlConvParams& p, const floa
 }
 
 void RunDnnlConv2d(const DnnlConv2d& conv, const float* x, const float* bias, const float* z,
-                   const ActivationSpec& act, float* y, ThreadPool& pool) {
+                   const ActivationParams& act, float* y, ThreadPool& pool) {
   OF_CHECK(!conv.nhwc(), kInternal, "NHWC conv plan run as NCHW");
   const DnnlConvParams& p = conv.params();
   const int64_t in_hw = p.h * p.w, out_hw = p.oh * p.ow;
@@ -250,7 +250,7 @@ void RunDnnlConv2d(const DnnlConv2d& conv, const float* x, const float* bias, co
             const float* zr = zn + m * out_hw;
             for (int64_t q = 0; q < out_hw; ++q) dst[q] += zr[q];
           }
-          ApplyActivation(dst, out_hw, act);
+          ApplyActivation(act, dst, out_hw);
         }
       });
     }
@@ -314,7 +314,7 @@ void RunChannelSlices(const DnnlConv2d& conv, const float* x, const float* bias,
         for (int64_t q = 0; q < pixels; ++q) std::copy(zn + q * p.m, zn + q * p.m + sl.mm, buf + q * sl.mm);
       }
       ExecuteSlice(sl, x + n * p.h * p.w * p.c, buf, bias);
-      if (conv.manual_activation()) ApplyActivation(buf, pixels * sl.mm, conv.epilogue().act);
+      if (conv.manual_activation()) ApplyActivation(conv.epilogue().act, buf, pixels * sl.mm);
       for (int64_t q = 0; q < pixels; ++q) std::copy(buf + q * sl.mm, buf + (q + 1) * sl.mm, yn + q * p.m);
     }
   });
@@ -362,7 +362,7 @@ void RunDnnlConv2dNhwc(const DnnlConv2d& conv, const float* x, const float* bias
       const int64_t band = images * out_rows * p.ow * p.m;
       if (z) std::copy(z + (dst - y), z + (dst - y) + band, dst);  // the sum post-op adds it
       ExecuteSlice(sl, x + n * in_img + sl.in_row0 * p.w * p.c, dst, bias);
-      if (conv.manual_activation()) ApplyActivation(dst, band, ep.act);
+      if (conv.manual_activation()) ApplyActivation(ep.act, dst, band);
     }
   };
   if (threads == 1) {
@@ -384,7 +384,7 @@ std::shared_ptr<DnnlConv2d> CreateDnnlConv2d(const DnnlConvParams&, const float*
 void RunDnnlConv2dNhwc(const DnnlConv2d&, const float*, const float*, const float*, float*, ThreadPool&) {
   Fail(ErrorCode::kInternal, "oneDNN is not built in");
 }
-void RunDnnlConv2d(const DnnlConv2d&, const float*, const float*, const float*, const ActivationSpec&, float*,
+void RunDnnlConv2d(const DnnlConv2d&, const float*, const float*, const float*, const ActivationParams&, float*,
                    ThreadPool&) {
   Fail(ErrorCode::kInternal, "oneDNN is not built in");
 }

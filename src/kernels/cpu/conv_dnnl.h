@@ -31,7 +31,7 @@ bool DnnlConvEnabled();
 struct DnnlConvEpilogue {
   bool bias = false;
   bool residual = false;
-  ActivationSpec act;
+  ActivationParams act;
 };
 
 // Returns nullptr when oneDNN is not built in or does not take this configuration. Without an
@@ -41,7 +41,7 @@ std::shared_ptr<DnnlConv2d> CreateDnnlConv2d(const DnnlConvParams& p, const floa
 
 // y = act(conv(x) + bias + z) for NCHW x, y and z (bias and z may be null).
 void RunDnnlConv2d(const DnnlConv2d& conv, const float* x, const float* bias, const float* z,
-                   const ActivationSpec& act, float* y, ThreadPool& pool);
+                   const ActivationParams& act, float* y, ThreadPool& pool);
 
 // y = act(conv(x) + bias + z) for NHWC x [n, h, w, c], y and z [n, oh, ow, m], with no layout
 // copies: the plan's epilogue (CreateDnnlConv2d) says which of bias/z are given.

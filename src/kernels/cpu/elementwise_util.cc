@@ -87,6 +87,49 @@ void ApplyActivation(const ActivationParams& p, float* x, int64_t n) {
   }
 }
 
+void ApplyActivation(const ActivationParams& p, double* x, int64_t n) {
+  const double alpha = p.alpha, beta = p.beta, lo = p.min, hi = p.max;
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    switch (p.kind) {
+      case Activation::kNone: return;
+      case Activation::kRelu: x[i] = v > 0.0 ? v : 0.0; break;
+      case Activation::kLeakyRelu: x[i] = v < 0.0 ? alpha * v : v; break;
+      case Activation::kSigmoid: x[i] = 1.0 / (1.0 + std::exp(-v)); break;
+      case Activation::kTanh: x[i] = std::tanh(v); break;
+      case Activation::kGelu: x[i] = 0.5 * v * (1.0 + std::erf(v * 0.70710678118654752440)); break;
+      case Activation::kGeluTanh:
+        x[i] = 0.5 * v * (1.0 + std::tanh(0.79788456080286535588 * (v + 0.044715 * v * v * v)));
+        break;
+      case Activation::kHardSigmoid: x[i] = std::min(std::max(alpha * v + beta, 0.0), 1.0); break;
+      case Activation::kHardSwish: x[i] = v * std::min(std::max(v / 6.0 + 0.5, 0.0), 1.0); break;
+      case Activation::kClip: x[i] = std::min(std::max(v, lo), hi); break;
+    }
+  }
+}
+
+namespace {
+constexpr std::pair<Activation, const char*> kActivationNames[] = {
+    {Activation::kNone, "None"},           {Activation::kRelu, "Relu"},          {Activation::kLeakyRelu, "LeakyRelu"},
+    {Activation::kSigmoid, "Sigmoid"},     {Activation::kTanh, "Tanh"},          {Activation::kGelu, "Gelu"},
+    {Activation::kGeluTanh, "GeluTanh"},   {Activation::kHardSigmoid, "HardSigmoid"},
+    {Activation::kHardSwish, "HardSwish"}, {Activation::kClip, "Clip"},
+};
+}  // namespace
+
+Activation ActivationFromName(const std::string& name) {
+  if (name.empty()) return Activation::kNone;
+  for (const auto& [kind, n] : kActivationNames)
+    if (name == n) return kind;
+  Fail(ErrorCode::kInvalidModel, "unknown fused activation '", name, "'");
+}
+
+const char* ActivationName(Activation a) {
+  for (const auto& [kind, n] : kActivationNames)
+    if (kind == a) return n;
+  return "?";
+}
+
 bool ActivationFromOnnx(const std::string& op, const AttrMap& attrs, ActivationParams* out) {
   ActivationParams p;
   if (op == "Relu") {

@@ -50,6 +50,13 @@ struct ActivationParams {
 };
 
 void ApplyActivation(const ActivationParams& p, float* data, int64_t n);
+// The same in double precision (libm math), for f64 fused kernels.
+void ApplyActivation(const ActivationParams& p, double* data, int64_t n);
+
+// The fused ops' `activation` attribute: "Relu", "LeakyRelu", ... ("" and "None" are kNone).
+// ActivationFromName fails with kInvalidModel on an unknown name.
+Activation ActivationFromName(const std::string& name);
+const char* ActivationName(Activation a);
 
 // Maps an ONNX activation node (default domain) to ActivationParams, for fusion passes and fused
 // kernels: Relu, LeakyRelu, Sigmoid, Tanh, Gelu (either `approximate`), HardSigmoid, HardSwish.

@@ -25,75 +25,6 @@
 
 namespace oneflow {
 
-Activation ActivationFromName(const std::string& name) {
-  if (name.empty() || name == "None") return Activation::kNone;
-  if (name == "Relu") return Activation::kRelu;
-  if (name == "LeakyRelu") return Activation::kLeakyRelu;
-  if (name == "Sigmoid") return Activation::kSigmoid;
-  if (name == "Tanh") return Activation::kTanh;
-  if (name == "Gelu") return Activation::kGelu;
-  if (name == "GeluTanh") return Activation::kGeluTanh;
-  if (name == "Clip") return Activation::kClip;
-  if (name == "HardSwish") return Activation::kHardSwish;
-  Fail(ErrorCode::kInvalidModel, "unknown fused activation '", name, "'");
-}
-
-const char* ActivationName(Activation a) {
-  switch (a) {
-    case Activation::kNone: return "None";
-    case Activation::kRelu: return "Relu";
-    case Activation::kLeakyRelu: return "LeakyRelu";
-    case Activation::kSigmoid: return "Sigmoid";
-    case Activation::kTanh: return "Tanh";
-    case Activation::kGelu: return "Gelu";
-    case Activation::kGeluTanh: return "GeluTanh";
-    case Activation::kClip: return "Clip";
-    case Activation::kHardSwish: return "HardSwish";
-  }
-  return "?";
-}
-
-template <typename T>
-static void ApplyActivationT(T* x, int64_t n, const ActivationSpec& a) {
-  const T alpha = static_cast<T>(a.alpha), beta = static_cast<T>(a.beta);
-  switch (a.kind) {
-    case Activation::kNone: return;
-    case Activation::kRelu:
-      for (int64_t i = 0; i < n; ++i) x[i] = x[i] > T(0) ? x[i] : T(0);
-      return;
-    case Activation::kLeakyRelu:
-      for (int64_t i = 0; i < n; ++i) x[i] = x[i] < T(0) ? alpha * x[i] : x[i];
-      return;
-    case Activation::kSigmoid:
-      for (int64_t i = 0; i < n; ++i) x[i] = T(1) / (T(1) + std::exp(-x[i]));
-      return;
-    case Activation::kTanh:
-      for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i]);
-      return;
-    case Activation::kGelu:
-      for (int64_t i = 0; i < n; ++i) x[i] = T(0.5) * x[i] * (T(1) + std::erf(x[i] * T(0.70710678118654752440)));
-      return;
-    case Activation::kGeluTanh:
-      for (int64_t i = 0; i < n; ++i) {
-        T v = x[i];
-        x[i] = T(0.5) * v * (T(1) + std::tanh(T(0.79788456080286535588) * (v + T(0.044715) * v * v * v)));
-      }
-      return;
-    case Activation::kClip:
-      for (int64_t i = 0; i < n; ++i) x[i] = x[i] < alpha ? alpha : (x[i] > beta ? beta : x[i]);
-      return;
-    case Activation::kHardSwish:
-      for (int64_t i = 0; i < n; ++i) {
-        T g = x[i] / T(6) + T(0.5);
-        g = g < T(0) ? T(0) : (g > T(1) ? T(1) : g);
-        x[i] = x[i] * g;
-      }
-      return;
-  }
-}
-
-void ApplyActivation(float* x, int64_t n, const ActivationSpec& a) { ApplyActivationT(x, n, a); }
-void ApplyActivation(double* x, int64_t n, const ActivationSpec& a) { ApplyActivationT(x, n, a); }
 
 namespace {
 
@@ -247,7 +178,7 @@ void ApplyEpilogueTile(const GemmEpilogue& ep, float* C, int64_t ldc, int64_t i0
       const float* res = ep.residual + (i0 + r) * ldc + j0;
       for (int64_t j = 0; j < cols; ++j) c[j] += res[j];
     }
-    ApplyActivation(c, cols, ep.act);
+    ApplyActivation(ep.act, c, cols);
   }
 }
 

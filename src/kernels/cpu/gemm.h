@@ -9,24 +9,9 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "kernels/cpu/elementwise_util.h"
 
 namespace oneflow {
-
-// Elementwise activations a GEMM/Conv epilogue can apply (the fused ops' "activation" attribute).
-enum class Activation : int { kNone = 0, kRelu, kLeakyRelu, kSigmoid, kTanh, kGelu, kGeluTanh, kClip, kHardSwish };
-
-struct ActivationSpec {
-  Activation kind = Activation::kNone;
-  float alpha = 0.0f;  // LeakyRelu slope; Clip min
-  float beta = 0.0f;   // Clip max
-};
-
-// Parses the fused ops' activation name ("Relu", "LeakyRelu", ...); kNone for "" and "None".
-Activation ActivationFromName(const std::string& name);
-const char* ActivationName(Activation a);
-// In place on n contiguous values.
-void ApplyActivation(float* x, int64_t n, const ActivationSpec& a);
-void ApplyActivation(double* x, int64_t n, const ActivationSpec& a);
 
 // Applied to each finished output tile while it is still in cache:
 //   C = act(C + col_bias[j] + row_bias[i] + residual[i, j])
@@ -34,7 +19,7 @@ struct GemmEpilogue {
   const float* col_bias = nullptr;  // length N (MatMul/Gemm bias)
   const float* row_bias = nullptr;  // length M (Conv bias per output channel)
   const float* residual = nullptr;  // same layout and leading dimension as C
-  ActivationSpec act;
+  ActivationParams act;
   bool empty() const { return !col_bias && !row_bias && !residual && act.kind == Activation::kNone; }
 };
 

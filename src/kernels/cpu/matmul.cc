@@ -65,12 +65,12 @@ bool BIsShared(const MatMulShape& s) {
 }
 
 template <typename T>
-void AddBiasAndActivate(T* y, int64_t rows, int64_t n, const T* bias, const ActivationSpec& act) {
+void AddBiasAndActivate(T* y, int64_t rows, int64_t n, const T* bias, const ActivationParams& act) {
   for (int64_t i = 0; i < rows; ++i) {
     T* row = y + i * n;
     if (bias)
       for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) ApplyActivation(row, n, act);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) ApplyActivation(act, row, n);
   }
 }
 

@@ -5,14 +5,14 @@
 
 namespace oneflow {
 
-ActivationSpec ReadActivation(const AttrMap& attrs) {
-  ActivationSpec a;
+ActivationParams ReadActivation(const AttrMap& attrs) {
+  ActivationParams a;
   a.kind = ActivationFromName(attrs.GetString("activation", ""));
   std::vector<float> params = attrs.GetFloats("activation_params", {});
   if (a.kind == Activation::kLeakyRelu) a.alpha = params.empty() ? 0.01f : params[0];
   if (a.kind == Activation::kClip) {
-    a.alpha = params.size() > 0 ? params[0] : -3.4028234663852886e38f;
-    a.beta = params.size() > 1 ? params[1] : 3.4028234663852886e38f;
+    a.min = params.size() > 0 ? params[0] : -std::numeric_limits<float>::infinity();
+    a.max = params.size() > 1 ? params[1] : std::numeric_limits<float>::infinity();
   }
   return a;
 }

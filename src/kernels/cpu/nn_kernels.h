@@ -17,7 +17,7 @@ namespace oneflow {
 class DnnlConv2d;
 
 // The fused activation of a node (kNone for plain ops).
-ActivationSpec ReadActivation(const AttrMap& attrs);
+ActivationParams ReadActivation(const AttrMap& attrs);
 
 // MatMul and ai.oneflow FusedMatMul (inputs A, B, optional 1-D bias of length N).
 class MatMulKernel final : public OpKernel {
@@ -26,7 +26,7 @@ class MatMulKernel final : public OpKernel {
   void Compute(KernelContext& ctx) override;
 
  private:
-  ActivationSpec act_;
+  ActivationParams act_;
   bool has_packed_b_ = false;
   PackedMatrix packed_b_;  // constant 2-D B, packed once
 };
@@ -38,7 +38,7 @@ class GemmKernel final : public OpKernel {
   void Compute(KernelContext& ctx) override;
 
  private:
-  ActivationSpec act_;
+  ActivationParams act_;
   float alpha_, beta_;
   bool trans_a_, trans_b_;
   bool has_packed_b_ = false;
@@ -57,7 +57,7 @@ class ConvKernel final : public OpKernel {
                    Tensor& y, bool use_dnnl);
   void ComputeNhwc(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b, const Tensor* z,
                    Tensor& y);
-  ActivationSpec act_;
+  ActivationParams act_;
   bool nhwc_ = false;
   bool has_bias_ = false, has_residual_ = false;  // NHWC plans build these into the primitive
   std::vector<PackedMatrix> packed_w_;  // one per group, when W is a constant f32 tensor
