@@ -34,6 +34,10 @@ static double BestSeconds(int reps, Fn&& fn) {
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 10;
+  if (reps <= 0) {
+    std::fprintf(stderr, "usage: %s [REPS (default 10)]\n", argv[0]);
+    return 2;
+  }
   const Shape4 shapes[] = {{3, 64, 224, 7, 2, 3},   {64, 64, 56, 3, 1, 1},   {64, 128, 56, 3, 2, 1},
                            {128, 128, 28, 3, 1, 1}, {64, 128, 56, 1, 2, 0},  {128, 256, 28, 3, 2, 1},
                            {256, 256, 14, 3, 1, 1}, {256, 512, 14, 3, 2, 1}, {512, 512, 7, 3, 1, 1}};

@@ -75,6 +75,10 @@ static double TimeIt(Fn&& fn) {
 int main(int argc, char** argv) {
   const int64_t n = argc > 1 ? std::atoll(argv[1]) : 2048;
   const int trials = argc > 2 ? std::atoi(argv[2]) : 7;
+  if (n <= 0 || trials <= 0) {
+    std::fprintf(stderr, "usage: %s [N (default 2048)] [TRIALS (default 7)]\n", argv[0]);
+    return 2;
+  }
   const double flop = 2.0 * n * n * n;
   std::vector<float> A(static_cast<size_t>(n * n)), B(A.size()), C(A.size());
   for (size_t i = 0; i < A.size(); ++i) {
