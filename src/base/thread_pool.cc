@@ -2,6 +2,7 @@
 #include "base/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -13,8 +14,20 @@
 namespace oneflow {
 
 namespace {
-// ~50-100 us of spinning before a worker sleeps.
-constexpr int kSpinIterations = 20000;
+// How long an idle worker spins before it sleeps: longer than the gap between two ops of a run,
+// far shorter than the gap between runs of a service that is mostly idle.
+constexpr int kSpinMicros = 300;
+
+// Waits for `done()` by spinning, then yielding: when more threads are runnable than there are
+// cores (another process, or another engine's spinning pool), the thread we wait for may be
+// preempted, and yielding hands it the core instead of burning the rest of our time slice.
+template <typename Done>
+void SpinThenYield(Done done) {
+  for (int i = 0; !done(); ++i) {
+    if (i < 2000) OF_CPU_RELAX();
+    else std::this_thread::yield();
+  }
+}
 }  // namespace
 
 int ThreadPool::DefaultThreadCount() {
@@ -62,7 +75,7 @@ void ThreadPool::ParallelFor(int64_t n, double cost_per_item,
   chunks = std::max<int64_t>(1, std::min<int64_t>(chunks, static_cast<int64_t>(total_cost / 10000.0)));
 
   generation_.fetch_add(1);  // odd: being written; workers keep out
-  while (active_.load() != 0) OF_CPU_RELAX();
+  SpinThenYield([&] { return active_.load() == 0; });
   task_ = &fn;
   task_n_ = n;
   num_chunks_ = chunks;
@@ -74,7 +87,7 @@ void ThreadPool::ParallelFor(int64_t n, double cost_per_item,
     sleep_cv_.notify_all();
   }
   RunChunks();
-  while (chunks_done_.load() != chunks) OF_CPU_RELAX();
+  SpinThenYield([&] { return chunks_done_.load() == chunks; });
 }
 
 void ThreadPool::WorkerLoop() {
@@ -82,9 +95,16 @@ void ThreadPool::WorkerLoop() {
   for (;;) {
     uint64_t g = generation_.load();
     int spins = 0;
+    auto spin_start = std::chrono::steady_clock::now();
     while ((g == seen || (g & 1)) && !stop_.load()) {
-      if (++spins < kSpinIterations) {
+      ++spins;
+      // Pause first, then yield (an oversubscribed core still runs the threads that have work),
+      // and sleep once ~kSpinMicros have passed with nothing to do.
+      if (spins < 2000) {
         OF_CPU_RELAX();
+      } else if ((spins & 63) != 0 ||
+                 std::chrono::steady_clock::now() - spin_start < std::chrono::microseconds(kSpinMicros)) {
+        std::this_thread::yield();
       } else {
         std::unique_lock<std::mutex> lock(sleep_mutex_);
         sleeping_.fetch_add(1);
@@ -94,6 +114,7 @@ void ThreadPool::WorkerLoop() {
         });
         sleeping_.fetch_sub(1);
         spins = 0;
+        spin_start = std::chrono::steady_clock::now();
       }
       g = generation_.load();
     }
