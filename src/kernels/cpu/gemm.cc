@@ -427,6 +427,20 @@ void Sgemm(int64_t M, int64_t N, int64_t K, float alpha, const GemmOperand& A, c
         else pack(0, n_panels);
         bp = buf;
       }
+      // With several column groups per row block, each task would pack the same rows of A again:
+      // pack them once here instead (the few-rows case of small-batch fully connected layers).
+      const float* shared_a = nullptr;
+      if (!A.packed && n_jg > 1) {
+        float* buf = tl_a_scratch.Get(static_cast<size_t>(mpad * kc));
+        auto pack = [&](int64_t begin, int64_t end) {
+          for (int64_t q = begin; q < end; ++q)
+            PackAPanel(A.data, A.ld, A.trans, q * kMR, std::min(kMR, M - q * kMR), pc, kc, buf + q * kMR * kc);
+        };
+        const int64_t a_panels = CeilDiv(M, kMR);
+        if (pool) pool->ParallelFor(a_panels, static_cast<double>(kc * kMR), pack);
+        else pack(0, a_panels);
+        shared_a = buf;
+      }
       auto task = [&](int64_t begin, int64_t end) {
         for (int64_t t = begin; t < end; ++t) {
           const int64_t ic = t / n_jg, jg = t % n_jg;
@@ -435,6 +449,8 @@ void Sgemm(int64_t M, int64_t N, int64_t K, float alpha, const GemmOperand& A, c
           const float* ap;
           if (A.packed) {
             ap = GemmImpl::Data(*A.packed) + pc * mpad + i0 * kc;
+          } else if (shared_a) {
+            ap = shared_a + i0 * kc;
           } else {
             float* buf = tl_a_scratch.Get(static_cast<size_t>(CeilDiv(m_blk, kMR) * kMR * kc));
             for (int64_t ir = 0; ir < m_blk; ir += kMR)
