@@ -162,7 +162,7 @@ def time_engines(engines, iters, warmup, max_seconds, row):
         count = n // blocks + (1 if b < n % blocks else 0)
         order = engines if b % 2 == 0 else engines[::-1]  # alternate who goes first
         for key, fn in order:
-            time.sleep(0.05)  # let the other engine's worker threads go idle before timing
+            time.sleep(0.1)  # let the other engine's worker threads go idle before timing (ORT spins ~50 ms)
             # ...then bring this engine back to steady state (threads awake, caches and clocks warm)
             # with a few untimed runs: the same for both engines, and what a busy service sees.
             for _ in range(block_warmup):
