@@ -42,7 +42,7 @@ void NodeRunner::Run(const std::vector<const Tensor*>& inputs, std::vector<Tenso
   }
   if (kind_ == KernelKind::kView) return;
 
-  KernelContext ctx(node_, pool);
+  KernelContext ctx(node_, pool, &desc_);
   ctx.inputs() = inputs;
   ctx.outputs().resize(num_outputs, nullptr);
   for (size_t i = 0; i < num_outputs; ++i)

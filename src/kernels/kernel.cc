@@ -17,7 +17,7 @@ const Tensor* KernelInitContext::constant_input(size_t i) const {
 }
 
 const Tensor& KernelContext::input(size_t i) const {
-  OF_CHECK(has_input(i), kInvalidArgument, node_.Describe(), ": input ", i, " is required but missing");
+  OF_CHECK(has_input(i), kInvalidArgument, node_desc(), ": input ", i, " is required but missing");
   return *inputs_[i];
 }
 

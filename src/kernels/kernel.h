@@ -35,8 +35,18 @@ class KernelInitContext {
 // What a kernel sees on each run. Outputs arrive allocated with their inferred shapes.
 class KernelContext {
  public:
-  KernelContext(const Node& node, ThreadPool& pool) : node_(node), pool_(pool) {}
+  // `node_desc`, when given, is node.Describe() computed once by the caller and must outlive this.
+  KernelContext(const Node& node, ThreadPool& pool, const std::string* node_desc = nullptr)
+      : node_(node), pool_(pool), desc_(node_desc) {}
   const Node& node() const { return node_; }
+  // "Conv 'conv1' (opset 17)", for error messages; cheap to call on every run.
+  const std::string& node_desc() const {
+    if (!desc_) {
+      owned_desc_ = node_.Describe();
+      desc_ = &owned_desc_;
+    }
+    return *desc_;
+  }
   const AttrMap& attrs() const { return node_.attrs; }
   int opset() const { return node_.opset; }
   ThreadPool& pool() { return pool_; }
@@ -54,6 +64,8 @@ class KernelContext {
  private:
   const Node& node_;
   ThreadPool& pool_;
+  mutable const std::string* desc_;
+  mutable std::string owned_desc_;
   std::vector<const Tensor*> inputs_;
   std::vector<Tensor*> outputs_;
 };

@@ -31,7 +31,7 @@ template <typename C> C DivOp(C x, C y) {
 }
 
 void RequireSameDType(const KernelContext& ctx, const Tensor& a, const Tensor& b) {
-  OF_REQUIRE(a.dtype() == b.dtype(), ctx.node().Describe(), ": inputs must share one dtype, got ",
+  OF_REQUIRE(a.dtype() == b.dtype(), ctx.node_desc(), ": inputs must share one dtype, got ",
              DTypeName(a.dtype()), " and ", DTypeName(b.dtype()));
 }
 
@@ -59,7 +59,7 @@ void RequireNoZeroDivisor(const KernelContext& ctx, const Tensor& b) {
   const T* p = b.data<T>();
   bool zero = false;
   for (int64_t i = 0; i < b.numel(); ++i) zero |= p[i] == T(0);
-  OF_CHECK(!zero, kRuntime, ctx.node().Describe(), ": integer division by zero");
+  OF_CHECK(!zero, kRuntime, ctx.node_desc(), ": integer division by zero");
 }
 
 void AddKernel(KernelContext& ctx) { ArithBinary(ctx, [](auto x, auto y) { return AddOp(x, y); }, kCheapCost); }
@@ -143,7 +143,7 @@ void PowKernel(KernelContext& ctx) {
   }
   const bool base_float = IsFloatDType(a.dtype());
   const bool exp_float = IsFloatDType(b.dtype());
-  OF_CHECK(a.dtype() != DType::kBool && b.dtype() != DType::kBool, kUnsupported, ctx.node().Describe(),
+  OF_CHECK(a.dtype() != DType::kBool && b.dtype() != DType::kBool, kUnsupported, ctx.node_desc(),
            ": Pow does not take bool");
   if (base_float) {
     // Float base: the exponent in the base's type (exact for the small integers models use).
@@ -190,7 +190,7 @@ template <typename G>
 void VariadicKernel(KernelContext& ctx, G g, bool mean) {
   Tensor& out = ctx.output(0);
   const size_t n = ctx.num_inputs();
-  OF_REQUIRE(n >= 1, ctx.node().Describe(), ": needs at least one input");
+  OF_REQUIRE(n >= 1, ctx.node_desc(), ": needs at least one input");
   for (size_t i = 1; i < n; ++i) RequireSameDType(ctx, ctx.input(0), ctx.input(i));
   DispatchNumericHalf(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -239,7 +239,7 @@ void BitwiseXorKernel(KernelContext& ctx) { IntegerBinary(ctx, [](auto x, auto y
 // Signed RIGHT shifts are arithmetic; LEFT shifts wrap.
 void BitShiftKernel(KernelContext& ctx) {
   const std::string& dir = ctx.attrs().GetString("direction");
-  OF_REQUIRE(dir == "LEFT" || dir == "RIGHT", ctx.node().Describe(), ": direction must be LEFT or RIGHT, got '",
+  OF_REQUIRE(dir == "LEFT" || dir == "RIGHT", ctx.node_desc(), ": direction must be LEFT or RIGHT, got '",
              dir, "'");
   auto shift = [](auto x, auto y, bool left) {
     using T = decltype(x);

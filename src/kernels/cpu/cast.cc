@@ -32,7 +32,7 @@ D ConvertValue(S s) {
 
 void CheckCastable(const KernelContext& ctx, DType t) {
   OF_CHECK(IsKnownDType(static_cast<int32_t>(t)) && t != DType::kString && t != DType::kUndefined, kUnsupported,
-           ctx.node().Describe(), ": cast to/from dtype code ", static_cast<int>(t),
+           ctx.node_desc(), ": cast to/from dtype code ", static_cast<int>(t),
            " is not supported (string, float8 and 4-bit types are not implemented)");
 }
 
@@ -49,7 +49,7 @@ void DropoutKernel(KernelContext& ctx) {
   // run would need random masks, which an inference engine does not produce.
   const bool training = ctx.has_input(2) && ctx.input(2).numel() == 1 && ctx.input(2).GetAsDouble(0) != 0.0;
   const double ratio = ctx.has_input(1) && ctx.input(1).numel() == 1 ? ctx.input(1).GetAsDouble(0) : 0.5;
-  OF_CHECK(!training || ratio == 0.0, kUnsupported, ctx.node().Describe(),
+  OF_CHECK(!training || ratio == 0.0, kUnsupported, ctx.node_desc(),
            ": Dropout with training_mode=true and ratio ", ratio, " is not supported (inference only)");
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);

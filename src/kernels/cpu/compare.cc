@@ -11,9 +11,9 @@ void CompareBinary(KernelContext& ctx, G g, bool allow_bool) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
   Tensor& out = ctx.output(0);
-  OF_REQUIRE(a.dtype() == b.dtype(), ctx.node().Describe(), ": inputs must share one dtype, got ",
+  OF_REQUIRE(a.dtype() == b.dtype(), ctx.node_desc(), ": inputs must share one dtype, got ",
              DTypeName(a.dtype()), " and ", DTypeName(b.dtype()));
-  OF_CHECK(allow_bool || a.dtype() != DType::kBool, kUnsupported, ctx.node().Describe(), ": bool inputs are not supported");
+  OF_CHECK(allow_bool || a.dtype() != DType::kBool, kUnsupported, ctx.node_desc(), ": bool inputs are not supported");
   DispatchAll(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = ComputeType<T>;
@@ -32,7 +32,7 @@ template <typename G>
 void LogicalBinary(KernelContext& ctx, G g) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
-  OF_CHECK(a.dtype() == DType::kBool && b.dtype() == DType::kBool, kUnsupported, ctx.node().Describe(),
+  OF_CHECK(a.dtype() == DType::kBool && b.dtype() == DType::kBool, kUnsupported, ctx.node_desc(),
            ": inputs must be bool, got ", DTypeName(a.dtype()), " and ", DTypeName(b.dtype()));
   Tensor& out = ctx.output(0);
   BroadcastBinary(ctx.pool(), a.data<bool>(), a.shape(), b.data<bool>(), b.shape(), out.data<bool>(), out.shape(), g,
@@ -92,8 +92,8 @@ void WhereKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(1);
   const Tensor& y = ctx.input(2);
   Tensor& out = ctx.output(0);
-  OF_REQUIRE(c.dtype() == DType::kBool, ctx.node().Describe(), ": condition must be bool, got ", DTypeName(c.dtype()));
-  OF_REQUIRE(x.dtype() == y.dtype(), ctx.node().Describe(), ": X and Y must share one dtype");
+  OF_REQUIRE(c.dtype() == DType::kBool, ctx.node_desc(), ": condition must be bool, got ", DTypeName(c.dtype()));
+  OF_REQUIRE(x.dtype() == y.dtype(), ctx.node_desc(), ": X and Y must share one dtype");
   if (out.numel() == 0) return;
   BroadcastPlan p = MakeBroadcastPlan({c.shape(), x.shape(), y.shape()}, out.shape());
   switch (DTypeSize(x.dtype())) {
@@ -101,7 +101,7 @@ void WhereKernel(KernelContext& ctx) {
     case 2: return WhereTyped(ctx.pool(), c.data<bool>(), x.data<uint16_t>(), y.data<uint16_t>(), out.data<uint16_t>(), p);
     case 4: return WhereTyped(ctx.pool(), c.data<bool>(), x.data<uint32_t>(), y.data<uint32_t>(), out.data<uint32_t>(), p);
     case 8: return WhereTyped(ctx.pool(), c.data<bool>(), x.data<uint64_t>(), y.data<uint64_t>(), out.data<uint64_t>(), p);
-    default: Fail(ErrorCode::kUnsupported, ctx.node().Describe(), ": Where on ", DTypeName(x.dtype()));
+    default: Fail(ErrorCode::kUnsupported, ctx.node_desc(), ": Where on ", DTypeName(x.dtype()));
   }
 }
 

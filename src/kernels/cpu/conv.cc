@@ -219,14 +219,14 @@ void ConvKernel::Compute(KernelContext& ctx) {
 
 void ConvKernel::ComputeNhwc(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b, const Tensor* z,
                              Tensor& y) {
-  OF_REQUIRE(x.rank() == 4 && w.rank() == 4, ctx.node().Describe(), ": NHWC layout needs a 2-D conv, got X ",
+  OF_REQUIRE(x.rank() == 4 && w.rank() == 4, ctx.node_desc(), ": NHWC layout needs a 2-D conv, got X ",
              ShapeToString(x.shape()));
-  if (z) OF_REQUIRE(z->shape() == y.shape(), ctx.node().Describe(), ": residual shape ", ShapeToString(z->shape()),
+  if (z) OF_REQUIRE(z->shape() == y.shape(), ctx.node_desc(), ": residual shape ", ShapeToString(z->shape()),
                     " differs from the output ", ShapeToString(y.shape()));
   if (y.numel() == 0) return;
   const Shape xs{x.dim(0), x.dim(3), x.dim(1), x.dim(2)};
   if (dnnl_candidate_ && x.dtype() == DType::kFloat32) {
-    if (std::shared_ptr<DnnlConv2d> plan = DnnlPlan(xs, ctx.node().Describe())) {
+    if (std::shared_ptr<DnnlConv2d> plan = DnnlPlan(xs, ctx.node_desc())) {
       RunDnnlConv2dNhwc(*plan, x.data<float>(), b ? b->data<float>() : nullptr, z ? z->data<float>() : nullptr,
                         y.data<float>(), ctx.pool());
       return;
@@ -251,9 +251,9 @@ void ConvKernel::ComputeNhwc(KernelContext& ctx, const Tensor& x, const Tensor& 
 void ConvKernel::ComputeNchw(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b, const Tensor* z,
                              Tensor& y, bool use_dnnl) {
   std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end()), wk(w.shape().begin() + 2, w.shape().end());
-  ConvGeometry geo = ResolveConvGeometry(ctx.attrs(), in, wk, ctx.node().Describe());
+  ConvGeometry geo = ResolveConvGeometry(ctx.attrs(), in, wk, ctx.node_desc());
   ConvPlan p = MakePlan(geo, x.shape(), w.shape());
-  if (z) OF_REQUIRE(z->shape() == y.shape(), ctx.node().Describe(), ": residual shape ", ShapeToString(z->shape()),
+  if (z) OF_REQUIRE(z->shape() == y.shape(), ctx.node_desc(), ": residual shape ", ShapeToString(z->shape()),
                     " differs from the output ", ShapeToString(y.shape()));
   if (y.numel() == 0) return;
   const int64_t kdim = p.Cg * p.kernel_size;
@@ -263,7 +263,7 @@ void ConvKernel::ComputeNchw(KernelContext& ctx, const Tensor& x, const Tensor& 
     const float* pb = b ? b->data<float>() : nullptr;
     float* py = y.data<float>();
     if (use_dnnl) {
-      if (std::shared_ptr<DnnlConv2d> plan = DnnlPlan(x.shape(), ctx.node().Describe())) {
+      if (std::shared_ptr<DnnlConv2d> plan = DnnlPlan(x.shape(), ctx.node_desc())) {
         RunDnnlConv2d(*plan, px, pb, z ? z->data<float>() : nullptr, act_, py, ctx.pool());
         return;
       }

@@ -99,7 +99,7 @@ void ConvTransposeKernel::Compute(KernelContext& ctx) {
   const Tensor* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   Tensor& y = ctx.output(0);
   std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end()), wk(w.shape().begin() + 2, w.shape().end());
-  ConvGeometry geo = ResolveConvTransposeGeometry(ctx.attrs(), in, wk, ctx.node().Describe());
+  ConvGeometry geo = ResolveConvTransposeGeometry(ctx.attrs(), in, wk, ctx.node_desc());
   DeconvPlan p = MakeDeconvPlan(geo, x.shape(), w.shape(), y.shape());
   if (y.numel() == 0) return;
   const int64_t rows = p.Mg * p.kernel_size;

@@ -16,7 +16,7 @@ A Load(T v) {
 // of the inputs' elements. A label's stride in an input is the sum of the strides of every dim it
 // names, which makes repeated labels ("ii") walk diagonals; broadcast ellipsis dims get stride 0.
 void EinsumKernel(KernelContext& ctx) {
-  const std::string node = ctx.node().Describe();
+  const std::string node = ctx.node_desc();
   const size_t ni = ctx.num_inputs();
   EinsumSpec spec = ParseEinsum(ctx.attrs().GetString("equation"), ni, node);
   std::vector<std::vector<int64_t>> shapes;

@@ -16,7 +16,7 @@ void GatherKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);
   const int64_t axis = NormalizeAxis(ctx.attrs().GetInt("axis"), x.rank());
-  const std::vector<int64_t> idx = ReadIndices(ctx.input(1), x.dim(axis), ctx.node().Describe());
+  const std::vector<int64_t> idx = ReadIndices(ctx.input(1), x.dim(axis), ctx.node_desc());
   const size_t esz = DTypeSize(x.dtype());
   const int64_t outer = ShapeProduct(x.shape(), 0, static_cast<size_t>(axis));
   const size_t inner_bytes = static_cast<size_t>(ShapeProduct(x.shape(), static_cast<size_t>(axis) + 1, x.shape().size())) * esz;
@@ -58,10 +58,10 @@ void ForEachIndexed(const Shape& idx_shape, const Shape& data_shape, int64_t axi
 }
 
 void CheckIndexShape(const KernelContext& ctx, const Shape& idx, const Shape& data, int64_t axis) {
-  OF_CHECK(idx.size() == data.size(), kInvalidArgument, ctx.node().Describe(), ": indices rank ", idx.size(),
+  OF_CHECK(idx.size() == data.size(), kInvalidArgument, ctx.node_desc(), ": indices rank ", idx.size(),
            " != data rank ", data.size());
   for (size_t k = 0; k < idx.size(); ++k)
-    OF_CHECK(static_cast<int64_t>(k) == axis || idx[k] <= data[k], kInvalidArgument, ctx.node().Describe(),
+    OF_CHECK(static_cast<int64_t>(k) == axis || idx[k] <= data[k], kInvalidArgument, ctx.node_desc(),
              ": indices shape ", ShapeToString(idx), " exceeds data shape ", ShapeToString(data));
 }
 
@@ -70,7 +70,7 @@ void GatherElementsKernel(KernelContext& ctx) {
   Tensor& y = ctx.output(0);
   const int64_t axis = NormalizeAxis(ctx.attrs().GetInt("axis"), x.rank());
   CheckIndexShape(ctx, ctx.input(1).shape(), x.shape(), axis);
-  const std::vector<int64_t> idx = ReadIndices(ctx.input(1), x.dim(axis), ctx.node().Describe());
+  const std::vector<int64_t> idx = ReadIndices(ctx.input(1), x.dim(axis), ctx.node_desc());
   const size_t esz = DTypeSize(x.dtype());
   const char* src = static_cast<const char*>(x.raw());
   char* dst = static_cast<char*>(y.raw());
@@ -82,11 +82,11 @@ void GatherElementsKernel(KernelContext& ctx) {
 // Offsets (in elements of data) of each index tuple of GatherND/ScatterND, batch-relative.
 std::vector<int64_t> TupleOffsets(const KernelContext& ctx, const Tensor& data, const Tensor& indices, int64_t b) {
   const int64_t q = indices.rank();
-  OF_CHECK(q >= 1, kInvalidArgument, ctx.node().Describe(), ": indices must have rank >= 1");
+  OF_CHECK(q >= 1, kInvalidArgument, ctx.node_desc(), ": indices must have rank >= 1");
   const int64_t last = indices.dim(q - 1);
-  OF_CHECK(b + last <= data.rank(), kInvalidArgument, ctx.node().Describe(), ": index tuples of length ", last,
+  OF_CHECK(b + last <= data.rank(), kInvalidArgument, ctx.node_desc(), ": index tuples of length ", last,
            " exceed data rank ", data.rank());
-  std::vector<int64_t> raw = ReadRawIndices(indices, ctx.node().Describe());
+  std::vector<int64_t> raw = ReadRawIndices(indices, ctx.node_desc());
   std::vector<int64_t> ds = ContiguousStrides(data.shape());
   const int64_t tuples = last ? static_cast<int64_t>(raw.size()) / last : indices.numel() == 0 ? 0 : NumElements(Shape(indices.shape().begin(), indices.shape().end() - 1));
   std::vector<int64_t> off(static_cast<size_t>(tuples), 0);
@@ -96,7 +96,7 @@ std::vector<int64_t> TupleOffsets(const KernelContext& ctx, const Tensor& data, 
       const int64_t dim = data.dim(b + j);
       int64_t v = raw[static_cast<size_t>(t * last + j)];
       if (v < -dim || v >= dim)
-        Fail(ErrorCode::kRuntime, ctx.node().Describe(), ": index ", v, " is out of range for a dimension of size ", dim);
+        Fail(ErrorCode::kRuntime, ctx.node_desc(), ": index ", v, " is out of range for a dimension of size ", dim);
       if (v < 0) v += dim;
       o += v * ds[static_cast<size_t>(b + j)];
     }
@@ -111,7 +111,7 @@ void GatherNDKernel(KernelContext& ctx) {
   Tensor& y = ctx.output(0);
   const int64_t b = ctx.attrs().GetInt("batch_dims");
   for (int64_t k = 0; k < b; ++k)
-    OF_CHECK(k < ind.rank() - 1 && ind.dim(k) == x.dim(k), kInvalidArgument, ctx.node().Describe(),
+    OF_CHECK(k < ind.rank() - 1 && ind.dim(k) == x.dim(k), kInvalidArgument, ctx.node_desc(),
              ": batch dim ", k, " of indices and data differ");
   std::vector<int64_t> off = TupleOffsets(ctx, x, ind, b);
   const int64_t last = ind.dim(ind.rank() - 1);
@@ -165,10 +165,10 @@ void ScatterElementsKernel(KernelContext& ctx) {
   const Tensor& upd = ctx.input(2);
   Tensor& y = ctx.output(0);
   const int64_t axis = NormalizeAxis(ctx.attrs().GetInt("axis"), x.rank());
-  OF_CHECK(ind.shape() == upd.shape(), kInvalidArgument, ctx.node().Describe(), ": indices shape ",
+  OF_CHECK(ind.shape() == upd.shape(), kInvalidArgument, ctx.node_desc(), ": indices shape ",
            ShapeToString(ind.shape()), " != updates shape ", ShapeToString(upd.shape()));
   CheckIndexShape(ctx, ind.shape(), x.shape(), axis);
-  const std::vector<int64_t> idx = ReadIndices(ind, x.dim(axis), ctx.node().Describe());
+  const std::vector<int64_t> idx = ReadIndices(ind, x.dim(axis), ctx.node_desc());
   if (x.nbytes()) std::memcpy(y.raw(), x.raw(), x.nbytes());
   const Reduction red = ParseReduction(ctx);
   DispatchAll(x.dtype(), [&](auto tag) {
@@ -191,7 +191,7 @@ void ScatterNDKernel(KernelContext& ctx) {
   const int64_t slice = ShapeProduct(x.shape(), static_cast<size_t>(last), x.shape().size());
   Shape want(ind.shape().begin(), ind.shape().end() - 1);
   want.insert(want.end(), x.shape().begin() + last, x.shape().end());
-  OF_CHECK(upd.shape() == want, kInvalidArgument, ctx.node().Describe(), ": updates shape ",
+  OF_CHECK(upd.shape() == want, kInvalidArgument, ctx.node_desc(), ": updates shape ",
            ShapeToString(upd.shape()), ", expected ", ShapeToString(want));
   if (x.nbytes()) std::memcpy(y.raw(), x.raw(), x.nbytes());
   const Reduction red = ParseReduction(ctx);
@@ -208,7 +208,7 @@ void OneHotKernel(KernelContext& ctx) {
   const Tensor& ind = ctx.input(0);
   const Tensor& values = ctx.input(2);
   Tensor& y = ctx.output(0);
-  OF_CHECK(values.numel() == 2, kInvalidArgument, ctx.node().Describe(), ": values must have 2 elements");
+  OF_CHECK(values.numel() == 2, kInvalidArgument, ctx.node_desc(), ": values must have 2 elements");
   const int64_t depth = ctx.input(1).GetAsInt64(0);
   const int64_t r = y.rank();
   const int64_t axis = NormalizeAxis(ctx.attrs().GetInt("axis"), r);
@@ -291,15 +291,15 @@ void ReverseSequenceKernel(KernelContext& ctx) {
   const int64_t ba = NormalizeAxis(ctx.attrs().GetInt("batch_axis"), x.rank());
   const int64_t ta = NormalizeAxis(ctx.attrs().GetInt("time_axis"), x.rank());
   const int64_t B = x.dim(ba), T = x.dim(ta);
-  std::vector<int64_t> lens = ReadRawIndices(ctx.input(1), ctx.node().Describe());
-  OF_CHECK(static_cast<int64_t>(lens.size()) == B, kInvalidArgument, ctx.node().Describe(),
+  std::vector<int64_t> lens = ReadRawIndices(ctx.input(1), ctx.node_desc());
+  OF_CHECK(static_cast<int64_t>(lens.size()) == B, kInvalidArgument, ctx.node_desc(),
            ": sequence_lens has ", lens.size(), " entries for batch size ", B);
   const size_t run = static_cast<size_t>(ShapeProduct(x.shape(), 2, x.shape().size())) * DTypeSize(x.dtype());
   const char* src = static_cast<const char*>(x.raw());
   char* dst = static_cast<char*>(y.raw());
   for (int64_t b = 0; b < B; ++b) {
     const int64_t len = lens[static_cast<size_t>(b)];
-    OF_CHECK(len >= 0 && len <= T, kRuntime, ctx.node().Describe(), ": sequence length ", len,
+    OF_CHECK(len >= 0 && len <= T, kRuntime, ctx.node_desc(), ": sequence length ", len,
              " is out of range [0, ", T, "]");
     for (int64_t t = 0; t < T; ++t) {
       const int64_t from = t < len ? len - 1 - t : t;

@@ -90,7 +90,7 @@ void MatMulKernel::Compute(KernelContext& ctx) {
   Tensor& y = ctx.output(0);
   const Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   MatMulShape s = AnalyzeMatMul(a.shape(), b.shape());
-  if (bias) OF_REQUIRE(bias->numel() == s.N, ctx.node().Describe(), ": bias must have ", s.N, " values");
+  if (bias) OF_REQUIRE(bias->numel() == s.N, ctx.node_desc(), ": bias must have ", s.N, " values");
   if (y.numel() == 0) return;
   const int64_t batch = s.BatchCount();
   // B shared by every batch item and A contiguous: one GEMM with the batch folded into M.
@@ -127,7 +127,7 @@ void MatMulKernel::Compute(KernelContext& ctx) {
     return;
   }
   if (bias || act_.kind != Activation::kNone)
-    OF_REQUIRE(a.dtype() == DType::kFloat64, ctx.node().Describe(), ": fused epilogue needs float32/float64");
+    OF_REQUIRE(a.dtype() == DType::kFloat64, ctx.node_desc(), ": fused epilogue needs float32/float64");
   DispatchNumeric(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* pa = a.data<T>();
@@ -202,7 +202,7 @@ void GemmKernel::Compute(KernelContext& ctx) {
     return;
   }
   if (act_.kind != Activation::kNone)
-    OF_REQUIRE(a.dtype() == DType::kFloat64, ctx.node().Describe(), ": fused activation needs float32/float64");
+    OF_REQUIRE(a.dtype() == DType::kFloat64, ctx.node_desc(), ": fused activation needs float32/float64");
   DispatchNumeric(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* py = y.data<T>();

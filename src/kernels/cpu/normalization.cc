@@ -221,7 +221,7 @@ void LayerNormKernel(KernelContext& ctx) {
     WithFloatStaging(x0, ctx.output(0), [&](const Tensor& x, Tensor& y) {
       DispatchFloat(x.dtype(), [&](auto tag) {
         using T = typename decltype(tag)::type;
-        const std::string node = ctx.node().Describe();
+        const std::string node = ctx.node_desc();
         const std::vector<T> scale = ExpandParam<T>(ctx.input(1), norm_shape, node, "scale");
         std::vector<T> bias;
         if (!kRms && ctx.has_input(2)) bias = ExpandParam<T>(ctx.input(2), norm_shape, node, "bias");
@@ -258,10 +258,10 @@ void BatchNormKernel(KernelContext& ctx) {
   const AxisView v = ViewAround(x0.shape(), 1, 2);
   const double eps = ctx.attrs().GetFloat("epsilon");
   for (size_t i = 1; i < 5; ++i)
-    OF_REQUIRE(ctx.input(i).numel() == c_dim, ctx.node().Describe(), ": parameter input ", i, " must have C = ",
+    OF_REQUIRE(ctx.input(i).numel() == c_dim, ctx.node_desc(), ": parameter input ", i, " must have C = ",
                c_dim, " elements");
   const Shape cshape{c_dim};
-  const std::string node = ctx.node().Describe();
+  const std::string node = ctx.node_desc();
   const auto scale = ExpandParam<double>(ctx.input(1), cshape, node, "scale");
   const auto bias = ExpandParam<double>(ctx.input(2), cshape, node, "B");
   const auto mean = ExpandParam<double>(ctx.input(3), cshape, node, "input_mean");
@@ -303,7 +303,7 @@ void ChannelGroupNorm(KernelContext& ctx, int64_t groups, bool per_group_params)
   const int64_t spatial = ViewAround(x0.shape(), 2, x0.rank()).n;
   const int64_t cpg = C / groups;
   const int64_t param_len = per_group_params ? groups : C;
-  const std::string node = ctx.node().Describe();
+  const std::string node = ctx.node_desc();
   OF_REQUIRE(ctx.input(1).numel() == param_len && ctx.input(2).numel() == param_len, node,
              ": scale and bias must have ", param_len, " elements");
   const double eps = ctx.attrs().GetFloat("epsilon");
@@ -337,15 +337,15 @@ void ChannelGroupNorm(KernelContext& ctx, int64_t groups, bool per_group_params)
 }
 
 void InstanceNormKernel(KernelContext& ctx) {
-  OF_REQUIRE(ctx.input(0).rank() >= 2, ctx.node().Describe(), ": input must have rank >= 2");
+  OF_REQUIRE(ctx.input(0).rank() >= 2, ctx.node_desc(), ": input must have rank >= 2");
   ChannelGroupNorm(ctx, ctx.input(0).dim(1), false);
 }
 
 void GroupNormKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  OF_REQUIRE(x.rank() >= 2, ctx.node().Describe(), ": input must have rank >= 2");
+  OF_REQUIRE(x.rank() >= 2, ctx.node_desc(), ": input must have rank >= 2");
   const int64_t g = ctx.attrs().GetInt("num_groups");
-  OF_REQUIRE(g > 0 && x.dim(1) % g == 0, ctx.node().Describe(), ": channels ", x.dim(1),
+  OF_REQUIRE(g > 0 && x.dim(1) % g == 0, ctx.node_desc(), ": channels ", x.dim(1),
              " are not divisible by num_groups ", g);
   // Opset 18 defined scale/bias per group; opset 21 changed them to per channel.
   ChannelGroupNorm(ctx, g, ctx.opset() < 21);

@@ -221,9 +221,9 @@ void PoolNDPlane(const T* x, T* y, int64_t* indices, int64_t index_base, const P
 }
 
 PoolGeometry GeometryFor(const KernelContext& ctx, const Tensor& x, bool global) {
-  OF_REQUIRE(x.rank() >= 3, ctx.node().Describe(), ": input must be [N, C, D1, ...]");
+  OF_REQUIRE(x.rank() >= 3, ctx.node_desc(), ": input must be [N, C, D1, ...]");
   std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
-  return ComputePoolGeometry(ctx.attrs(), in, ctx.node().Describe(), global);
+  return ComputePoolGeometry(ctx.attrs(), in, ctx.node_desc(), global);
 }
 
 template <typename T, typename Op>
@@ -313,7 +313,7 @@ void PoolKernel(KernelContext& ctx, PoolKind kind, bool global) {
     } else {
       LpOp<T> op;
       op.p = ctx.attrs().GetInt("p", 2);
-      OF_REQUIRE(op.p >= 1, ctx.node().Describe(), ": p must be positive");
+      OF_REQUIRE(op.p >= 1, ctx.node_desc(), ": p must be positive");
       RunPool<T>(ctx, x, y, nullptr, g, op, false);
     }
   });
@@ -357,7 +357,7 @@ struct LpCombinable : LpOp<T> {
 void GlobalPoolKernel(KernelContext& ctx, PoolKind kind) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);
-  OF_REQUIRE(x.rank() >= 3, ctx.node().Describe(), ": input must be [N, C, D1, ...]");
+  OF_REQUIRE(x.rank() >= 3, ctx.node_desc(), ": input must be [N, C, D1, ...]");
   if (x.dtype() == DType::kFloat16 || x.dtype() == DType::kBFloat16) {
     Tensor xf = ToFloat(x);
     Tensor yf = Tensor::Uninitialized(DType::kFloat32, y.shape());
@@ -382,7 +382,7 @@ void GlobalPoolKernel(KernelContext& ctx, PoolKind kind) {
     } else {
       LpCombinable<T> op;
       op.p = ctx.attrs().GetInt("p", 2);
-      OF_REQUIRE(op.p >= 1, ctx.node().Describe(), ": p must be positive");
+      OF_REQUIRE(op.p >= 1, ctx.node_desc(), ": p must be positive");
       GlobalPool<T>(ctx, x, y, op);
     }
   });
@@ -399,7 +399,7 @@ void GlobalLpPoolKernel(KernelContext& ctx) { GlobalPoolKernel(ctx, PoolKind::kL
 // indices address the default unpooled shape; an explicit output_shape places that shape at the
 // output's origin (as the ONNX reference does).
 void MaxUnpoolKernel(KernelContext& ctx) {
-  const std::string node = ctx.node().Describe();
+  const std::string node = ctx.node_desc();
   const Tensor& x = ctx.input(0);
   const Tensor& ind = ctx.input(1);
   Tensor& y = ctx.output(0);

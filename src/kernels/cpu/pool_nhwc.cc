@@ -25,10 +25,10 @@ struct NhwcPoolShape {
 };
 
 NhwcPoolShape ShapeOf(const KernelContext& ctx, const Tensor& x, bool global) {
-  OF_REQUIRE(x.rank() == 4, ctx.node().Describe(), ": NHWC pooling needs a 4-D X, got ", ShapeToString(x.shape()));
+  OF_REQUIRE(x.rank() == 4, ctx.node_desc(), ": NHWC pooling needs a 4-D X, got ", ShapeToString(x.shape()));
   NhwcPoolShape s;
   s.n = x.dim(0), s.h = x.dim(1), s.w = x.dim(2), s.c = x.dim(3);
-  s.g = ComputePoolGeometry(ctx.attrs(), {s.h, s.w}, ctx.node().Describe(), global);
+  s.g = ComputePoolGeometry(ctx.attrs(), {s.h, s.w}, ctx.node_desc(), global);
   s.oh = s.g.out[0], s.ow = s.g.out[1];
   return s;
 }
@@ -187,7 +187,7 @@ void NhwcPoolKernel(KernelContext& ctx) {
   const bool include_pad = !kMax && ctx.attrs().GetInt("count_include_pad", 0) != 0;
   if (x.dtype() == DType::kFloat32) return PoolWindows<float, kMax>(ctx, x, y, include_pad);
   if (x.dtype() == DType::kFloat64) return PoolWindows<double, kMax>(ctx, x, y, include_pad);
-  Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": NHWC pooling supports float32 and float64, got ",
+  Fail(ErrorCode::kInvalidArgument, ctx.node_desc(), ": NHWC pooling supports float32 and float64, got ",
        DTypeName(x.dtype()));
 }
 
@@ -214,11 +214,11 @@ void GlobalAverage(KernelContext& ctx, const Tensor& x, Tensor& y) {
 void NhwcGlobalAveragePoolKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);
-  OF_REQUIRE(x.rank() == 4, ctx.node().Describe(), ": NHWC pooling needs a 4-D X, got ", ShapeToString(x.shape()));
+  OF_REQUIRE(x.rank() == 4, ctx.node_desc(), ": NHWC pooling needs a 4-D X, got ", ShapeToString(x.shape()));
   if (y.numel() == 0) return;
   if (x.dtype() == DType::kFloat32) return GlobalAverage<float>(ctx, x, y);
   if (x.dtype() == DType::kFloat64) return GlobalAverage<double>(ctx, x, y);
-  Fail(ErrorCode::kInvalidArgument, ctx.node().Describe(), ": NHWC pooling supports float32 and float64, got ",
+  Fail(ErrorCode::kInvalidArgument, ctx.node_desc(), ": NHWC pooling supports float32 and float64, got ",
        DTypeName(x.dtype()));
 }
 

@@ -274,7 +274,7 @@ void ReduceKernel(KernelContext& ctx) {
     ReduceTensor<float>(K, xf, yf, reduced, ctx.pool());
     NarrowFromFloat(yf, y);
   } else if (dt == DType::kBool) {
-    OF_CHECK(K == RK::kMax || K == RK::kMin, kUnsupported, ctx.node().Describe(), ": bool input is only supported by ReduceMax/ReduceMin");
+    OF_CHECK(K == RK::kMax || K == RK::kMin, kUnsupported, ctx.node_desc(), ": bool input is only supported by ReduceMax/ReduceMin");
     ReduceTensor<bool>(K, x, y, reduced, ctx.pool());
   } else if (K == RK::kLogSumExp && IsIntegerDType(dt)) {
     // Integer log-sum-exp: compute in double and truncate, as numpy's astype would.
@@ -380,10 +380,10 @@ void CumKernel(KernelContext& ctx) {
   const Tensor& x0 = ctx.input(0);
   Tensor& y = ctx.output(0);
   const Tensor& at = ctx.input(1);
-  OF_REQUIRE(at.numel() == 1, ctx.node().Describe(), ": axis must hold exactly one value");
+  OF_REQUIRE(at.numel() == 1, ctx.node_desc(), ": axis must hold exactly one value");
   const int64_t rank = x0.rank();
   int64_t axis = at.GetAsInt64(0);
-  OF_REQUIRE(axis >= -rank && axis < std::max<int64_t>(rank, 1), ctx.node().Describe(), ": axis ", axis,
+  OF_REQUIRE(axis >= -rank && axis < std::max<int64_t>(rank, 1), ctx.node_desc(), ": axis ", axis,
              " is out of range for rank ", rank);
   if (axis < 0) axis += rank;
   const bool exclusive = ctx.attrs().GetInt("exclusive") != 0;

@@ -186,7 +186,7 @@ void NearestGather(ThreadPool& pool, const Tensor& x, Tensor& y, const std::vect
 }
 
 void ResizeKernel(KernelContext& ctx) {
-  const std::string node = ctx.node().Describe();
+  const std::string node = ctx.node_desc();
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);
   const AttrMap& a = ctx.attrs();
@@ -300,7 +300,7 @@ double Reflect(double x, double lo, double hi) {
 }
 
 void GridSampleKernel(KernelContext& ctx) {
-  const std::string node = ctx.node().Describe();
+  const std::string node = ctx.node_desc();
   const Tensor& x = ctx.input(0);
   const Tensor& grid = ctx.input(1);
   Tensor& y = ctx.output(0);

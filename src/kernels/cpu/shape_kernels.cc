@@ -26,7 +26,7 @@ void RangeKernel(KernelContext& ctx) {
   DispatchAll(y.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, bool>) {
-      Fail(ErrorCode::kUnsupported, ctx.node().Describe(), ": Range does not support bool");
+      Fail(ErrorCode::kUnsupported, ctx.node_desc(), ": Range does not support bool");
     } else if constexpr (std::is_integral_v<T>) {
       // Integer ranges accumulate exactly in the element type, as ONNX's loop definition does.
       const T start = ctx.input(0).data<T>()[0], delta = ctx.input(2).data<T>()[0];
@@ -77,7 +77,7 @@ void ConstantKernel(KernelContext& ctx) {
     const auto& v = a.GetInts("value_ints");
     if (!v.empty()) std::memcpy(y.raw(), v.data(), v.size() * sizeof(int64_t));
   } else {
-    Fail(ErrorCode::kUnsupported, ctx.node().Describe(), ": unsupported Constant attribute");
+    Fail(ErrorCode::kUnsupported, ctx.node_desc(), ": unsupported Constant attribute");
   }
 }
 

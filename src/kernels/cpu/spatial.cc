@@ -13,13 +13,13 @@ namespace {
 void LRNKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);
-  OF_REQUIRE(x.rank() >= 3, ctx.node().Describe(), ": LRN input must be [N, C, D1, ...]");
+  OF_REQUIRE(x.rank() >= 3, ctx.node_desc(), ": LRN input must be [N, C, D1, ...]");
   const int64_t size = ctx.attrs().GetInt("size");
   const double alpha = ctx.attrs().GetFloat("alpha"), beta = ctx.attrs().GetFloat("beta"),
                bias = ctx.attrs().GetFloat("bias");
   const int64_t N = x.dim(0), C = x.dim(1), plane = N * C > 0 ? x.numel() / (N * C) : 0;
   const int64_t before = (size - 1) / 2, after = size - 1 - before;  // floor / ceil of (size-1)/2
-  OF_CHECK(IsFloatDType(x.dtype()), kUnsupported, ctx.node().Describe(), ": LRN needs a float input");
+  OF_CHECK(IsFloatDType(x.dtype()), kUnsupported, ctx.node_desc(), ": LRN needs a float input");
   DispatchFloating(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = ComputeType<T>;  // float for f16/bf16
@@ -49,7 +49,7 @@ void LRNKernel(KernelContext& ctx) {
 
 // Col2Im: sums sliding blocks [N, C*prod(block), L] back into images [N, C, image_shape...].
 void Col2ImKernel(KernelContext& ctx) {
-  const std::string node = ctx.node().Describe();
+  const std::string node = ctx.node_desc();
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);
   std::vector<int64_t> img = ctx.input(1).ToInt64Vector(), blk = ctx.input(2).ToInt64Vector();
@@ -111,14 +111,14 @@ void AffineGridKernel(KernelContext& ctx) {
   const bool align = ctx.attrs().GetInt("align_corners") != 0;
   const int64_t N = y.dim(0), r = y.dim(y.rank() - 1);
   OF_REQUIRE(theta.rank() == 3 && theta.dim(0) == N && theta.dim(1) == r && theta.dim(2) == r + 1,
-             ctx.node().Describe(), ": theta must be [", N, ", ", r, ", ", r + 1, "], got ", ShapeToString(theta.shape()));
+             ctx.node_desc(), ": theta must be [", N, ", ", r, ", ", r + 1, "], got ", ShapeToString(theta.shape()));
   std::vector<int64_t> dims(y.shape().begin() + 1, y.shape().end() - 1);
   const int64_t points = N > 0 ? y.numel() / (N * r) : 0;
   auto coord = [&](int64_t i, int64_t n) {
     if (align) return n > 1 ? -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(n - 1) : -1.0;
     return -1.0 + (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(n);
   };
-  OF_CHECK(IsFloatDType(theta.dtype()), kUnsupported, ctx.node().Describe(), ": theta must be a float tensor");
+  OF_CHECK(IsFloatDType(theta.dtype()), kUnsupported, ctx.node_desc(), ": theta must be a float tensor");
   DispatchFloating(theta.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* pt = theta.data<T>();

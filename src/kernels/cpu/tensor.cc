@@ -85,14 +85,14 @@ void SplitKernel(KernelContext& ctx) {
   size_t offset = 0;
   int64_t covered = 0;
   for (size_t i = 0; i < ctx.num_outputs(); ++i) {
-    if (!ctx.has_output(i)) Fail(ErrorCode::kUnsupported, ctx.node().Describe(), ": omitted Split outputs are not supported");
+    if (!ctx.has_output(i)) Fail(ErrorCode::kUnsupported, ctx.node_desc(), ": omitted Split outputs are not supported");
     Tensor& y = ctx.output(i);
     const size_t bytes = static_cast<size_t>(y.dim(axis) * inner) * esz;
     covered += y.dim(axis);
     if (bytes) runs.push_back({static_cast<char*>(y.raw()), static_cast<const char*>(x.raw()) + offset, bytes, bytes, in_row});
     offset += bytes;
   }
-  OF_CHECK(covered == x.dim(axis), kInvalidArgument, ctx.node().Describe(), ": split sizes sum to ", covered,
+  OF_CHECK(covered == x.dim(axis), kInvalidArgument, ctx.node_desc(), ": split sizes sum to ", covered,
            ", axis has ", x.dim(axis));
   CopyRuns(ctx.pool(), runs, outer);
 }
@@ -105,7 +105,7 @@ void SliceKernel(KernelContext& ctx) {
   if (ctx.has_input(3)) axes = ctx.input(3).ToInt64Vector();
   if (ctx.has_input(4)) steps = ctx.input(4).ToInt64Vector();
   std::vector<SliceAxis> sl = ComputeSlice(x.shape(), ctx.input(1).ToInt64Vector(), ctx.input(2).ToInt64Vector(),
-                                           axes, steps, ctx.node().Describe());
+                                           axes, steps, ctx.node_desc());
   std::vector<int64_t> in_strides = ContiguousStrides(x.shape());
   std::vector<int64_t> strides(sl.size());
   Shape shape(sl.size());
@@ -218,11 +218,11 @@ void PadKernel(KernelContext& ctx) {
   std::vector<int64_t> axes;
   if (ctx.has_input(3)) axes = ctx.input(3).ToInt64Vector();
   std::vector<int64_t> pads = ExpandPads(x.rank(), ctx.input(1).ToInt64Vector(), ctx.has_input(3) ? &axes : nullptr,
-                                         ctx.node().Describe());
+                                         ctx.node_desc());
   std::vector<char> fill(DTypeSize(x.dtype()), 0);
   if (ctx.has_input(2) && ctx.input(2).numel() > 0) std::memcpy(fill.data(), ctx.input(2).raw(), fill.size());
   OF_CHECK(mode == PadMode::kConstant || x.numel() > 0 || y.numel() == 0, kInvalidArgument,
-           ctx.node().Describe(), ": cannot pad an empty tensor in mode ", m);
+           ctx.node_desc(), ": cannot pad an empty tensor in mode ", m);
   PadGeneric(ctx.pool(), x, y, std::vector<int64_t>(pads.begin(), pads.begin() + x.rank()), mode, fill.data());
 }
 

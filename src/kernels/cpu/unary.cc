@@ -134,7 +134,7 @@ void CeluKernel(KernelContext& ctx) {
 
 void GeluKernel(KernelContext& ctx) {
   const std::string& approx = ctx.attrs().GetString("approximate");
-  OF_CHECK(approx == "none" || approx == "tanh", kUnsupported, ctx.node().Describe(),
+  OF_CHECK(approx == "none" || approx == "tanh", kUnsupported, ctx.node_desc(),
            ": Gelu approximate='", approx, "' (expected 'none' or 'tanh')");
   if (approx == "tanh") FloatUnary(ctx, [](auto v) { return fastmath::GeluTanh(v); }, kMathCost);
   else FloatUnary(ctx, [](auto v) { return fastmath::Gelu(v); }, kMathCost);
@@ -205,9 +205,9 @@ void ClipKernel(KernelContext& ctx) {
   Tensor& y = ctx.output(0);
   for (size_t i = 1; i < 3; ++i) {
     if (ctx.has_input(i)) {
-      OF_REQUIRE(ctx.input(i).numel() == 1, ctx.node().Describe(), ": Clip ", i == 1 ? "min" : "max",
+      OF_REQUIRE(ctx.input(i).numel() == 1, ctx.node_desc(), ": Clip ", i == 1 ? "min" : "max",
                  " must be a scalar, got shape ", ShapeToString(ctx.input(i).shape()));
-      OF_REQUIRE(ctx.input(i).dtype() == x.dtype(), ctx.node().Describe(), ": Clip bounds must have the input's dtype");
+      OF_REQUIRE(ctx.input(i).dtype() == x.dtype(), ctx.node_desc(), ": Clip bounds must have the input's dtype");
     }
   }
   DispatchNumericHalf(x.dtype(), [&](auto tag) {
@@ -259,7 +259,7 @@ void IsInfKernel(KernelContext& ctx) {
 
 void NotKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  OF_CHECK(x.dtype() == DType::kBool, kUnsupported, ctx.node().Describe(), ": Not needs bool input, got ",
+  OF_CHECK(x.dtype() == DType::kBool, kUnsupported, ctx.node_desc(), ": Not needs bool input, got ",
            DTypeName(x.dtype()));
   UnaryMap(ctx.pool(), x.data<bool>(), ctx.output(0).data<bool>(), x.numel(), [](bool v) { return !v; }, kCheapCost);
 }
