@@ -1,6 +1,6 @@
 // SGEMM. Default (oneDNN built in, raw operands): one oneDNN sgemm per output slab, each
 // single-threaded on one of our pool threads, so the session's thread count rules and no OpenMP
-// team spins; measured ~90% (1 thread) / ~86% (2 threads) of FMA peak at 2048^3 vs ~85% / ~81% for
+// team spins (products of >= 2 GFLOP excepted: they use oneDNN's own team, see DnnlSgemm); measured ~90% (1 thread) / ~86% (2 threads) of FMA peak at 2048^3 vs ~85% / ~81% for
 // our own kernel (bench/gemm_bench.cc). Otherwise (pre-packed operands, no oneDNN): BLIS-style
 // blocking (a KC x NC block of B shared by all threads, MC x KC blocks of A per task) around a
 // 14x32 AVX-512 register-tile microkernel. Either way the epilogue runs on each finished tile/slab.
