@@ -37,9 +37,9 @@ inline std::vector<int64_t> SpatialAttr(const AttrMap& attrs, const char* name, 
   return v;
 }
 
-// Conv: `in` are the input's spatial sizes (-1 unknown); `wkernel` the weight's spatial dims.
-inline ConvGeometry ResolveConvGeometry(const AttrMap& attrs, const std::vector<int64_t>& in,
-                                        const std::vector<int64_t>& wkernel, const std::string& node) {
+// The attributes Conv and ConvTranspose share: group, kernel_shape, strides, dilations.
+inline ConvGeometry ResolveConvCommon(const AttrMap& attrs, const std::vector<int64_t>& in,
+                                      const std::vector<int64_t>& wkernel, const std::string& node) {
   ConvGeometry g;
   g.spatial = static_cast<int64_t>(in.size());
   const size_t s = in.size();
@@ -55,6 +55,14 @@ inline ConvGeometry ResolveConvGeometry(const AttrMap& attrs, const std::vector<
   g.dilations = SpatialAttr(attrs, "dilations", g.spatial, 1, s, node);
   for (size_t i = 0; i < s; ++i)
     OF_REQUIRE(g.strides[i] >= 1 && g.dilations[i] >= 1, node, ": strides and dilations must be >= 1");
+  return g;
+}
+
+// Conv: `in` are the input's spatial sizes (-1 unknown); `wkernel` the weight's spatial dims.
+inline ConvGeometry ResolveConvGeometry(const AttrMap& attrs, const std::vector<int64_t>& in,
+                                        const std::vector<int64_t>& wkernel, const std::string& node) {
+  ConvGeometry g = ResolveConvCommon(attrs, in, wkernel, node);
+  const size_t s = in.size();
   std::string auto_pad = attrs.GetString("auto_pad", "NOTSET");
   std::vector<int64_t> pads = SpatialAttr(attrs, "pads", g.spatial, 0, 2 * s, node);
   g.in = in;
@@ -96,21 +104,8 @@ inline ConvGeometry ResolveConvGeometry(const AttrMap& attrs, const std::vector<
 // ConvTranspose: pads/output_shape/output_padding as in the ONNX reference implementation.
 inline ConvGeometry ResolveConvTransposeGeometry(const AttrMap& attrs, const std::vector<int64_t>& in,
                                                  const std::vector<int64_t>& wkernel, const std::string& node) {
-  ConvGeometry g;
-  g.spatial = static_cast<int64_t>(in.size());
+  ConvGeometry g = ResolveConvCommon(attrs, in, wkernel, node);
   const size_t s = in.size();
-  g.group = attrs.GetInt("group", 1);
-  OF_REQUIRE(g.group >= 1, node, ": group must be >= 1, got ", g.group);
-  g.kernel = attrs.has("kernel_shape") ? attrs.GetInts("kernel_shape") : wkernel;
-  OF_REQUIRE(g.kernel.size() == s, node, ": kernel_shape has ", g.kernel.size(), " dims, input has ", s,
-             " spatial dims");
-  for (size_t i = 0; i < s; ++i)
-    OF_REQUIRE(g.kernel[i] >= 1 && (wkernel[i] < 0 || wkernel[i] == g.kernel[i]), node,
-               ": kernel_shape does not match the weight's spatial dims");
-  g.strides = SpatialAttr(attrs, "strides", g.spatial, 1, s, node);
-  g.dilations = SpatialAttr(attrs, "dilations", g.spatial, 1, s, node);
-  for (size_t i = 0; i < s; ++i)
-    OF_REQUIRE(g.strides[i] >= 1 && g.dilations[i] >= 1, node, ": strides and dilations must be >= 1");
   std::vector<int64_t> out_pad = SpatialAttr(attrs, "output_padding", g.spatial, 0, s, node);
   std::string auto_pad = attrs.GetString("auto_pad", "NOTSET");
   const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
