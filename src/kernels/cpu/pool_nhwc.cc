@@ -55,8 +55,10 @@ int64_t PaddedTaps(int64_t o, int64_t k, int64_t s, int64_t d, int64_t pad, int6
 // window that misses the input).
 // GCC 12 warns that _mm512_max_ps reads an uninitialized value: its header builds the result
 // from _mm512_undefined_ps() under an all-ones mask, so nothing undefined is ever read.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 template <int NV, bool kMax, int KH, int KW>
 inline void VectorWindow(const float* first, float* out, float init, float fin, int64_t nh, int64_t nw,
                          int64_t row_step, int64_t col_step) {
@@ -75,7 +77,9 @@ inline void VectorWindow(const float* first, float* out, float init, float fin, 
   const __m512 f = _mm512_set1_ps(fin);
   for (int v = 0; v < NV; ++v) _mm512_storeu_ps(out + 16 * v, _mm512_mul_ps(acc[v], f));
 }
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 // Dispatches on the channel block width and, for whole 2x2 and 3x3 windows, the tap counts.
 template <bool kMax>
