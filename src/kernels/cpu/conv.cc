@@ -12,6 +12,24 @@
 
 namespace oneflow {
 
+void SetConvPlanSpatial(ConvPlan& p, const ConvGeometry& g, const int64_t* out_spatial, const char* op) {
+  const int64_t lead = 3 - g.spatial;
+  OF_REQUIRE(lead >= 0, op, ": at most 3 spatial dims are supported, got ", g.spatial);
+  for (int64_t i = 0; i < 3; ++i) {
+    const bool real = i >= lead;
+    const size_t j = static_cast<size_t>(i - lead);
+    p.in[i] = real ? g.in[j] : 1;
+    p.out[i] = real ? out_spatial[j] : 1;
+    p.k[i] = real ? g.kernel[j] : 1;
+    p.s[i] = real ? g.strides[j] : 1;
+    p.d[i] = real ? g.dilations[j] : 1;
+    p.p[i] = real ? g.pad_begin[j] : 0;
+  }
+  p.in_size = p.in[0] * p.in[1] * p.in[2];
+  p.out_size = p.out[0] * p.out[1] * p.out[2];
+  p.kernel_size = p.k[0] * p.k[1] * p.k[2];
+}
+
 namespace {
 
 // Grow-only per-thread scratch for the im2col matrix: no page faults on every run.
@@ -21,14 +39,6 @@ T* ColScratch(size_t n) {
   if (buf.size() < n) buf.resize(n);
   return buf.data();
 }
-
-// Geometry of one conv call, flattened to what the loops need (spatial dims padded to 3: a 1-D or
-// 2-D conv is a 3-D conv with leading size-1 dims).
-struct ConvPlan {
-  int64_t N, C, M, G, Cg, Mg;
-  int64_t in[3], out[3], k[3], s[3], d[3], p[3];
-  int64_t in_size, out_size, kernel_size;
-};
 
 ConvPlan MakePlan(const ConvGeometry& g, const Shape& x, const Shape& w) {
   ConvPlan p;
@@ -40,21 +50,7 @@ ConvPlan MakePlan(const ConvGeometry& g, const Shape& x, const Shape& w) {
   p.Mg = p.M / p.G;
   OF_REQUIRE(p.Cg * p.G == p.C && w[1] == p.Cg && p.Mg * p.G == p.M, "Conv: X ", ShapeToString(x), " and W ",
              ShapeToString(w), " do not match group ", g.group);
-  const int64_t lead = 3 - g.spatial;
-  OF_REQUIRE(lead >= 0, "Conv: at most 3 spatial dims are supported, got ", g.spatial);
-  for (int64_t i = 0; i < 3; ++i) {
-    const bool real = i >= lead;
-    const size_t j = static_cast<size_t>(i - lead);
-    p.in[i] = real ? g.in[j] : 1;
-    p.out[i] = real ? g.out[j] : 1;
-    p.k[i] = real ? g.kernel[j] : 1;
-    p.s[i] = real ? g.strides[j] : 1;
-    p.d[i] = real ? g.dilations[j] : 1;
-    p.p[i] = real ? g.pad_begin[j] : 0;
-  }
-  p.in_size = p.in[0] * p.in[1] * p.in[2];
-  p.out_size = p.out[0] * p.out[1] * p.out[2];
-  p.kernel_size = p.k[0] * p.k[1] * p.k[2];
+  SetConvPlanSpatial(p, g, g.out.data(), "Conv");
   return p;
 }
 

@@ -7,14 +7,8 @@ namespace oneflow {
 
 namespace {
 
-struct DeconvPlan {
-  int64_t N, C, M, G, Cg, Mg;
-  int64_t in[3], out[3], k[3], s[3], d[3], p[3];
-  int64_t in_size, out_size, kernel_size;
-};
-
-DeconvPlan MakeDeconvPlan(const ConvGeometry& g, const Shape& x, const Shape& w, const Shape& y) {
-  DeconvPlan p;
+ConvPlan MakeConvPlan(const ConvGeometry& g, const Shape& x, const Shape& w, const Shape& y) {
+  ConvPlan p;
   p.N = x[0];
   p.C = x[1];
   p.G = g.group;
@@ -23,28 +17,14 @@ DeconvPlan MakeDeconvPlan(const ConvGeometry& g, const Shape& x, const Shape& w,
   p.M = y[1];
   OF_REQUIRE(w[0] == p.C && p.Cg * p.G == p.C && p.M == p.Mg * p.G, "ConvTranspose: X ", ShapeToString(x), " and W ",
              ShapeToString(w), " do not match group ", g.group);
-  const int64_t lead = 3 - g.spatial;
-  OF_REQUIRE(lead >= 0, "ConvTranspose: at most 3 spatial dims are supported, got ", g.spatial);
-  for (int64_t i = 0; i < 3; ++i) {
-    const bool real = i >= lead;
-    const size_t j = static_cast<size_t>(i - lead);
-    p.in[i] = real ? g.in[j] : 1;
-    p.out[i] = real ? y[j + 2] : 1;
-    p.k[i] = real ? g.kernel[j] : 1;
-    p.s[i] = real ? g.strides[j] : 1;
-    p.d[i] = real ? g.dilations[j] : 1;
-    p.p[i] = real ? g.pad_begin[j] : 0;
-  }
-  p.in_size = p.in[0] * p.in[1] * p.in[2];
-  p.out_size = p.out[0] * p.out[1] * p.out[2];
-  p.kernel_size = p.k[0] * p.k[1] * p.k[2];
+  SetConvPlanSpatial(p, g, y.data() + 2, "ConvTranspose");
   return p;
 }
 
 // y[m, i*s - p + k*d] += cols[(m, k), i] for every position that lands inside the output.
 // Parallel over output channels: each owns its rows of cols and its output plane.
 template <typename T>
-void Col2Im(const DeconvPlan& p, const T* cols, T* y, ThreadPool& pool) {
+void Col2Im(const ConvPlan& p, const T* cols, T* y, ThreadPool& pool) {
   pool.ParallelFor(p.Mg, static_cast<double>(p.kernel_size * p.in_size), [&](int64_t begin, int64_t end) {
     for (int64_t m = begin; m < end; ++m) {
       T* ym = y + m * p.out_size;
@@ -100,7 +80,7 @@ void ConvTransposeKernel::Compute(KernelContext& ctx) {
   Tensor& y = ctx.output(0);
   std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end()), wk(w.shape().begin() + 2, w.shape().end());
   ConvGeometry geo = ResolveConvTransposeGeometry(ctx.attrs(), in, wk, ctx.node_desc());
-  DeconvPlan p = MakeDeconvPlan(geo, x.shape(), w.shape(), y.shape());
+  ConvPlan p = MakeConvPlan(geo, x.shape(), w.shape(), y.shape());
   if (y.numel() == 0) return;
   const int64_t rows = p.Mg * p.kernel_size;
   DispatchFloat(x.dtype(), [&](auto tag) {

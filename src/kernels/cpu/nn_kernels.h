@@ -15,6 +15,19 @@
 namespace oneflow {
 
 class DnnlConv2d;
+struct ConvGeometry;
+
+// Geometry of one Conv or ConvTranspose call, flattened to what the loops need: spatial dims padded
+// to 3 (a 1-D or 2-D conv is a 3-D conv with leading size-1 dims).
+struct ConvPlan {
+  int64_t N, C, M, G, Cg, Mg;
+  int64_t in[3], out[3], k[3], s[3], d[3], p[3];
+  int64_t in_size, out_size, kernel_size;
+};
+
+// Fills the spatial fields of `p` from `g` and the output's spatial sizes (`out_spatial`, one per
+// spatial dim); `op` names the op in errors.
+void SetConvPlanSpatial(ConvPlan& p, const ConvGeometry& g, const int64_t* out_spatial, const char* op);
 
 // The fused activation of a node (kNone for plain ops).
 ActivationParams ReadActivation(const AttrMap& attrs);
