@@ -2,11 +2,20 @@
 """Writes a seed corpus for onnx_loader_fuzzer: small valid ONNX models covering the loader's paths
 (symbolic dims, initializers as raw and typed data, attributes of each kind, several dtypes, an
 unknown op). Usage: make_seed_corpus.py OUT_DIR"""
+import base64
 import os
 import sys
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
+
+
+# Inputs the fuzzer once found a defect with, kept as seeds so every run re-checks them first.
+REGRESSIONS = {
+    # Constant folding ran fastmath::Exp on a NaN weight through Erf; the NaN reached an int conversion.
+    "erf_nan_constant": "CAg6dAoOMgF4CgFXEgF0IgNFcmYKDAoBdBIBeSIEUmVsdRIFY29uc3QqIwgCCAMQAUIBV0oYjElWP3JiNr+LQWZm+P////Ri"
+                        "qj9R7Au+WhMKAXgSDgoMCAESCCoCCCNKAggDYhMKAXkSDgoMCAESAAoCCAIKAggDQgQKABAR",
+}
 
 
 def model(nodes, inputs, outputs, inits=(), opset=17, extra_imports=()):
@@ -52,6 +61,9 @@ def main(out):
     for name, m in seeds.items():
         with open(os.path.join(out, name + ".onnx"), "wb") as fh:
             fh.write(m.SerializeToString())
+    for name, b64 in REGRESSIONS.items():
+        with open(os.path.join(out, "regression_" + name), "wb") as fh:
+            fh.write(base64.b64decode(b64))
     return 0
 
 

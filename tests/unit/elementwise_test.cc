@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 
 #include "base/error.h"
@@ -242,6 +244,26 @@ TEST(Elementwise, CastConversions) {
     EXPECT_EQ(static_cast<float>(h.data<Float16>()[k]), static_cast<float>(Float16(xv[k]))) << k;
   }
   EXPECT_EQ(static_cast<float>(h.data<Float16>()[5]), 65504.0f);  // rounds to the largest finite half
+}
+
+TEST(Elementwise, CastNonFiniteToIntegerIsDefined) {
+  // NaN, infinities and out-of-range values have no integer value; we give INT64_MIN (x86's
+  // cvttsd2si, and so numpy) rather than undefined behaviour. Narrow targets take its low bits.
+  ThreadPool one(1);
+  Tensor x(DType::kFloat32, {5});
+  float xv[] = {NAN, INFINITY, -INFINITY, 1e30f, -3.5f};
+  std::memcpy(x.raw(), xv, sizeof(xv));
+  AttrMap to_i64, to_i32;
+  to_i64.set("to", Attribute::Int(static_cast<int64_t>(DType::kInt64)));
+  to_i32.set("to", Attribute::Int(static_cast<int64_t>(DType::kInt32)));
+  Tensor l = RunOp("Cast", {&x}, DType::kInt64, {5}, one, to_i64);
+  Tensor i = RunOp("Cast", {&x}, DType::kInt32, {5}, one, to_i32);
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(l.data<int64_t>()[k], std::numeric_limits<int64_t>::min()) << k;
+    EXPECT_EQ(i.data<int32_t>()[k], 0) << k;
+  }
+  EXPECT_EQ(l.data<int64_t>()[4], -3);
+  EXPECT_EQ(i.data<int32_t>()[4], -3);
 }
 
 TEST(ApplyActivation, FromOnnxNode) {

@@ -22,7 +22,9 @@ inline float BitsAsFloat(int32_t i) { float f; std::memcpy(&f, &i, 4); return f;
 inline float Exp(float x) {
   const float kMax = 88.7228317f;   // ln(FLT_MAX)
   const float kMin = -86.6433525f;  // ln(2^-125)
-  float xc = std::min(std::max(x, kMin), kMax);
+  // Argument order matters: std::max(kMin, NaN) yields kMin, so a NaN never reaches the int conversion
+  // below (converting NaN to int is undefined); the NaN is restored on return.
+  float xc = std::min(std::max(kMin, x), kMax);
   float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest (1.5 * 2^23 trick)
   float r = xc - n * 0.693145751953125f;
   r = r - n * 1.428606765330187e-06f;
