@@ -7,129 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "engine/session.h"
+#include "c_api/c_api_internal.h"
 #include "serialize/onnx_import.h"
 
 #ifndef ONEFLOW_VERSION_STRING
 #define ONEFLOW_VERSION_STRING "0.0.0"
 #endif
 
-using namespace oneflow;
-
-struct oneflow_status_s {
-  oneflow_code_t code;
-  std::string message;
-};
-
-struct oneflow_env_s {
-  int unused = 0;
-};
-
-struct oneflow_tensor_s {
-  Tensor tensor;
-};
-
-// The names, dims and symbol pointers handed out by *_get_*_info live here, owned by the handle.
-struct ValueInfoStore {
-  std::vector<std::string> names;
-  std::vector<std::vector<int64_t>> dims;
-  std::vector<std::vector<const char*>> dim_names;
-  std::vector<DType> dtypes;
-  std::vector<int64_t> ranks;
-
-  void Add(const Value& v) {
-    names.push_back(v.name);
-    dtypes.push_back(v.type.dtype);
-    ranks.push_back(v.type.has_rank ? v.type.rank() : -1);
-    std::vector<int64_t> d;
-    std::vector<const char*> n;
-    for (const Dim& dim : v.type.dims) {
-      d.push_back(dim.known() ? dim.value : -1);
-      n.push_back(dim.symbol.empty() ? nullptr : dim.symbol.c_str());  // points into the graph
-    }
-    dims.push_back(std::move(d));
-    dim_names.push_back(std::move(n));
-  }
-  void Fill(size_t i, oneflow_value_info_t* out) const {
-    out->name = names[i].c_str();
-    out->dtype = static_cast<oneflow_dtype_t>(dtypes[i]);
-    out->rank = ranks[i];
-    out->dims = dims[i].empty() ? nullptr : dims[i].data();
-    out->dim_names = dim_names[i].empty() ? nullptr : dim_names[i].data();
-  }
-};
-
-struct IoInfo {
-  ValueInfoStore inputs, outputs;
-  void Build(const Graph& g) {
-    for (int v : g.inputs) inputs.Add(g.values[static_cast<size_t>(v)]);
-    for (int v : g.outputs) outputs.Add(g.values[static_cast<size_t>(v)]);
-  }
-};
-
-struct oneflow_graph_s {
-  std::shared_ptr<const Graph> graph;
-  IoInfo io;
-};
-
-struct oneflow_session_s {
-  std::unique_ptr<Session> session;
-  IoInfo io;
-};
-
-static_assert(static_cast<int>(ErrorCode::kInternal) == ONEFLOW_INTERNAL, "error codes must match the ABI");
-static_assert(static_cast<int>(DType::kBFloat16) == ONEFLOW_DTYPE_BF16, "dtypes must match the ABI");
-
-namespace {
-
-// Statuses for when allocating a status fails; never freed.
-oneflow_status_s g_oom_status{ONEFLOW_OUT_OF_MEMORY, "out of memory"};
-
-oneflow_status_t MakeStatus(oneflow_code_t code, const char* message) {
-  try {
-    return new oneflow_status_s{code, message};
-  } catch (...) {
-    return &g_oom_status;
-  }
-}
-
-// Runs `fn`, converting any exception into a status: nothing crosses the ABI.
-template <typename Fn>
-oneflow_status_t Guard(Fn&& fn) noexcept {
-  try {
-    fn();
-    return nullptr;
-  } catch (const Error& e) {
-    return MakeStatus(static_cast<oneflow_code_t>(e.code()), e.what());
-  } catch (const std::bad_alloc&) {
-    return MakeStatus(ONEFLOW_OUT_OF_MEMORY, "out of memory");
-  } catch (const std::exception& e) {
-    return MakeStatus(ONEFLOW_INTERNAL, e.what());
-  } catch (...) {
-    return MakeStatus(ONEFLOW_INTERNAL, "unknown internal error");
-  }
-}
-
-Shape ToShape(const int64_t* shape, size_t rank) {
-  OF_REQUIRE(shape != nullptr || rank == 0, "shape is NULL but rank is ", rank);
-  OF_REQUIRE(rank <= 64, "rank ", rank, " is too large (at most 64)");
-  Shape s(shape, shape + rank);
-  for (size_t i = 0; i < rank; ++i) OF_REQUIRE(s[i] >= 0, "dim ", i, " is negative (", s[i], ")");
-  return s;
-}
-
-DType ToDType(oneflow_dtype_t dtype) {
-  OF_REQUIRE(IsKnownDType(static_cast<int32_t>(dtype)), "unknown dtype ", static_cast<int>(dtype));
-  return static_cast<DType>(dtype);
-}
-
-void CheckInfoStruct(const oneflow_value_info_t* info) {
-  OF_REQUIRE(info != nullptr, "out_info is NULL");
-  OF_REQUIRE(info->struct_size >= sizeof(oneflow_value_info_t),
-             "out_info.struct_size is too small; initialize it with oneflow_value_info_init");
-}
-
-}  // namespace
+using namespace oneflow::capi;
 
 extern "C" {
 
