@@ -2,6 +2,7 @@
 #include "base/file_util.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -28,7 +29,7 @@ class FdSink final : public FileSink {
     while (size > 0) {
       ssize_t n = ::write(fd_, p, size);
       if (n < 0 && errno == EINTR) continue;
-      OF_CHECK(n > 0, ErrorCode::kRuntime, "writing '", path_, "' failed: ", std::strerror(errno));
+      OF_CHECK(n > 0, kRuntime, "writing '", path_, "' failed: ", std::strerror(errno));
       p += n;
       size -= static_cast<size_t>(n);
       written_ += static_cast<size_t>(n);
@@ -50,20 +51,20 @@ void WriteFileAtomically(const std::string& path, const std::function<void(FileS
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
   int fd = ::mkstemp(name.data());
-  OF_CHECK(fd >= 0, ErrorCode::kRuntime, "cannot create a temporary file next to '", path, "': ", std::strerror(errno));
+  OF_CHECK(fd >= 0, kRuntime, "cannot create a temporary file next to '", path, "': ", std::strerror(errno));
   const std::string tmp(name.data());
   try {
     FdSink sink(fd, path);
     writer(sink);
-    OF_CHECK(::fsync(fd) == 0, ErrorCode::kRuntime, "fsync of '", tmp, "' failed: ", std::strerror(errno));
+    OF_CHECK(::fsync(fd) == 0, kRuntime, "fsync of '", tmp, "' failed: ", std::strerror(errno));
     // mkstemp creates 0600; a saved model should get the usual permissions (umask applies).
     mode_t mask = ::umask(0);
     ::umask(mask);
     ::fchmod(fd, 0666 & ~mask);
     int rc = ::close(fd);
     fd = -1;
-    OF_CHECK(rc == 0, ErrorCode::kRuntime, "closing '", tmp, "' failed: ", std::strerror(errno));
-    OF_CHECK(::rename(tmp.c_str(), path.c_str()) == 0, ErrorCode::kRuntime, "renaming '", tmp, "' to '", path,
+    OF_CHECK(rc == 0, kRuntime, "closing '", tmp, "' failed: ", std::strerror(errno));
+    OF_CHECK(::rename(tmp.c_str(), path.c_str()) == 0, kRuntime, "renaming '", tmp, "' to '", path,
              "' failed: ", std::strerror(errno));
   } catch (...) {
     if (fd >= 0) ::close(fd);
