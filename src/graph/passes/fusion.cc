@@ -1,5 +1,5 @@
-// Fusion pass: folds BatchNormalization into a preceding Conv's constant weights, and merges
-// MatMul + bias Add, Conv + residual Add and Gemm/MatMul/Conv + activation into ai.oneflow fused
+// Fusion pass: recognizes Gelu written out with Erf, folds BatchNormalization into a preceding
+// Conv's constant weights, and merges MatMul + bias Add, Conv + residual Add and Gemm/MatMul/Conv + activation into ai.oneflow fused
 // ops whose kernels apply the epilogue while the output tile is still in cache.
 #include <cmath>
 
@@ -153,6 +153,73 @@ bool FuseConvResidual(Graph& g, const Uses& u, Node& conv, std::vector<char>& re
   return true;
 }
 
+// True when input `i` of `n` is a one-element float constant equal to `want` (to 1e-6 relative).
+bool IsScalarConstant(const Graph& g, const Node& n, size_t i, double want) {
+  const Tensor* c = ConstantOf(g, n, i);
+  if (!c || c->numel() != 1 || (c->dtype() != DType::kFloat32 && c->dtype() != DType::kFloat64)) return false;
+  return std::fabs(c->GetAsDouble(0) - want) <= 1e-6 * std::fabs(want);
+}
+
+// For a binary node with a scalar-constant operand equal to `want`: the other operand, else kNoValue.
+// `commutative` allows the constant on either side (Mul, Add); otherwise it must be the divisor.
+int OperandBesideConstant(const Graph& g, const Node& n, double want, bool commutative) {
+  if (n.inputs.size() != 2 || n.outputs.size() != 1) return kNoValue;
+  if (IsScalarConstant(g, n, 1, want)) return n.inputs[0];
+  if (commutative && IsScalarConstant(g, n, 0, want)) return n.inputs[1];
+  return kNoValue;
+}
+
+// The other input of a two-input node, given one of them (kNoValue when `v` is not an input).
+int OtherInput(const Node& n, int v) {
+  if (n.inputs.size() != 2) return kNoValue;
+  if (n.inputs[0] == v) return n.inputs[1];
+  if (n.inputs[1] == v) return n.inputs[0];
+  return kNoValue;
+}
+
+// Exact Gelu as exporters spell it out, x * 0.5 * (1 + erf(x / sqrt2)), in either association
+// ((x * g) * 0.5 or (x * 0.5) * g) and with x / sqrt2 written as Div or as Mul by 1/sqrt2: five
+// nodes and four intermediates become one Gelu, which FuseActivation can then move into the
+// producing MatMul's epilogue. Anchored on the scaling node that feeds Erf.
+bool FuseGeluPattern(Graph& g, const Uses& u, Node& scale, std::vector<char>& removed) {
+  const double kSqrt2 = 1.4142135623730951;
+  int x = kNoValue;
+  if (IsOp(scale, "Div")) x = OperandBesideConstant(g, scale, kSqrt2, false);
+  else if (IsOp(scale, "Mul")) x = OperandBesideConstant(g, scale, 1.0 / kSqrt2, true);
+  if (x == kNoValue || !FusableDType(ValueDType(g, x))) return false;
+  Node* erf = SoleConsumer(g, u, scale.outputs[0]);
+  if (!erf || !IsOp(*erf, "Erf")) return false;
+  Node* add = SoleConsumer(g, u, erf->outputs[0]);
+  if (!add || !IsOp(*add, "Add") || OperandBesideConstant(g, *add, 1.0, true) != erf->outputs[0]) return false;
+  Node* mul = SoleConsumer(g, u, add->outputs[0]);
+  if (!mul || !IsOp(*mul, "Mul")) return false;
+  const int other = OtherInput(*mul, add->outputs[0]);
+  Node* last = nullptr;        // the node whose output becomes Gelu's
+  Node* half_of_x = nullptr;   // Mul(x, 0.5) in the (x * 0.5) * g association
+  if (other == x) {
+    last = SoleConsumer(g, u, mul->outputs[0]);
+    if (!last || !IsOp(*last, "Mul") || OperandBesideConstant(g, *last, 0.5, true) != mul->outputs[0]) return false;
+  } else {
+    if (other == kNoValue || u.consumers[static_cast<size_t>(other)] != 1 || u.is_output[static_cast<size_t>(other)])
+      return false;
+    for (Node& n : g.nodes)
+      if (n.outputs.size() == 1 && n.outputs[0] == other) half_of_x = &n;
+    if (!half_of_x || removed[static_cast<size_t>(half_of_x - g.nodes.data())] || !IsOp(*half_of_x, "Mul") ||
+        OperandBesideConstant(g, *half_of_x, 0.5, true) != x)
+      return false;
+    last = mul;
+  }
+  for (Node* dead : {&scale, erf, add, last == mul ? half_of_x : mul})
+    removed[static_cast<size_t>(dead - g.nodes.data())] = 1;
+  last->op_type = "Gelu";
+  last->domain.clear();
+  last->opset = 20;  // Gelu's first opset; the schema is looked up by the node's own opset
+  last->inputs = {x};
+  last->attrs = AttrMap{};
+  last->schema = nullptr;
+  return true;
+}
+
 // Base op (no activation yet) -> activation: the activation becomes the base's epilogue.
 bool FuseActivation(Graph& g, const Uses& u, Node& base, std::vector<char>& removed) {
   const char* fused = nullptr;
@@ -196,7 +263,7 @@ int FuseOps(Graph& g) {
   int total = 0;
   using Rule = bool (*)(Graph&, const Uses&, Node&, std::vector<char>&);
   // Order matters: BN folding and bias/residual first, so the activation lands on the final node.
-  const Rule rules[] = {FoldBatchNorm, FuseMatMulBias, FuseConvResidual, FuseActivation};
+  const Rule rules[] = {FuseGeluPattern, FoldBatchNorm, FuseMatMulBias, FuseConvResidual, FuseActivation};
   for (Rule rule : rules) {
     for (;;) {
       Uses u = CountUses(g);

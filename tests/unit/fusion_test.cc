@@ -1,0 +1,106 @@
+// Fusion pass (graph/passes/fusion.cc): Gelu spelled out with Erf becomes one Gelu, then the
+// epilogue of the MatMul producing its input; outputs match a double-precision reference.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "engine/session.h"
+
+namespace oneflow {
+namespace {
+
+Tensor Scalar(float v) {
+  Tensor t(DType::kFloat32, Shape{});
+  t.data<float>()[0] = v;
+  return t;
+}
+
+struct GeluGraph {
+  Graph g;
+  Tensor w, bias;
+  int Add(const std::string& op, std::vector<int> inputs) {
+    Node n;
+    n.op_type = op;
+    n.opset = 17;
+    n.name = op + std::to_string(g.nodes.size());
+    n.inputs = std::move(inputs);
+    n.outputs = {g.AddValue(n.name + "_out")};
+    g.nodes.push_back(std::move(n));
+    return g.nodes.back().outputs[0];
+  }
+};
+
+enum class Form { kDivThenHalfLast, kMulInvSqrt2ThenHalfFirst };
+
+// X[4,8] @ W[8,16] + b, then Gelu in the given spelling. `erf_is_output` also returns the Erf
+// result, which must block the rewrite (the intermediate is observable).
+GeluGraph Build(Form form, bool erf_is_output) {
+  GeluGraph b;
+  b.g.opset_imports[""] = 17;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> d(-1.5f, 1.5f);
+  b.w = Tensor(DType::kFloat32, {8, 16});
+  b.bias = Tensor(DType::kFloat32, {16});
+  for (int64_t i = 0; i < b.w.numel(); ++i) b.w.data<float>()[i] = d(rng);
+  for (int64_t i = 0; i < b.bias.numel(); ++i) b.bias.data<float>()[i] = d(rng);
+  const int x = b.g.AddValue("X", TensorType::Of(DType::kFloat32, Shape{4, 8}));
+  b.g.inputs.push_back(x);
+  const int h = b.Add("Add", {b.Add("MatMul", {x, b.g.AddConstant("W", b.w)}), b.g.AddConstant("B", b.bias)});
+  int erf, y;
+  if (form == Form::kDivThenHalfLast) {
+    erf = b.Add("Erf", {b.Add("Div", {h, b.g.AddConstant("sqrt2", Scalar(std::sqrt(2.0f)))})});
+    const int g1 = b.Add("Add", {erf, b.g.AddConstant("one", Scalar(1.0f))});
+    y = b.Add("Mul", {b.Add("Mul", {h, g1}), b.g.AddConstant("half", Scalar(0.5f))});
+  } else {
+    erf = b.Add("Erf", {b.Add("Mul", {b.g.AddConstant("inv_sqrt2", Scalar(0.70710678f)), h})});
+    const int g1 = b.Add("Add", {b.g.AddConstant("one", Scalar(1.0f)), erf});
+    y = b.Add("Mul", {b.Add("Mul", {h, b.g.AddConstant("half", Scalar(0.5f))}), g1});
+  }
+  b.g.outputs = {y};
+  if (erf_is_output) b.g.outputs.push_back(erf);
+  return b;
+}
+
+int CountOps(const Graph& g, const std::string& op) {
+  int n = 0;
+  for (const Node& node : g.nodes) n += node.op_type == op;
+  return n;
+}
+
+void CheckAgainstReference(Form form, bool erf_is_output) {
+  GeluGraph b = Build(form, erf_is_output);
+  PrepareGraph(b.g);
+  Session s(b.g, SessionOptions{1, 2});
+  Tensor x(DType::kFloat32, {4, 8});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::sin(0.7 * static_cast<double>(i)) * 2.0f;
+  const Tensor y = s.Run({{"X", x}}, {})[0].second;
+  ASSERT_EQ(y.shape(), (Shape{4, 16}));
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 16; ++c) {
+      double h = b.bias.data<float>()[c];
+      for (int k = 0; k < 8; ++k) h += double(x.data<float>()[r * 8 + k]) * b.w.data<float>()[k * 16 + c];
+      const double want = 0.5 * h * (1.0 + std::erf(h / std::sqrt(2.0)));
+      ASSERT_NEAR(y.data<float>()[r * 16 + c], want, 1e-5 * (1.0 + std::fabs(want))) << r << "," << c;
+    }
+  const Graph& opt = s.optimized();
+  if (erf_is_output) {
+    EXPECT_EQ(CountOps(opt, "Erf"), 1);
+    EXPECT_EQ(CountOps(opt, "Gelu"), 0);
+  } else {
+    EXPECT_EQ(CountOps(opt, "Erf"), 0);
+    EXPECT_EQ(CountOps(opt, "Mul") + CountOps(opt, "Div") + CountOps(opt, "Add"), 0);
+    ASSERT_EQ(CountOps(opt, "FusedMatMul"), 1);
+    for (const Node& n : opt.nodes)
+      if (n.op_type == "FusedMatMul") {
+        EXPECT_EQ(n.attrs.GetString("activation"), "Gelu");
+      }
+  }
+}
+
+TEST(Fusion, GeluFromErfWithDivAndTrailingHalf) { CheckAgainstReference(Form::kDivThenHalfLast, false); }
+TEST(Fusion, GeluFromErfWithMulAndLeadingHalf) { CheckAgainstReference(Form::kMulInvSqrt2ThenHalfFirst, false); }
+TEST(Fusion, GeluPatternKeptWhenAnIntermediateIsObservable) { CheckAgainstReference(Form::kDivThenHalfLast, true); }
+
+}  // namespace
+}  // namespace oneflow
