@@ -357,32 +357,38 @@ JNIEXPORT void JNICALL Java_org_oneflow_Native_graphRelease(JNIEnv* env, jclass 
   oneflow_graph_release(HANDLE(oneflow_graph_t, h));
 }
 
-/* Builds a ValueInfo from the C description. */
+/* Builds a ValueInfo from the C description. Deletes its local references: value_infos calls it once
+ * per input or output, and a model may have more of them than a native frame's local capacity. */
 static jobject value_info(JNIEnv* env, const oneflow_value_info_t* info) {
   jbyteArray name = utf8_bytes(env, info->name);
   jlongArray dims = NULL;
   jobjectArray dim_names = NULL;
-  jclass byte_array_class;
+  jclass byte_array_class = NULL;
+  jobject result = NULL;
   int64_t i;
   if (!name) return NULL;
   if (info->rank >= 0) {
     dims = (*env)->NewLongArray(env, (jsize)info->rank);
-    if (!dims) return NULL;
+    byte_array_class = dims ? (*env)->FindClass(env, "[B") : NULL;
+    dim_names = byte_array_class ? (*env)->NewObjectArray(env, (jsize)info->rank, byte_array_class, NULL) : NULL;
+    if (!dim_names) goto done;
     if (info->rank > 0) (*env)->SetLongArrayRegion(env, dims, 0, (jsize)info->rank, (const jlong*)info->dims);
-    byte_array_class = (*env)->FindClass(env, "[B");
-    if (!byte_array_class) return NULL;
-    dim_names = (*env)->NewObjectArray(env, (jsize)info->rank, byte_array_class, NULL);
-    if (!dim_names) return NULL;
     for (i = 0; i < info->rank; ++i) {
       jbyteArray dn;
       if (!info->dim_names[i]) continue;
       dn = utf8_bytes(env, info->dim_names[i]);
-      if (!dn) return NULL;
+      if (!dn) goto done;
       (*env)->SetObjectArrayElement(env, dim_names, (jsize)i, dn);
       (*env)->DeleteLocalRef(env, dn);
     }
   }
-  return (*env)->NewObject(env, g_value_info_class, g_value_info_ctor, name, (jint)info->dtype, dims, dim_names);
+  result = (*env)->NewObject(env, g_value_info_class, g_value_info_ctor, name, (jint)info->dtype, dims, dim_names);
+done:
+  (*env)->DeleteLocalRef(env, name);
+  if (dims) (*env)->DeleteLocalRef(env, dims);
+  if (byte_array_class) (*env)->DeleteLocalRef(env, byte_array_class);
+  if (dim_names) (*env)->DeleteLocalRef(env, dim_names);
+  return result;
 }
 
 typedef oneflow_status_t (*info_fn)(const void* handle, size_t index, oneflow_value_info_t* out_info);
