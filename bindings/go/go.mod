@@ -1,0 +1,3 @@
+module github.com/oneflow-engine/oneflow-go
+
+go 1.19
