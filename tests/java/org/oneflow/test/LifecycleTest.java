@@ -4,9 +4,11 @@ package org.oneflow.test;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.ref.WeakReference;
 import java.nio.ByteBuffer;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -78,5 +80,29 @@ class LifecycleTest {
     }
     assertTrue(y.isClosed());
     assertThrows(IllegalStateException.class, y::toFloatArray);
+  }
+
+  /**
+   * A borrowed buffer becomes collectable once its tensor is closed, or, for a tensor never closed, once
+   * the tensor is unreachable (the Cleaner releases the handle and the engine drops its reference).
+   */
+  @Test
+  void closedOrForgottenTensorsLetGoOfTheirBuffer() throws InterruptedException {
+    WeakReference<ByteBuffer> closed = borrow(true);
+    WeakReference<ByteBuffer> forgotten = borrow(false);
+    for (int i = 0; i < 100 && (closed.get() != null || forgotten.get() != null); i++) {
+      System.gc();
+      Thread.sleep(20);
+    }
+    assertNull(closed.get(), "the buffer of a closed tensor is still referenced");
+    assertNull(forgotten.get(), "the buffer of an unreachable tensor is still referenced");
+  }
+
+  private static WeakReference<ByteBuffer> borrow(boolean close) {
+    ByteBuffer buf = ByteBuffer.allocateDirect(16);
+    Tensor t = Tensor.fromBuffer(DType.INT32, buf, 4);
+    assertArrayEquals(new int[4], t.toIntArray());
+    if (close) t.close();
+    return new WeakReference<>(buf);
   }
 }
