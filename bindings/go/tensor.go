@@ -1,0 +1,166 @@
+// tensor.go — Tensor: a dense row-major tensor in C memory, filled from and read into Go slices.
+package oneflow
+
+// #include <stdlib.h>
+// #include <string.h>
+// #include "oneflow_c.h"
+import "C"
+
+import (
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// Tensor is a dense row-major tensor owned by the engine. Its dtype and shape never change; its data
+// is copied in at creation and out by Values and Bytes. Safe for concurrent use.
+type Tensor struct {
+	mu     sync.RWMutex
+	h      *C.oneflow_tensor_t
+	dtype  DType
+	shape  []int64
+	count  int
+	nbytes int
+}
+
+// adoptTensor wraps a handle this package owns from now on (a new tensor or a run output).
+func adoptTensor(h *C.oneflow_tensor_t) *Tensor {
+	t := &Tensor{
+		h:      h,
+		dtype:  DType(C.oneflow_tensor_dtype(h)),
+		count:  int(C.oneflow_tensor_element_count(h)),
+		nbytes: int(C.oneflow_tensor_byte_size(h)),
+	}
+	rank := int(C.oneflow_tensor_rank(h))
+	t.shape = make([]int64, rank)
+	if rank > 0 {
+		dims := unsafe.Slice((*int64)(unsafe.Pointer(C.oneflow_tensor_shape(h))), rank)
+		copy(t.shape, dims)
+	}
+	runtime.SetFinalizer(t, func(t *Tensor) { t.Close() })
+	return t
+}
+
+// Zeros makes a zero-filled tensor. A scalar has no dims.
+func Zeros(dtype DType, shape ...int64) (*Tensor, error) {
+	var h *C.oneflow_tensor_t
+	dims := (*C.int64_t)(dataPointer(shape))
+	if err := statusError(C.oneflow_tensor_create(C.oneflow_dtype_t(dtype), dims, C.size_t(len(shape)), &h)); err != nil {
+		return nil, err
+	}
+	return adoptTensor(h), nil
+}
+
+// NewTensor makes a tensor of T's element type with the given shape, copying data (which must have
+// exactly as many elements as the shape) into engine memory.
+func NewTensor[T Element](data []T, shape ...int64) (*Tensor, error) {
+	t, err := Zeros(dtypeOf[T](), shape...)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) != t.count {
+		t.Close()
+		return nil, invalidArgument("%d elements do not match shape %v (%d elements)", len(data), shape, t.count)
+	}
+	if t.nbytes > 0 {
+		C.memcpy(C.oneflow_tensor_data(t.h), dataPointer(data), C.size_t(t.nbytes))
+	}
+	return t, nil
+}
+
+// NewTensorBytes makes a tensor of any dtype from its raw bytes in the machine's byte order (copied);
+// the way to build Float16 and BFloat16 tensors.
+func NewTensorBytes(dtype DType, raw []byte, shape ...int64) (*Tensor, error) {
+	t, err := Zeros(dtype, shape...)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) != t.nbytes {
+		t.Close()
+		return nil, invalidArgument("%d bytes do not match %s%v (%d bytes)", len(raw), dtype, shape, t.nbytes)
+	}
+	if t.nbytes > 0 {
+		C.memcpy(C.oneflow_tensor_data(t.h), dataPointer(raw), C.size_t(t.nbytes))
+	}
+	return t, nil
+}
+
+// DType is the element type (still answered after Close).
+func (t *Tensor) DType() DType { return t.dtype }
+
+// Shape is a copy of the dims, empty for a scalar (still answered after Close).
+func (t *Tensor) Shape() []int64 { return append([]int64{}, t.shape...) }
+
+// ElementCount is the number of elements (still answered after Close).
+func (t *Tensor) ElementCount() int { return t.count }
+
+// ByteSize is the size of the data in bytes (still answered after Close).
+func (t *Tensor) ByteSize() int { return t.nbytes }
+
+// Values copies the elements out; T must match the tensor's dtype.
+func Values[T Element](t *Tensor) ([]T, error) {
+	if t == nil {
+		return nil, invalidArgument("tensor is nil")
+	}
+	if want := dtypeOf[T](); want != t.dtype {
+		return nil, invalidArgument("the tensor holds %s, not %s", t.dtype, want)
+	}
+	out := make([]T, t.count)
+	if err := t.copyOut(dataPointer(out)); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Bytes copies the raw element bytes out (machine byte order), for any dtype.
+func (t *Tensor) Bytes() ([]byte, error) {
+	out := make([]byte, t.nbytes)
+	if err := t.copyOut(dataPointer(out)); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// copyOut copies the data to dst, which has room for ByteSize bytes (nil when there are none).
+func (t *Tensor) copyOut(dst unsafe.Pointer) error {
+	h, err := t.lock()
+	if err != nil {
+		return err
+	}
+	defer t.mu.RUnlock()
+	if t.nbytes > 0 {
+		C.memcpy(dst, C.oneflow_tensor_data(h), C.size_t(t.nbytes))
+	}
+	return nil
+}
+
+// lock returns the live handle with the read lock held (release with t.mu.RUnlock), or ErrClosed.
+func (t *Tensor) lock() (*C.oneflow_tensor_t, error) {
+	t.mu.RLock()
+	if t.h == nil {
+		t.mu.RUnlock()
+		return nil, closedError("Tensor")
+	}
+	return t.h, nil
+}
+
+// Close releases the tensor once calls in flight on it have returned. Later calls return ErrClosed;
+// closing again does nothing.
+func (t *Tensor) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.h != nil {
+		C.oneflow_tensor_release(t.h)
+		t.h = nil
+		runtime.SetFinalizer(t, nil)
+	}
+	return nil
+}
+
+// dataPointer is the address of s's first element, nil for an empty slice (Go 1.19 lacks unsafe.SliceData).
+func dataPointer[T any](s []T) unsafe.Pointer {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(&s[0])
+}

@@ -1,0 +1,67 @@
+// Native.java — the JNI entry points (bindings/java/native/oneflow_jni.c), one per C ABI call used.
+package org.oneflow;
+
+import java.nio.ByteBuffer;
+
+/**
+ * Static natives over the C ABI. Handles are the C pointers as longs; the callers in this package
+ * guarantee every handle passed in is live (see {@link NativeHandle}). Strings cross as UTF-8 byte
+ * arrays, NUL-terminated on the way in.
+ */
+final class Native {
+  static {
+    NativeLibrary.load();
+  }
+
+  private Native() {}
+
+  static native byte[] version();
+
+  static native int apiVersion();
+
+  static native byte[] dtypeName(int dtype);
+
+  static native long dtypeSize(int dtype);
+
+  static native long envCreate();
+
+  static native void envRelease(long env);
+
+  static native long tensorCreate(int dtype, long[] shape);
+
+  static native long tensorCreateBorrowed(int dtype, long[] shape, ByteBuffer buffer, long offset, long byteSize);
+
+  static native void tensorRelease(long tensor);
+
+  static native int tensorDType(long tensor);
+
+  static native long[] tensorShape(long tensor);
+
+  static native long tensorElementCount(long tensor);
+
+  static native long tensorByteSize(long tensor);
+
+  static native void tensorWriteArray(long tensor, Object primitiveArray, long arrayBytes);
+
+  static native void tensorReadArray(long tensor, Object primitiveArray, long arrayBytes);
+
+  static native void tensorReadBuffer(long tensor, ByteBuffer direct, long offset, long capacity);
+
+  static native long graphLoadFile(byte[] path);
+
+  static native long graphLoadMemory(byte[] model, byte[] externalDataDir);
+
+  static native void graphRelease(long graph);
+
+  static native ValueInfo[] graphInfo(long graph, boolean outputs);
+
+  static native long sessionCreate(long env, long graph, int setMask, int intraOpThreads, int optimizationLevel);
+
+  static native void sessionRelease(long session);
+
+  static native ValueInfo[] sessionInfo(long session, boolean outputs);
+
+  static native long sessionPlannedPeakBytes(long session);
+
+  static native long[] sessionRun(long session, byte[][] inputNames, long[] inputs, byte[][] outputNames);
+}
