@@ -4,8 +4,10 @@
 set -euo pipefail
 
 APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config
-              protobuf-compiler libprotobuf-dev libdnnl-dev libgtest-dev clang libclang-rt-dev)
-PIP_PACKAGES=("numpy>=1.26" "onnx==1.23.2" "onnxruntime==1.31.1")
+              protobuf-compiler libprotobuf-dev libdnnl-dev libgtest-dev clang libclang-rt-dev
+              python3-dev)
+# setuptools, wheel and pytest: the Python binding's build (bindings/python) and its tests.
+PIP_PACKAGES=("numpy>=1.26" "onnx==1.23.2" "onnxruntime==1.31.1" "setuptools>=64" "wheel" "pytest")
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
