@@ -1,31 +1,33 @@
 #!/usr/bin/env python3
 """What the Python binding costs on top of the C ABI: runs a tiny model (Add + Relu on two float32
-[1, WIDTH] inputs, static shapes) from C (build/oneflow_binding_bench) and from Python in the same
-command, and prints the per-run times and their ratio.
+[1, WIDTH] inputs, static shapes, 1 intra-op thread) from C and from Python in the same process and
+prints the per-run times and their ratio.
 
-  python3 bench/binding_overhead.py            # after: ninja -C build liboneflow oneflow_binding_bench
-                                               # and:   pip install ./bindings/python
+  python3 bench/binding_overhead.py     # after: ninja -C build liboneflow oneflow_binding_bench
+                                        # and:   pip install ./bindings/python
 
-Per run, C creates borrowed input tensors over its buffers, runs and releases the outputs, which is what
-`oneflow.Session.run` does for numpy inputs; the C figure with input tensors reused across runs is
-printed too (the cheapest C caller). Python times `session.run(feeds)` as called by a user, outputs
-returned as numpy arrays. Both use 1 intra-op thread and the same liboneflow.so (ONEFLOW_LIBRARY is
-set to --lib). Each figure is the median over blocks of the mean time per run, in wall time and in the calling
-thread's CPU time (with one thread the engine runs on the caller, so CPU time leaves out preemption on
-a busy machine); C and Python alternate over --rounds rounds and the medians of the rounds are reported. --ctypes also times the ctypes
-wrapper (bench/oneflow_ctypes.py), the alternative the extension module was measured against.
+C side (bench/binding_overhead.c, build/liboneflow_binding_bench.so, called once per block through
+ctypes): per run it creates borrowed input tensors over its buffers, runs and releases the outputs, which
+is what `oneflow.Session.run` does for numpy inputs; a C caller that reuses its input tensors is timed
+too. Python side: `session.run(feeds)` as a user calls it, outputs returned as numpy arrays. Both load
+the same liboneflow.so (ONEFLOW_LIBRARY is set to --lib).
+
+Blocks of --iters runs alternate C, Python, C-reused, ... --pairs times; each Python block is compared
+with the C block next to it, so slow drifts in machine load cancel, and the median of those ratios is
+reported, in wall time and in the thread's CPU time (with one thread the engine runs on the caller, so
+CPU time leaves out preemption on a busy machine). --ctypes also times the ctypes wrapper
+(bench/oneflow_ctypes.py), the alternative the extension module was measured against.
 """
 import argparse
-import json
+import ctypes
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 # numpy's OpenBLAS starts worker threads at import that would compete with the timed thread on a
-# small machine; the C driver has none. The bench calls no BLAS routine.
+# small machine; the C side has none. The bench calls no BLAS routine.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
@@ -43,37 +45,46 @@ def tiny_model(width):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
-def time_python(run, feeds, iters, blocks):
-    """{"wall": ns, "cpu": ns}: medians over blocks of the mean time per run (as the C driver does)."""
-    for _ in range(iters // 10 + 1):
+class CSide:
+    def __init__(self, path, model):
+        lib = ctypes.CDLL(path)
+        lib.ofb_open.restype = ctypes.c_void_p
+        lib.ofb_open.argtypes = [ctypes.c_char_p, ctypes.c_int]
+        lib.ofb_time.restype = ctypes.c_int
+        lib.ofb_time.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_double)]
+        lib.ofb_close.argtypes = [ctypes.c_void_p]
+        self.lib, self.handle = lib, lib.ofb_open(os.fsencode(model), 1)
+        if not self.handle:
+            sys.exit("the C side could not open the model")
+
+    def block(self, iters, reuse):
+        out = (ctypes.c_double * 2)()
+        if self.lib.ofb_time(self.handle, iters, int(reuse), out):
+            sys.exit("a C run failed")
+        return out[0], out[1]
+
+    def close(self):
+        self.lib.ofb_close(self.handle)
+
+
+def python_block(run, feeds, iters):
+    t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+    for _ in range(iters):
         run(feeds)
-    wall, cpu = [], []
-    for _ in range(blocks):
-        t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
-        for _ in range(iters):
-            run(feeds)
-        cpu.append((time.thread_time_ns() - c0) / iters)
-        wall.append((time.perf_counter_ns() - t0) / iters)
-    return {"wall": statistics.median(wall), "cpu": statistics.median(cpu)}
-
-
-def time_c(exe, model, iters, blocks):
-    """{"wall": {"c": ns, "c_reused": ns}, "cpu": {...}} from the C driver."""
-    out = subprocess.run([exe, model, str(iters), str(blocks), "1"], check=True, capture_output=True, text=True)
-    return json.loads(out.stdout)
+    cpu = (time.thread_time_ns() - c0) / iters
+    return (time.perf_counter_ns() - t0) / iters, cpu
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--lib", default=os.path.join(ROOT, "build", "liboneflow.so"))
-    ap.add_argument("--bench-exe", default=os.path.join(ROOT, "build", "oneflow_binding_bench"))
+    ap.add_argument("--bench-lib", default=os.path.join(ROOT, "build", "liboneflow_binding_bench.so"))
     ap.add_argument("--width", type=int, default=4096, help="elements per input (default 4096)")
-    ap.add_argument("--iters", type=int, default=2000, help="runs per block")
-    ap.add_argument("--blocks", type=int, default=15)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--iters", type=int, default=1000, help="runs per block")
+    ap.add_argument("--pairs", type=int, default=30, help="C/Python block pairs")
     ap.add_argument("--ctypes", action="store_true", help="also time the ctypes wrapper")
     args = ap.parse_args()
-    for path in (args.lib, args.bench_exe):
+    for path in (args.lib, args.bench_lib):
         if not os.path.exists(path):
             sys.exit(f"{path} not found: ninja -C build liboneflow oneflow_binding_bench")
 
@@ -87,43 +98,42 @@ def main():
         with open(model, "wb") as f:
             f.write(tiny_model(args.width).SerializeToString())
         session = oneflow.Session(model, oneflow.SessionOptions(threads=1))
-        got = session.run(feeds)["y"]
-        if not np.array_equal(got, np.maximum(feeds["a"] + feeds["b"], 0)):
+        if not np.array_equal(session.run(feeds)["y"], np.maximum(feeds["a"] + feeds["b"], 0)):
             sys.exit("the Python run's output differs from numpy's")
-        ct_session = None
+        c_side = CSide(args.bench_lib, model)
+        sides = {"c": lambda: c_side.block(args.iters, False), "c_reused": lambda: c_side.block(args.iters, True),
+                 "python": lambda: python_block(session.run, feeds, args.iters)}
         if args.ctypes:
             sys.path.insert(0, os.path.join(ROOT, "bench"))
             import oneflow_ctypes
             ct_session = oneflow_ctypes.Session(oneflow_ctypes.Library(args.lib), model, threads=1)
-
-        rounds = []  # per round: {"wall"|"cpu": {"c", "c_reused", "python"[, "ctypes"]}}
-        for _ in range(args.rounds):
-            r = time_c(args.bench_exe, model, args.iters, args.blocks)
-            py = time_python(session.run, feeds, args.iters, args.blocks)
-            ct = time_python(ct_session.run, feeds, args.iters, args.blocks) if ct_session else None
-            for clock in ("wall", "cpu"):
-                r[clock]["python"] = py[clock]
-                if ct:
-                    r[clock]["ctypes"] = ct[clock]
-            rounds.append(r)
+            sides["ctypes"] = lambda: python_block(ct_session.run, feeds, args.iters)
+        for measure in sides.values():  # warm-up
+            measure()
+        samples = {k: [] for k in sides}  # per pair: (wall ns, cpu ns)
+        for _ in range(args.pairs):
+            for key, measure in sides.items():
+                samples[key].append(measure())
+        c_side.close()
         session.close()
 
     print(f"tiny model: Add+Relu on 2 x float32[1, {args.width}], 1 thread, "
-          f"median of {args.rounds} rounds x {args.blocks} blocks x {args.iters} runs")
-    rows = [("c", "C      (borrowed inputs per run)"), ("c_reused", "C      (input tensors reused)"),
-            ("python", "Python oneflow.Session.run"), ("ctypes", "Python ctypes (oneflow_ctypes.py)")]
-    med = {clock: {k: statistics.median(r[clock][k] for r in rounds) for k in rounds[0][clock]}
-           for clock in ("wall", "cpu")}
-    print(f"  {'':34} {'wall us/run':>12} {'CPU us/run':>12}")
-    for key, label in rows:
-        if key in med["wall"]:
-            print(f"  {label:34} {med['wall'][key] / 1000:12.3f} {med['cpu'][key] / 1000:12.3f}")
-    for clock in ("wall", "cpu"):
-        m = med[clock]
-        line = (f"ratio Python/C ({clock:4}) = {m['python'] / m['c']:.3f}"
-                f"   (vs C with reused inputs: {m['python'] / m['c_reused']:.3f})")
-        if "ctypes" in m:
-            line += f"   ctypes/C = {m['ctypes'] / m['c']:.3f}"
+          f"{args.pairs} alternating blocks of {args.iters} runs per way")
+    labels = {"c": "C      (borrowed inputs per run)", "c_reused": "C      (input tensors reused)",
+              "python": "Python oneflow.Session.run", "ctypes": "Python ctypes (oneflow_ctypes.py)"}
+    print(f"  {'median per run':34} {'wall us':>9} {'CPU us':>9}")
+    for key, rows in samples.items():
+        print(f"  {labels[key]:34} {statistics.median(r[0] for r in rows) / 1e3:9.3f} "
+              f"{statistics.median(r[1] for r in rows) / 1e3:9.3f}")
+
+    def ratio(key, base, clock):
+        return statistics.median(p[clock] / c[clock] for p, c in zip(samples[key], samples[base]))
+
+    for clock, name in ((0, "wall"), (1, "CPU")):
+        line = (f"ratio Python/C ({name:4}, median of paired blocks) = {ratio('python', 'c', clock):.3f}"
+                f"   (vs C reusing its inputs: {ratio('python', 'c_reused', clock):.3f})")
+        if "ctypes" in samples:
+            line += f"   ctypes/C = {ratio('ctypes', 'c', clock):.3f}"
         print(line)
 
 
