@@ -2,7 +2,7 @@
 dtypes the engine lacks are refused with TypeError; bfloat16 travels as oneflow.Tensor."""
 import numpy as np
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
 import oneflow
 

@@ -5,7 +5,7 @@ import pathlib
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
 import oneflow
 from conftest import load_f32
