@@ -65,6 +65,12 @@ static PyObject* tensor_array(ofpy_TensorObject* self, PyObject* args, PyObject*
     Py_DECREF(arr);
     return NULL;
   }
+  if (copy == Py_False && descr != NULL && !PyArray_EquivTypes(descr, PyArray_DESCR((PyArrayObject*)arr))) {
+    Py_DECREF(descr);
+    Py_DECREF(arr);
+    PyErr_SetString(PyExc_ValueError, "casting to the requested dtype needs a copy, and copy=False forbids it");
+    return NULL;
+  }
   /* A cast or a requested copy; PyArray_FromArray steals `descr`. */
   PyObject* out = PyArray_FromArray((PyArrayObject*)arr, descr, want_copy ? NPY_ARRAY_ENSURECOPY : 0);
   Py_DECREF(arr);

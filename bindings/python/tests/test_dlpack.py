@@ -21,6 +21,9 @@ def test_numpy_to_oneflow_shares_memory():
     assert np.asarray(t)[1, 2] == -7 and np.asarray(t, dtype=np.float64).dtype == np.float64
     copy = np.array(t, copy=True)
     assert not np.shares_memory(copy, a)
+    assert np.shares_memory(t.__array__(copy=False), a)
+    with pytest.raises(ValueError, match="copy=False"):
+        t.__array__(np.float64, copy=False)
 
 
 def test_imported_memory_outlives_the_producer_reference():

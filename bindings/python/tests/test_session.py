@@ -154,3 +154,20 @@ def test_str_and_pathlike_are_paths_bytes_are_contents(c_api_fixture):
     assert oneflow.Session(pathlib.PurePath(str(path))).outputs[0].name == "y"
     with pytest.raises(oneflow.InvalidModelError):  # bytes are the model itself, not a path
         oneflow.Session(os.fsencode(str(path)))
+
+
+def test_many_inputs_and_outputs(models):
+    """More inputs and outputs than the binding keeps on its stack (8)."""
+    from onnx import helper
+    n = 12
+    nodes = [helper.make_node("Relu", [f"x{i}"], [f"y{i}"]) for i in range(n)]
+    path = models.build("relu12", nodes, [models.value(f"x{i}", TensorProto.FLOAT, [i + 1]) for i in range(n)],
+                        [models.value(f"y{i}", TensorProto.FLOAT, [i + 1]) for i in range(n)])
+    feeds = {f"x{i}": np.linspace(-1, 1, i + 1, dtype=np.float32) for i in range(n)}
+    with oneflow.Session(path) as s:
+        out = s.run(feeds)
+        assert list(out) == [f"y{i}" for i in range(n)]
+        for i in range(n):
+            np.testing.assert_array_equal(out[f"y{i}"], np.maximum(feeds[f"x{i}"], 0))
+        wanted = [f"y{i}" for i in reversed(range(n))]
+        assert list(s.run(feeds, outputs=wanted)) == wanted
