@@ -10,6 +10,7 @@ typedef struct {
   oneflow_session_t* handle; /* NULL before __init__ and once released */
   Py_ssize_t active_runs;    /* runs in flight (GIL released); close() defers the release to the last */
   int closed;
+  int initializing;       /* __init__ is loading the model (GIL released) */
   PyObject* output_names; /* tuple of str: the keys when every output is returned */
 } SessionObject;
 
@@ -33,8 +34,57 @@ static int session_require_open(SessionObject* self) {
   return -1;
 }
 
-/* _Session.__init__(model, intra_op_threads=None, optimization_level=None, external_data_dir=None):
- * `model` is a path (str/bytes/os.PathLike) when `is_path`, else a bytes-like object with the ONNX model. */
+/* Loads the model (a path or bytes) and compiles it, with the GIL released during both. */
+static oneflow_session_t* load_and_compile(PyObject* model, int is_path, PyObject* ext_dir,
+                                           const oneflow_session_options_t* options) {
+  oneflow_graph_t* graph = NULL;
+  oneflow_status_t st;
+  if (is_path) {
+    PyObject* path = NULL;
+    if (!PyUnicode_FSConverter(model, &path)) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    st = OF(oneflow_graph_load_file)(PyBytes_AS_STRING(path), &graph);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(path);
+  } else {
+    PyObject* dir = NULL;
+    if (ext_dir != Py_None && !PyUnicode_FSConverter(ext_dir, &dir)) return NULL;
+    Py_buffer buf; /* the export keeps a bytearray from being resized while the GIL is released */
+    if (PyObject_GetBuffer(model, &buf, PyBUF_SIMPLE) < 0) {
+      Py_XDECREF(dir);
+      return NULL;
+    }
+    const char* dir_c = dir ? PyBytes_AS_STRING(dir) : NULL;
+    Py_BEGIN_ALLOW_THREADS
+    st = OF(oneflow_graph_load_memory)(buf.buf, (size_t)buf.len, dir_c, &graph);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&buf);
+    Py_XDECREF(dir);
+  }
+  if (ofpy_check(st) < 0) return NULL;
+  oneflow_session_t* session = NULL;
+  Py_BEGIN_ALLOW_THREADS
+  st = OF(oneflow_session_create)(NULL, graph, options, &session);
+  OF(oneflow_graph_release)(graph); /* the session keeps its own copy */
+  Py_END_ALLOW_THREADS
+  return ofpy_check(st) < 0 ? NULL : session;
+}
+
+/* Sets *out from an int option; None leaves the engine's default. */
+static int int32_option(PyObject* value, const char* name, int32_t* out) {
+  if (value == Py_None) return 0;
+  long v = PyLong_AsLong(value);
+  if (v == -1 && PyErr_Occurred()) return -1;
+  if (v < INT32_MIN || v > INT32_MAX) {
+    PyErr_Format(PyExc_OverflowError, "%s does not fit in int32", name);
+    return -1;
+  }
+  *out = (int32_t)v;
+  return 0;
+}
+
+/* _Session.__init__(model, is_path, intra_op_threads=None, optimization_level=None, external_data_dir=None):
+ * `model` is a path (str/os.PathLike) when `is_path`, else a bytes-like object holding the ONNX model. */
 static int session_init(SessionObject* self, PyObject* args, PyObject* kwargs) {
   static char* kwlist[] = {"model", "is_path", "intra_op_threads", "optimization_level", "external_data_dir", NULL};
   PyObject *model, *threads = Py_None, *level = Py_None, *ext_dir = Py_None;
@@ -43,57 +93,19 @@ static int session_init(SessionObject* self, PyObject* args, PyObject* kwargs) {
                                    &ext_dir))
     return -1;
   if (ofpy_require_loaded() < 0) return -1;
-  if (self->handle || self->closed) {
+  if (self->handle || self->closed || self->initializing) {
     PyErr_SetString(PyExc_RuntimeError, "a session is initialized once");
     return -1;
   }
   oneflow_session_options_t options;
   OF(oneflow_session_options_init)(&options); /* the engine's defaults, then what the caller set */
-  if (threads != Py_None) {
-    long v = PyLong_AsLong(threads);
-    if (v == -1 && PyErr_Occurred()) return -1;
-    if (v < INT32_MIN || v > INT32_MAX) {
-      PyErr_SetString(PyExc_OverflowError, "threads does not fit in int32");
-      return -1;
-    }
-    options.intra_op_threads = (int32_t)v;
-  }
-  if (level != Py_None) {
-    long v = PyLong_AsLong(level);
-    if (v == -1 && PyErr_Occurred()) return -1;
-    if (v < INT32_MIN || v > INT32_MAX) {
-      PyErr_SetString(PyExc_OverflowError, "optimization_level does not fit in int32");
-      return -1;
-    }
-    options.optimization_level = (int32_t)v;
-  }
-
-  oneflow_graph_t* graph = NULL;
-  oneflow_status_t st;
-  if (is_path) {
-    PyObject* path = NULL;
-    if (!PyUnicode_FSConverter(model, &path)) return -1;
-    Py_BEGIN_ALLOW_THREADS st = OF(oneflow_graph_load_file)(PyBytes_AS_STRING(path), &graph);
-    Py_END_ALLOW_THREADS Py_DECREF(path);
-  } else {
-    PyObject* dir = NULL;
-    if (ext_dir != Py_None && !PyUnicode_FSConverter(ext_dir, &dir)) return -1;
-    Py_buffer buf;
-    if (PyObject_GetBuffer(model, &buf, PyBUF_SIMPLE) < 0) {
-      Py_XDECREF(dir);
-      return -1;
-    }
-    const char* dir_c = dir ? PyBytes_AS_STRING(dir) : NULL;
-    Py_BEGIN_ALLOW_THREADS st = OF(oneflow_graph_load_memory)(buf.buf, (size_t)buf.len, dir_c, &graph);
-    Py_END_ALLOW_THREADS PyBuffer_Release(&buf);
-    Py_XDECREF(dir);
-  }
-  if (ofpy_check(st) < 0) return -1;
-
-  oneflow_session_t* session = NULL;
-  Py_BEGIN_ALLOW_THREADS st = OF(oneflow_session_create)(NULL, graph, &options, &session);
-  OF(oneflow_graph_release)(graph); /* the session keeps its own copy */
-  Py_END_ALLOW_THREADS if (ofpy_check(st) < 0) return -1;
+  if (int32_option(threads, "threads", &options.intra_op_threads) < 0 ||
+      int32_option(level, "optimization_level", &options.optimization_level) < 0)
+    return -1;
+  self->initializing = 1;
+  oneflow_session_t* session = load_and_compile(model, is_path, ext_dir, &options);
+  self->initializing = 0;
+  if (session == NULL) return -1;
 
   size_t n_out = OF(oneflow_session_output_count)(session);
   PyObject* names = PyTuple_New((Py_ssize_t)n_out);
@@ -313,10 +325,11 @@ static PyObject* session_run_impl(SessionObject* self, PyObject* const* args, Py
   oneflow_status_t st;
   oneflow_session_t* handle = self->handle;
   self->active_runs++;
-  Py_BEGIN_ALLOW_THREADS st = OF(oneflow_session_run)(handle, f.in_names, f.inputs, (size_t)f.n_in,
-                                                      f.n_names ? f.out_names : NULL, (size_t)f.n_names,
-                                                      f.outputs, (size_t)f.n_out);
-  Py_END_ALLOW_THREADS if (--self->active_runs == 0 && self->closed && self->handle) session_release_handle(self);
+  Py_BEGIN_ALLOW_THREADS
+  st = OF(oneflow_session_run)(handle, f.in_names, f.inputs, (size_t)f.n_in, f.n_names ? f.out_names : NULL,
+                               (size_t)f.n_names, f.outputs, (size_t)f.n_out);
+  Py_END_ALLOW_THREADS
+  if (--self->active_runs == 0 && self->closed && self->handle) session_release_handle(self);
   if (ofpy_check(st) < 0) goto done;
 
   result = PyDict_New();
