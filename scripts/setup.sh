@@ -5,8 +5,14 @@ set -euo pipefail
 
 APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config
               protobuf-compiler libprotobuf-dev libdnnl-dev libgtest-dev clang libclang-rt-dev
+<<<<<<< HEAD
               default-jdk-headless junit5 golang-go)  # the last three: Java and Go bindings
 PIP_PACKAGES=("numpy>=1.26" "onnx==1.23.2" "onnxruntime==1.31.1")
+=======
+              python3-dev)
+# setuptools, wheel and pytest: the Python binding's build (bindings/python) and its tests.
+PIP_PACKAGES=("numpy>=1.26" "onnx==1.23.2" "onnxruntime==1.31.1" "setuptools>=64" "wheel" "pytest")
+>>>>>>> python
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

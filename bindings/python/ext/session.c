@@ -1,0 +1,415 @@
+/* session.c — oneflow._oneflow._Session: a compiled model (one oneflow_session_t) and its run(), which
+ * converts numpy arrays to borrowed engine tensors, runs with the GIL released and returns the outputs
+ * as numpy arrays that own the engine's tensors. Python's oneflow.Session derives from it. */
+#include <string.h>
+
+#include "ofpy.h"
+
+typedef struct {
+  PyObject_HEAD
+  oneflow_session_t* handle; /* NULL before __init__ and once released */
+  Py_ssize_t active_runs;    /* runs in flight (GIL released); close() defers the release to the last */
+  int closed;
+  int initializing;       /* __init__ is loading the model (GIL released) */
+  PyObject* output_names; /* tuple of str: the keys when every output is returned */
+} SessionObject;
+
+static void session_release_handle(SessionObject* self) {
+  oneflow_session_t* handle = self->handle;
+  self->handle = NULL;
+  OF(oneflow_session_release)(handle);
+}
+
+/* The Python subclass adds __dict__, weak references and GC; this base holds no Python containers. */
+static void session_dealloc(SessionObject* self) {
+  if (self->handle) session_release_handle(self); /* a run holds a reference: none can be in flight */
+  Py_CLEAR(self->output_names);
+  Py_TYPE(self)->tp_free(self);
+}
+
+/* Raises ValueError unless the session is open. */
+static int session_require_open(SessionObject* self) {
+  if (self->handle && !self->closed) return 0;
+  PyErr_SetString(PyExc_ValueError, self->closed ? "the session is closed" : "the session was not initialized");
+  return -1;
+}
+
+/* Loads the model (a path or bytes) and compiles it, with the GIL released during both. */
+static oneflow_session_t* load_and_compile(PyObject* model, int is_path, PyObject* ext_dir,
+                                           const oneflow_session_options_t* options) {
+  oneflow_graph_t* graph = NULL;
+  oneflow_status_t st;
+  if (is_path) {
+    PyObject* path = NULL;
+    if (!PyUnicode_FSConverter(model, &path)) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    st = OF(oneflow_graph_load_file)(PyBytes_AS_STRING(path), &graph);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(path);
+  } else {
+    PyObject* dir = NULL;
+    if (ext_dir != Py_None && !PyUnicode_FSConverter(ext_dir, &dir)) return NULL;
+    Py_buffer buf; /* the export keeps a bytearray from being resized while the GIL is released */
+    if (PyObject_GetBuffer(model, &buf, PyBUF_SIMPLE) < 0) {
+      Py_XDECREF(dir);
+      return NULL;
+    }
+    const char* dir_c = dir ? PyBytes_AS_STRING(dir) : NULL;
+    Py_BEGIN_ALLOW_THREADS
+    st = OF(oneflow_graph_load_memory)(buf.buf, (size_t)buf.len, dir_c, &graph);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&buf);
+    Py_XDECREF(dir);
+  }
+  if (ofpy_check(st) < 0) return NULL;
+  oneflow_session_t* session = NULL;
+  Py_BEGIN_ALLOW_THREADS
+  st = OF(oneflow_session_create)(NULL, graph, options, &session);
+  OF(oneflow_graph_release)(graph); /* the session keeps its own copy */
+  Py_END_ALLOW_THREADS
+  return ofpy_check(st) < 0 ? NULL : session;
+}
+
+/* Sets *out from an int option; None leaves the engine's default. */
+static int int32_option(PyObject* value, const char* name, int32_t* out) {
+  if (value == Py_None) return 0;
+  long v = PyLong_AsLong(value);
+  if (v == -1 && PyErr_Occurred()) return -1;
+  if (v < INT32_MIN || v > INT32_MAX) {
+    PyErr_Format(PyExc_OverflowError, "%s does not fit in int32", name);
+    return -1;
+  }
+  *out = (int32_t)v;
+  return 0;
+}
+
+/* _Session.__init__(model, is_path, intra_op_threads=None, optimization_level=None, external_data_dir=None):
+ * `model` is a path (str/os.PathLike) when `is_path`, else a bytes-like object holding the ONNX model. */
+static int session_init(SessionObject* self, PyObject* args, PyObject* kwargs) {
+  static char* kwlist[] = {"model", "is_path", "intra_op_threads", "optimization_level", "external_data_dir", NULL};
+  PyObject *model, *threads = Py_None, *level = Py_None, *ext_dir = Py_None;
+  int is_path;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Op|OOO:_Session", kwlist, &model, &is_path, &threads, &level,
+                                   &ext_dir))
+    return -1;
+  if (ofpy_require_loaded() < 0) return -1;
+  if (self->handle || self->closed || self->initializing) {
+    PyErr_SetString(PyExc_RuntimeError, "a session is initialized once");
+    return -1;
+  }
+  oneflow_session_options_t options;
+  OF(oneflow_session_options_init)(&options); /* the engine's defaults, then what the caller set */
+  if (int32_option(threads, "threads", &options.intra_op_threads) < 0 ||
+      int32_option(level, "optimization_level", &options.optimization_level) < 0)
+    return -1;
+  self->initializing = 1;
+  oneflow_session_t* session = load_and_compile(model, is_path, ext_dir, &options);
+  self->initializing = 0;
+  if (session == NULL) return -1;
+
+  size_t n_out = OF(oneflow_session_output_count)(session);
+  PyObject* names = PyTuple_New((Py_ssize_t)n_out);
+  for (size_t i = 0; names && i < n_out; ++i) {
+    oneflow_value_info_t info;
+    OF(oneflow_value_info_init)(&info);
+    PyObject* name = NULL;
+    if (ofpy_check(OF(oneflow_session_get_output_info)(session, i, &info)) == 0) name = PyUnicode_FromString(info.name);
+    if (name == NULL) Py_CLEAR(names);
+    else PyTuple_SET_ITEM(names, (Py_ssize_t)i, name);
+  }
+  if (names == NULL) {
+    OF(oneflow_session_release)(session);
+    return -1;
+  }
+  self->handle = session;
+  self->output_names = names;
+  return 0;
+}
+
+/* One value_info as (name, dtype name, shape) where shape is None for an unknown rank, else a tuple
+ * of int (static dim), str (symbolic dim) or None (dynamic, unnamed). */
+static PyObject* info_tuple(const oneflow_value_info_t* info) {
+  PyObject* shape;
+  if (info->rank < 0) {
+    shape = Py_NewRef(Py_None);
+  } else {
+    shape = PyTuple_New((Py_ssize_t)info->rank);
+    for (int64_t i = 0; shape && i < info->rank; ++i) {
+      PyObject* d;
+      if (info->dims[i] >= 0) d = PyLong_FromLongLong(info->dims[i]);
+      else if (info->dim_names && info->dim_names[i]) d = PyUnicode_FromString(info->dim_names[i]);
+      else d = Py_NewRef(Py_None);
+      if (d == NULL) Py_CLEAR(shape);
+      else PyTuple_SET_ITEM(shape, (Py_ssize_t)i, d);
+    }
+  }
+  if (shape == NULL) return NULL;
+  return Py_BuildValue("(ssN)", info->name, OF(oneflow_dtype_name)(info->dtype), shape);
+}
+
+/* _io_info(outputs: bool) -> tuple of (name, dtype, shape). */
+static PyObject* session_io_info(SessionObject* self, PyObject* want_outputs) {
+  if (session_require_open(self) < 0) return NULL;
+  int outputs = PyObject_IsTrue(want_outputs);
+  if (outputs < 0) return NULL;
+  size_t n = outputs ? OF(oneflow_session_output_count)(self->handle) : OF(oneflow_session_input_count)(self->handle);
+  PyObject* result = PyTuple_New((Py_ssize_t)n);
+  for (size_t i = 0; result && i < n; ++i) {
+    oneflow_value_info_t info;
+    OF(oneflow_value_info_init)(&info);
+    oneflow_status_t st = outputs ? OF(oneflow_session_get_output_info)(self->handle, i, &info)
+                                  : OF(oneflow_session_get_input_info)(self->handle, i, &info);
+    PyObject* item = ofpy_check(st) < 0 ? NULL : info_tuple(&info);
+    if (item == NULL) Py_CLEAR(result);
+    else PyTuple_SET_ITEM(result, (Py_ssize_t)i, item);
+  }
+  return result;
+}
+
+/* ---- run ----------------------------------------------------------------------------------------- */
+
+/* Small runs use the stack; larger ones allocate. */
+#define OFPY_STACK_IO 8
+
+typedef struct {
+  Py_ssize_t n_in, n_names, n_out;
+  const char** in_names;
+  const oneflow_tensor_t** inputs;
+  oneflow_tensor_t** borrowed; /* tensors this call created over numpy memory (NULL for oneflow.Tensor feeds) */
+  PyObject** keep;             /* per input: its name and the array/Tensor the tensor reads, kept alive */
+  const char** out_names;
+  oneflow_tensor_t** outputs;
+  void* heap;
+} RunFrame;
+
+static int frame_alloc(RunFrame* f, void* stack, size_t stack_bytes) {
+  size_t slots = (size_t)(f->n_in * 5 + f->n_names + f->n_out);
+  size_t bytes = slots * sizeof(void*);
+  void* mem = stack;
+  f->heap = NULL;
+  if (bytes > stack_bytes) {
+    mem = f->heap = PyMem_Malloc(bytes);
+    if (mem == NULL) {
+      PyErr_NoMemory();
+      return -1;
+    }
+  }
+  memset(mem, 0, bytes);
+  void** p = mem;
+  f->in_names = (const char**)p; p += f->n_in;
+  f->inputs = (const oneflow_tensor_t**)p; p += f->n_in;
+  f->borrowed = (oneflow_tensor_t**)p; p += f->n_in;
+  f->keep = (PyObject**)p; p += 2 * f->n_in;
+  f->out_names = (const char**)p; p += f->n_names;
+  f->outputs = (oneflow_tensor_t**)p;
+  return 0;
+}
+
+static void frame_free(RunFrame* f) {
+  for (Py_ssize_t i = 0; i < f->n_in; ++i) OF(oneflow_tensor_release)(f->borrowed[i]);
+  for (Py_ssize_t i = 0; i < 2 * f->n_in; ++i) Py_XDECREF(f->keep[i]);
+  for (Py_ssize_t i = 0; i < f->n_out; ++i) OF(oneflow_tensor_release)(f->outputs[i]);
+  PyMem_Free(f->heap);
+}
+
+/* Makes input `i` from `value`: an oneflow.Tensor is fed as is; anything else becomes a C-contiguous,
+ * aligned, native-byte-order numpy array (the caller's array itself when it already is one, else a copy)
+ * viewed by a borrowed engine tensor. */
+static int frame_set_input(RunFrame* f, Py_ssize_t i, PyObject* key, PyObject* value) {
+  f->keep[2 * i] = Py_NewRef(key);
+  f->in_names[i] = PyUnicode_AsUTF8(key);
+  if (f->in_names[i] == NULL) return -1;
+  if (Py_IS_TYPE(value, &ofpy_TensorType)) {
+    f->keep[2 * i + 1] = Py_NewRef(value);
+    f->inputs[i] = ((ofpy_TensorObject*)value)->handle;
+    return 0;
+  }
+  PyArrayObject* arr;
+  if (PyArray_Check(value) && PyArray_IS_C_CONTIGUOUS((PyArrayObject*)value) &&
+      PyArray_ISALIGNED((PyArrayObject*)value) && PyArray_ISNOTSWAPPED((PyArrayObject*)value)) {
+    arr = (PyArrayObject*)Py_NewRef(value);
+  } else {
+    PyArray_Descr* descr = NULL; /* keep the dtype, in native byte order */
+    if (PyArray_Check(value)) {
+      descr = PyArray_DescrNewByteorder(PyArray_DESCR((PyArrayObject*)value), NPY_NATIVE);
+      if (descr == NULL) return -1;
+    }
+    arr = (PyArrayObject*)PyArray_FromAny(value, descr, 0, 0, NPY_ARRAY_IN_ARRAY, NULL);
+    if (arr == NULL) return -1;
+  }
+  f->keep[2 * i + 1] = (PyObject*)arr;
+  oneflow_dtype_t dtype = ofpy_engine_dtype(PyArray_DESCR(arr));
+  if (dtype == ONEFLOW_DTYPE_UNDEFINED) {
+    PyErr_Format(PyExc_TypeError, "input '%U': numpy dtype %R has no oneflow counterpart", key,
+                 (PyObject*)PyArray_DESCR(arr));
+    return -1;
+  }
+  /* npy_intp and int64_t are both 64-bit on the platforms the engine builds for. */
+  Py_BUILD_ASSERT(sizeof(npy_intp) == sizeof(int64_t));
+  if (ofpy_check(OF(oneflow_tensor_create_borrowed)(dtype, (const int64_t*)PyArray_SHAPE(arr),
+                                                    (size_t)PyArray_NDIM(arr), PyArray_DATA(arr),
+                                                    (size_t)PyArray_NBYTES(arr), NULL, NULL, &f->borrowed[i])) < 0)
+    return -1;
+  f->inputs[i] = f->borrowed[i];
+  return 0;
+}
+
+/* Whether another Python thread exists, in any interpreter: only then can releasing the GIL during a run
+ * let anything proceed, and releasing and re-taking it costs ~0.1 us, a noticeable part of a tiny model's
+ * run. A thread that appears during the run (only native code can make one then: Python code needs the
+ * GIL to start a thread) waits until the run ends. Thread states are only deleted under the GIL, which
+ * this thread holds, so walking the lists is safe. */
+static int other_python_threads(void) {
+  PyThreadState* me = PyThreadState_Get();
+  for (PyInterpreterState* interp = PyInterpreterState_Head(); interp; interp = PyInterpreterState_Next(interp))
+    for (PyThreadState* t = PyInterpreterState_ThreadHead(interp); t; t = PyThreadState_Next(t))
+      if (t != me) return 1;
+  return 0;
+}
+
+static oneflow_status_t run_engine(oneflow_session_t* handle, const RunFrame* f) {
+  return OF(oneflow_session_run)(handle, f->in_names, f->inputs, (size_t)f->n_in, f->n_names ? f->out_names : NULL,
+                                 (size_t)f->n_names, f->outputs, (size_t)f->n_out);
+}
+
+/* run(feeds, outputs=None) for as_numpy, run_tensors(...) otherwise. */
+static PyObject* session_run_impl(SessionObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+                                  int as_numpy) {
+  PyObject *feeds = NULL, *wanted = Py_None;
+  Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  if (nargs < 1 || nargs + nkw > 2 || nargs > 2) {
+    PyErr_SetString(PyExc_TypeError, "run(feeds, outputs=None) takes a dict of inputs and an optional list of names");
+    return NULL;
+  }
+  feeds = args[0];
+  if (nargs == 2) wanted = args[1];
+  if (nkw == 1) {
+    if (!PyUnicode_Check(PyTuple_GET_ITEM(kwnames, 0)) ||
+        PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "outputs") != 0) {
+      PyErr_Format(PyExc_TypeError, "run() got an unexpected keyword argument %R", PyTuple_GET_ITEM(kwnames, 0));
+      return NULL;
+    }
+    wanted = args[nargs];
+  }
+  if (session_require_open(self) < 0) return NULL;
+  if (!PyDict_Check(feeds)) {
+    PyErr_Format(PyExc_TypeError, "feeds must be a dict {input name: array}, not %.100s", Py_TYPE(feeds)->tp_name);
+    return NULL;
+  }
+  PyObject* wanted_seq = NULL; /* the requested output names, when a subset is asked for */
+  if (wanted != Py_None) {
+    if (PyUnicode_Check(wanted)) {
+      PyErr_SetString(PyExc_TypeError, "outputs must be a list of output names, not a str");
+      return NULL;
+    }
+    /* A private tuple: converting the inputs may run Python code that mutates the caller's list. */
+    wanted_seq = PySequence_Tuple(wanted);
+    if (wanted_seq == NULL) return NULL;
+  }
+
+  RunFrame f;
+  f.n_in = PyDict_GET_SIZE(feeds);
+  f.n_names = wanted_seq ? PyTuple_GET_SIZE(wanted_seq) : 0;
+  f.n_out = f.n_names ? f.n_names : PyTuple_GET_SIZE(self->output_names); /* empty list: all, as in the C ABI */
+  void* stack[OFPY_STACK_IO * 7];
+  if (frame_alloc(&f, stack, sizeof stack) < 0) {
+    Py_XDECREF(wanted_seq);
+    return NULL;
+  }
+  PyObject* result = NULL;
+  PyObject *key, *value;
+  Py_ssize_t pos = 0, i = 0;
+  while (PyDict_Next(feeds, &pos, &key, &value)) {
+    if (i == f.n_in) break; /* grown by Python code an input's conversion ran: caught below */
+    if (!PyUnicode_Check(key)) {
+      PyErr_Format(PyExc_TypeError, "input names must be str, not %.100s", Py_TYPE(key)->tp_name);
+      goto done;
+    }
+    if (frame_set_input(&f, i++, key, value) < 0) goto done;
+  }
+  if (i != f.n_in || PyDict_GET_SIZE(feeds) != f.n_in) {
+    PyErr_SetString(PyExc_RuntimeError, "feeds changed size while its arrays were converted");
+    goto done;
+  }
+  for (Py_ssize_t k = 0; k < f.n_names; ++k) {
+    PyObject* name = PyTuple_GET_ITEM(wanted_seq, k);
+    if (!PyUnicode_Check(name)) {
+      PyErr_Format(PyExc_TypeError, "output names must be str, not %.100s", Py_TYPE(name)->tp_name);
+      goto done;
+    }
+    if ((f.out_names[k] = PyUnicode_AsUTF8(name)) == NULL) goto done;
+  }
+
+  oneflow_status_t st;
+  oneflow_session_t* handle = self->handle;
+  self->active_runs++;
+  if (other_python_threads()) {
+    Py_BEGIN_ALLOW_THREADS
+    st = run_engine(handle, &f);
+    Py_END_ALLOW_THREADS
+  } else {
+    st = run_engine(handle, &f); /* no thread to hand the GIL to (see other_python_threads) */
+  }
+  if (--self->active_runs == 0 && self->closed && self->handle) session_release_handle(self);
+  if (ofpy_check(st) < 0) goto done;
+
+  result = PyDict_New();
+  for (Py_ssize_t k = 0; result && k < f.n_out; ++k) {
+    PyObject* tensor = ofpy_tensor_wrap(f.outputs[k], 0);
+    f.outputs[k] = NULL; /* owned by `tensor` (or released) now */
+    PyObject* out = tensor;
+    if (tensor && as_numpy) {
+      out = ofpy_tensor_to_numpy((ofpy_TensorObject*)tensor); /* the array's base keeps the tensor */
+      Py_DECREF(tensor);
+    }
+    PyObject* name = f.n_names ? PyTuple_GET_ITEM(wanted_seq, k) : PyTuple_GET_ITEM(self->output_names, k);
+    if (out == NULL || PyDict_SetItem(result, name, out) < 0) Py_CLEAR(result);
+    Py_XDECREF(out);
+  }
+done:
+  frame_free(&f);
+  Py_XDECREF(wanted_seq);
+  return result;
+}
+
+static PyObject* session_run(SessionObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return session_run_impl(self, args, nargs, kwnames, 1);
+}
+static PyObject* session_run_tensors(SessionObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return session_run_impl(self, args, nargs, kwnames, 0);
+}
+
+/* close(): idempotent. Runs in flight on other threads finish first; the last one releases. */
+static PyObject* session_close(SessionObject* self, PyObject* unused) {
+  self->closed = 1;
+  if (self->handle && self->active_runs == 0) session_release_handle(self);
+  Py_RETURN_NONE;
+}
+
+static PyObject* session_get_closed(SessionObject* self, void* closure) { return PyBool_FromLong(self->closed); }
+
+static PyMethodDef session_methods[] = {
+    {"run", (PyCFunction)(void (*)(void))session_run, METH_FASTCALL | METH_KEYWORDS,
+     "run(feeds, outputs=None) -> dict[str, numpy.ndarray]"},
+    {"run_tensors", (PyCFunction)(void (*)(void))session_run_tensors, METH_FASTCALL | METH_KEYWORDS,
+     "run_tensors(feeds, outputs=None) -> dict[str, oneflow.Tensor]"},
+    {"close", (PyCFunction)session_close, METH_NOARGS, "close() -> None: releases the engine session."},
+    {"_io_info", (PyCFunction)session_io_info, METH_O, NULL},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef session_getset[] = {
+    {"closed", (getter)session_get_closed, NULL, "True once close() was called", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+PyTypeObject ofpy_SessionType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "oneflow._oneflow._Session",
+    .tp_basicsize = sizeof(SessionObject),
+    .tp_dealloc = (destructor)session_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "The engine session under oneflow.Session.",
+    .tp_methods = session_methods,
+    .tp_getset = session_getset,
+    .tp_init = (initproc)session_init,
+    .tp_new = PyType_GenericNew,
+};

@@ -1,0 +1,66 @@
+"""Builds the `oneflow._oneflow` extension against include/oneflow_c.h and bundles the liboneflow.so that
+CMake built (the package never builds the engine itself).
+
+Where things are found (environment variables override the repository layout):
+  ONEFLOW_LIBRARY      liboneflow.so to bundle      default: <repo>/build/liboneflow.so
+  ONEFLOW_INCLUDE_DIR  directory with oneflow_c.h   default: <repo>/include
+The version is the one CMakeLists.txt declares, so the package and the library never disagree.
+"""
+import os
+import re
+import shutil
+from pathlib import Path
+
+import numpy
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+
+
+def _path_from_env(var, default):
+    value = os.environ.get(var)
+    return Path(value).resolve() if value else default
+
+
+LIBRARY = _path_from_env("ONEFLOW_LIBRARY", REPO / "build" / "liboneflow.so")
+INCLUDE_DIR = _path_from_env("ONEFLOW_INCLUDE_DIR", REPO / "include")
+
+
+def _version():
+    cmake = REPO / "CMakeLists.txt"
+    match = re.search(r"project\(\s*oneflow\s+VERSION\s+([0-9.]+)", cmake.read_text()) if cmake.exists() else None
+    if match is None:
+        raise RuntimeError(f"cannot read the project version from {cmake}")
+    return match.group(1)
+
+
+class BuildExtBundlingLibrary(build_ext):
+    """Compiles the extension, then copies liboneflow.so next to it (oneflow/liboneflow.so)."""
+
+    def run(self):
+        if not (INCLUDE_DIR / "oneflow_c.h").exists():
+            raise RuntimeError(f"oneflow_c.h not found in {INCLUDE_DIR}; set ONEFLOW_INCLUDE_DIR")
+        if not LIBRARY.exists():
+            raise RuntimeError(
+                f"{LIBRARY} not found: build the library first "
+                "(cmake -S . -B build -G Ninja && ninja -C build liboneflow) or set ONEFLOW_LIBRARY")
+        super().run()
+        # Next to the extension, wherever this build puts it (a wheel's tree or, editable, src/oneflow).
+        target_dir = Path(self.get_ext_fullpath("oneflow._oneflow")).parent
+        target_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(LIBRARY.resolve(), target_dir / "liboneflow.so")
+
+
+extension = Extension(
+    "oneflow._oneflow",
+    sources=[str(p.relative_to(HERE)) for p in sorted((HERE / "ext").glob("*.c"))],
+    include_dirs=[str(INCLUDE_DIR), numpy.get_include()],
+    libraries=["dl"],
+    extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-missing-field-initializers",
+                        "-fvisibility=hidden"],
+    depends=[str(p.relative_to(HERE)) for p in (HERE / "ext").glob("*.h")],
+)
+
+setup(version=_version(), ext_modules=[extension], cmdclass={"build_ext": BuildExtBundlingLibrary})
