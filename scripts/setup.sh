@@ -3,16 +3,15 @@
 # present are skipped, so a second run costs seconds.
 set -euo pipefail
 
-APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config
-              protobuf-compiler libprotobuf-dev libdnnl-dev libgtest-dev clang libclang-rt-dev
-<<<<<<< HEAD
-              default-jdk-headless junit5 golang-go)  # the last three: Java and Go bindings
+# One line per area, so each area's needs stay visible (and merges stay simple).
+APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config)
+APT_PACKAGES+=(protobuf-compiler libprotobuf-dev libdnnl-dev libgtest-dev)  # the engine and its tests
+APT_PACKAGES+=(clang libclang-rt-dev)                                       # the fuzzers
+APT_PACKAGES+=(python3-dev)                                                 # Python binding
+APT_PACKAGES+=(default-jdk-headless junit5)                                 # Java binding
+APT_PACKAGES+=(golang-go)                                                   # Go binding
 PIP_PACKAGES=("numpy>=1.26" "onnx==1.23.2" "onnxruntime==1.31.1")
-=======
-              python3-dev)
-# setuptools, wheel and pytest: the Python binding's build (bindings/python) and its tests.
-PIP_PACKAGES=("numpy>=1.26" "onnx==1.23.2" "onnxruntime==1.31.1" "setuptools>=64" "wheel" "pytest")
->>>>>>> python
+PIP_PACKAGES+=("setuptools>=64" "wheel" "pytest")  # the Python binding's build and tests
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
