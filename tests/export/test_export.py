@@ -23,6 +23,7 @@ import tempfile
 
 import numpy as np
 import onnx
+import onnx.version_converter
 from onnx import numpy_helper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -173,12 +174,47 @@ def ort_error(exc):
     return text if len(text) <= 240 else "..." + text[-240:]
 
 
+def ort_loadable(path):
+    """An onnxruntime session for `path`. onnxruntime 1.31 stops at ai.onnx opset 26 (IR 13) while onnx
+    1.23's node tests use up to 28; such a model is run after onnx.version_converter converted it to
+    the newest opset onnxruntime supports (the converter refuses what the older opset cannot say, e.g.
+    a type it does not allow). Anything else onnxruntime refuses raises StageError('ort')."""
+    import re
+    try:
+        return ort_session(path)
+    except Exception as exc:  # noqa: BLE001 -- ORT's load errors have many types
+        first_error = exc
+    model = onnx.load(path)
+    opset = {_domain(o.domain): o for o in model.opset_import}.get("")
+    supported = re.search(r"support for domain ai\.onnx is till opset (\d+)", str(first_error))
+    if opset is None or ("max supported IR version" not in str(first_error) and not supported):
+        raise StageError("ort", f"onnxruntime cannot load it: {ort_error(first_error)}")
+    target = int(supported.group(1)) if supported else opset.version
+    if "max supported IR version" in str(first_error) and not supported:
+        target = 26  # the IR check comes first; probe one opset lower at a time below
+    while target >= 1:
+        try:
+            lowered = onnx.version_converter.convert_version(model, target)
+        except Exception as exc:  # noqa: BLE001 -- e.g. a type the older opset does not allow
+            raise StageError("ort", f"onnxruntime supports ai.onnx up to opset {target} (the model has "
+                             f"{opset.version}) and onnx.version_converter cannot convert it: "
+                             f"{' '.join(str(exc).split())[-160:]}")
+        lowered.ir_version = onnx.helper.find_min_ir_version_for([onnx.helper.make_opsetid("", target)])
+        lowered_path = path[:-len(".onnx")] + f".opset{target}.onnx"
+        onnx.save(lowered, lowered_path)
+        try:
+            return ort_session(lowered_path)
+        except Exception as exc:  # noqa: BLE001
+            m = re.search(r"support for domain ai\.onnx is till opset (\d+)", str(exc))
+            if not m or int(m.group(1)) >= target:
+                raise StageError("ort", f"onnxruntime cannot load it (converted to opset {target}): {ort_error(exc)}")
+            target = int(m.group(1))
+    raise StageError("ort", "no opset onnxruntime accepts")
+
+
 def run_ort_case(path, data_sets, rtol, atol):
     """Raises StageError('ort') unless onnxruntime on `path` reproduces every data set's outputs."""
-    try:
-        sess = ort_session(path)
-    except Exception as exc:  # noqa: BLE001 -- ORT's load errors have many types
-        raise StageError("ort", f"onnxruntime cannot load it: {ort_error(exc)}")
+    sess = ort_loadable(path)
     in_names = [i.name for i in sess.get_inputs()]
     for k, (inputs, outputs) in enumerate(data_sets):
         try:

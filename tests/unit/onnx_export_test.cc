@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/session.h"
+#include "graph/op_schema.h"
 #include "onnx.pb.h"
 #include "serialize/onnx_export.h"
 #include "serialize/onnx_import.h"
