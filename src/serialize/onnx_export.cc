@@ -379,7 +379,7 @@ void SaveOnnxModel(const Graph& g, const std::string& path, const OnnxExportOpti
   onnx::ModelProto model = BuildModel(g, plan, location);
   CheckProtoSize(model);
 
-  const std::set<std::string> old_data = options.data_file.empty() ? GeneratedDataFilesOf(path) : std::set<std::string>{};
+  const std::set<std::string> old_data = GeneratedDataFilesOf(path);
   if (external) WriteDataFile(DirOf(path) + location, g, plan);
   try {
     WriteModel(path, model);
