@@ -122,7 +122,6 @@ struct TensorPlan {
   std::vector<int> initializers;  // value ids: constants no node produces
   std::vector<bool> external;     // parallel to initializers
   std::vector<uint64_t> offset;   // parallel; byte offset in the data file when external
-  uint64_t data_file_bytes = 0;
   uint64_t initializer_bytes = 0;  // all initializers together
   uint64_t attribute_bytes = 0;    // tensors in attributes (always inline)
 };
@@ -158,7 +157,6 @@ void PlaceExternal(const Graph& g, const OnnxExportOptions& options, TensorPlan&
     plan.offset[i] = end;
     end += bytes;
   }
-  plan.data_file_bytes = end;
 }
 
 onnx::ModelProto BuildModel(const Graph& g, const TensorPlan& plan, const std::string& data_location) {
@@ -368,14 +366,17 @@ std::string SerializeOnnxModel(const Graph& g) {
 void SaveOnnxModel(const Graph& g, const std::string& path, const OnnxExportOptions& options) {
   OF_REQUIRE(!path.empty(), "the output path is empty");
   RefuseInternalOps(g);
-  OF_REQUIRE(options.data_file.empty() || (options.data_file[0] != '/' && options.data_file.find("..") == std::string::npos),
-             "data_file '", options.data_file, "' must be a plain name relative to the model's directory");
+  OF_REQUIRE(options.data_file.empty() ||
+                 (options.data_file[0] != '/' && options.data_file.find("..") == std::string::npos),
+             "data_file '", options.data_file, "' must be relative to the model's directory, without '..'");
   TensorPlan plan = PlanTensors(g);
   PlaceExternal(g, options, plan);
   const bool external = std::find(plan.external.begin(), plan.external.end(), true) != plan.external.end();
   if (!external && plan.initializer_bytes + plan.attribute_bytes > kOnnxProtoLimitBytes)
     FailTooLarge(plan.initializer_bytes + plan.attribute_bytes);
-  const std::string location = !external ? "" : options.data_file.empty() ? FreshDataName(path) : options.data_file;
+  const std::string location = !external                ? ""
+                               : options.data_file.empty() ? FreshDataName(path)
+                                                           : options.data_file;
   onnx::ModelProto model = BuildModel(g, plan, location);
   CheckProtoSize(model);
 

@@ -196,7 +196,8 @@ def run_session(sess, in_names, inputs, expected):
     for out, want in zip(sess.get_outputs(), expected):
         if _is_bf16(want):
             buffers[out.name] = np.zeros(want.shape, dtype=np.uint16)
-            binding.bind_ortvalue_output(out.name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(buffers[out.name], bf16))
+            value = ort.OrtValue.ortvalue_from_numpy_with_onnx_type(buffers[out.name], bf16)
+            binding.bind_ortvalue_output(out.name, value)
         else:
             binding.bind_output(out.name)
     sess.run_with_iobinding(binding)
@@ -438,6 +439,42 @@ def bench(args):
     return problems
 
 
+def big_model(args):
+    """Opt-in (--big): a model with 3.2 GB of weights (two 1.6 GB initializers, so the second lies past
+    2 GB in the data file) is exported (external data, automatically) and onnxruntime gathers from it."""
+    from onnx import TensorProto, helper
+    work = os.path.join(args.work, "big")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    n = 400_000_000
+    idx = np.array([0, 1, 12345, n // 2, n - 2, n - 1], dtype=np.int64)
+    weights = {"W1": np.arange(n, dtype=np.float32) * 0.5, "W2": -np.arange(n, dtype=np.float32)}
+    expected = [w[idx] for w in weights.values()]
+    graph = helper.make_graph(
+        [helper.make_node("Gather", [w, "idx"], [w + "_rows"]) for w in weights],
+        "big", [helper.make_tensor_value_info("idx", TensorProto.INT64, [len(idx)])],
+        [helper.make_tensor_value_info(w + "_rows", TensorProto.FLOAT, [len(idx)]) for w in weights],
+        [numpy_helper.from_array(w, name) for name, w in weights.items()])
+    del weights
+    src = os.path.join(work, "src.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), src,
+              save_as_external_data=True, location="src.onnx.data")
+    del graph
+    dst = os.path.join(work, "exported.onnx")
+    err = run_driver(args.driver, [(src, dst)], work)[src]
+    if err:
+        return [f"big model: export failed: {err}"]
+    data_files = glob.glob(dst + ".*.data")
+    if len(data_files) != 1 or os.path.getsize(data_files[0]) < 2 * n * 4:
+        return [f"big model: expected one data file of >= {2 * n * 4} bytes, found {data_files}"]
+    got = ort_session(dst).run(None, {"idx": idx})
+    problems = [f"big model: output {k} is {g}, expected {e}" for k, (g, e) in enumerate(zip(got, expected))
+                if not np.array_equal(g, e)]
+    print(f"  big model (3.2 GB of weights, external data): {'FAIL' if problems else 'PASS'}")
+    shutil.rmtree(work, ignore_errors=True)
+    return problems
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--driver", required=True)
@@ -449,6 +486,7 @@ def main():
     ap.add_argument("--work", default=None)
     ap.add_argument("--filter", default="", help="only conformance cases containing this")
     ap.add_argument("--skip-bench", action="store_true", help="conformance cases only (for quick local runs)")
+    ap.add_argument("--big", action="store_true", help="also export a 3.2 GB model (writes ~7 GB; opt-in)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     args.work = args.work or tempfile.mkdtemp(prefix="oneflow_export_")
@@ -456,6 +494,8 @@ def main():
     problems = conformance(args, read_exceptions(args.exceptions))
     if not args.skip_bench:
         problems += bench(args)
+    if args.big:
+        problems += big_model(args)
     for p in problems:
         print("FAIL", p)
     print("all exports round-trip" if not problems else f"{len(problems)} problem(s)")
