@@ -33,13 +33,6 @@ std::string ReadAll(const std::string& path) {
   return ss.str();
 }
 
-std::string MakeTempDir() {
-  char tmpl[] = "/tmp/oneflow_export_test_XXXXXX";
-  const char* dir = ::mkdtemp(tmpl);
-  EXPECT_NE(dir, nullptr);
-  return dir ? dir : "/tmp";
-}
-
 std::vector<std::string> ListDir(const std::string& dir) {
   std::vector<std::string> names;
   DIR* d = ::opendir(dir.c_str());
@@ -51,6 +44,21 @@ std::vector<std::string> ListDir(const std::string& dir) {
   std::sort(names.begin(), names.end());
   return names;
 }
+
+// A fresh directory under /tmp, removed with its (flat) contents when the test ends.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/oneflow_export_test_XXXXXX";
+    const char* dir = ::mkdtemp(tmpl);
+    EXPECT_NE(dir, nullptr);
+    path = dir ? dir : "/tmp";
+  }
+  ~TempDir() {
+    for (const std::string& f : ListDir(path)) ::unlink((path + "/" + f).c_str());
+    ::rmdir(path.c_str());
+  }
+};
 
 onnx::ModelProto Parse(const std::string& bytes) {
   onnx::ModelProto m;
@@ -232,7 +240,8 @@ TEST(OnnxExport, TrainedParametersExportTheirCurrentValues) {
 }
 
 TEST(OnnxExport, ExternalDataWhenForcedOverTheThreshold) {
-  const std::string dir = MakeTempDir();
+  TempDir tmp;
+  const std::string& dir = tmp.path;
   const std::string path = dir + "/model.onnx";
   Graph g = AddGraph(4096);  // W: 16 KiB
   int b = g.AddConstant("b_small", FloatTensor({4}, 1.0f));
@@ -292,13 +301,57 @@ TEST(OnnxExport, InternalOpsAreRefusedByName) {
   EXPECT_EQ(CodeOf([&] { SerializeOnnxModel(g); }, &msg), ErrorCode::kInvalidArgument);
   EXPECT_NE(msg.find("FusedConv"), std::string::npos) << msg;
   EXPECT_NE(msg.find("ai.oneflow"), std::string::npos) << msg;
-  const std::string dir = MakeTempDir();
+  TempDir tmp;
+  const std::string& dir = tmp.path;
   EXPECT_EQ(CodeOf([&] { SaveOnnxModel(g, dir + "/m.onnx"); }, &msg), ErrorCode::kInvalidArgument);
   EXPECT_TRUE(ListDir(dir).empty());
 }
 
+// The realistic case: a session's optimized graph holds fusions; its model() is what gets exported.
+TEST(OnnxExport, OptimizedSessionGraphIsRefusedItsModelExports) {
+  onnx::ModelProto src;
+  src.add_opset_import()->set_version(17);
+  onnx::GraphProto* gp = src.mutable_graph();
+  auto* x = gp->add_input();
+  x->set_name("X");
+  auto* tt = x->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int d : {1, 2, 5, 5}) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  onnx::TensorProto* w = gp->add_initializer();
+  w->set_name("W");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  for (int d : {4, 2, 3, 3}) w->add_dims(d);
+  for (int i = 0; i < 72; ++i) w->add_float_data(0.01f * static_cast<float>(i % 7) - 0.02f);
+  auto* conv = gp->add_node();
+  conv->set_op_type("Conv");
+  conv->add_input("X");
+  conv->add_input("W");
+  conv->add_output("C");
+  auto* relu = gp->add_node();
+  relu->set_op_type("Relu");
+  relu->add_input("C");
+  relu->add_output("Y");
+  gp->add_output()->set_name("Y");
+  std::string bytes = src.SerializeAsString();
+  Graph g = LoadOnnxBytes(bytes.data(), bytes.size());
+  PrepareGraph(g);
+  Session session(g, SessionOptions{});
+  std::string fused;
+  for (const Node& n : session.optimized().nodes)
+    if (n.domain == kOneflowDomain) fused = n.op_type;
+  ASSERT_FALSE(fused.empty()) << "the optimizer fused nothing; this test needs a fusion";
+  std::string msg;
+  EXPECT_EQ(CodeOf([&] { SerializeOnnxModel(session.optimized()); }, &msg), ErrorCode::kInvalidArgument);
+  EXPECT_NE(msg.find(fused), std::string::npos) << msg;
+  onnx::ModelProto m = Parse(SerializeOnnxModel(session.model()));
+  ASSERT_EQ(m.graph().node_size(), 2);
+  EXPECT_EQ(m.graph().node(0).op_type(), "Conv");
+  EXPECT_EQ(m.graph().node(1).op_type(), "Relu");
+}
+
 TEST(OnnxExport, FailingSaveLeavesTheExistingModelAndItsDataIntact) {
-  const std::string dir = MakeTempDir();
+  TempDir tmp;
+  const std::string& dir = tmp.path;
   const std::string path = dir + "/model.onnx";
   Graph g = AddGraph(1024);
   OnnxExportOptions external;
@@ -341,7 +394,8 @@ TEST(OnnxExport, OverTwoGigabytesInMemoryIsRefusedPointingToThePathForm) {
   EXPECT_NE(msg.find("SaveOnnxModel"), std::string::npos) << msg;
   OnnxExportOptions never;
   never.external_data = OnnxExportOptions::ExternalData::kNever;
-  const std::string dir = MakeTempDir();
+  TempDir tmp;
+  const std::string& dir = tmp.path;
   EXPECT_EQ(CodeOf([&] { SaveOnnxModel(g, dir + "/m.onnx", never); }, &msg), ErrorCode::kInvalidArgument);
   EXPECT_TRUE(ListDir(dir).empty());
 }
@@ -354,14 +408,13 @@ TEST(OnnxExport, ThreeGigabyteModelRoundTrips) {
   Graph g = AddGraph(n);
   Tensor& w = g.values[static_cast<size_t>(g.FindValue("W"))].constant;
   for (int64_t i = 0; i < n; i += 4096) w.data<float>()[i] = static_cast<float>(i % 1000003);
-  const std::string dir = MakeTempDir();
+  TempDir tmp;
+  const std::string& dir = tmp.path;
   SaveOnnxModel(g, dir + "/big.onnx");
   Graph back = LoadOnnxFile(dir + "/big.onnx");
   const Tensor& r = back.values[static_cast<size_t>(back.FindValue("W"))].constant;
   ASSERT_EQ(r.numel(), n);
   EXPECT_EQ(std::memcmp(r.raw(), w.raw(), w.nbytes()), 0);
-  for (const std::string& f : ListDir(dir)) ::unlink((dir + "/" + f).c_str());
-  ::rmdir(dir.c_str());
 }
 
 }  // namespace
