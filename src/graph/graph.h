@@ -2,8 +2,10 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "graph/attribute.h"
@@ -31,11 +33,27 @@ struct Node {
   std::vector<int> inputs;    // value ids; kNoValue for an omitted optional input
   std::vector<int> outputs;   // value ids; kNoValue for an omitted optional output
   AttrMap attrs;
+  // Attributes ResolveSchemas filled in from schema defaults (the model did not set them); an
+  // export leaves them out so the written model says what the source said.
+  std::set<std::string> defaulted_attrs;
+  std::string doc_string;
   const OpSchema* schema = nullptr;  // set by validation
 
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != kNoValue; }
   bool has_output(size_t i) const { return i < outputs.size() && outputs[i] != kNoValue; }
   std::string Describe() const;  // "Conv 'conv1' (opset 17)"
+};
+
+// What a model file says besides the graph itself, kept so an export reproduces it.
+struct ModelMetadata {
+  std::string producer_version;
+  std::string domain;
+  int64_t model_version = 0;
+  std::string doc_string;        // the model's
+  std::string graph_doc_string;  // the graph's
+  std::vector<std::pair<std::string, std::string>> metadata_props;  // in file order
+  // Intermediate values the model annotated with a type (ONNX value_info), by name.
+  std::vector<std::string> annotated_values;
 };
 
 class Graph {
@@ -47,6 +65,7 @@ class Graph {
   std::map<std::string, int> opset_imports;  // domain -> version
   std::string name;
   std::string producer;
+  ModelMetadata metadata;
 
   // Adds a value; its name must be unique (empty names get a generated one).
   int AddValue(const std::string& name, TensorType type = {});

@@ -220,6 +220,12 @@ Graph GraphFromModel(const onnx::ModelProto& model, const ImportContext& ctx) {
   g.producer = model.producer_name();
   const onnx::GraphProto& gp = model.graph();
   g.name = gp.name();
+  g.metadata.producer_version = model.producer_version();
+  g.metadata.domain = model.domain();
+  g.metadata.model_version = model.model_version();
+  g.metadata.doc_string = model.doc_string();
+  g.metadata.graph_doc_string = gp.doc_string();
+  for (const auto& kv : model.metadata_props()) g.metadata.metadata_props.emplace_back(kv.key(), kv.value());
 
   for (const auto& os : model.opset_import()) {
     std::string domain = os.domain() == "ai.onnx" ? "" : os.domain();
@@ -262,14 +268,17 @@ Graph GraphFromModel(const onnx::ModelProto& model, const ImportContext& ctx) {
   for (const auto& vi : gp.value_info()) {
     int id = g.FindValue(vi.name());
     if (id == kNoValue || !vi.has_type() || !vi.type().has_tensor_type()) continue;
-    if (!g.values[static_cast<size_t>(id)].constant.defined())
+    if (!g.values[static_cast<size_t>(id)].constant.defined()) {
       g.values[static_cast<size_t>(id)].type = ToTensorType(vi.type(), "value '" + vi.name() + "'");
+      g.metadata.annotated_values.push_back(vi.name());
+    }
   }
   for (const auto& np : gp.node()) {
     Node n;
     n.name = np.name();
     n.op_type = np.op_type();
     n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    n.doc_string = np.doc_string();
     OF_CHECK(!n.op_type.empty(), kInvalidModel, "node '", n.name, "' has no op_type");
     auto opset = g.opset_imports.find(n.domain);
     OF_CHECK(opset != g.opset_imports.end(), kUnsupported, "node ", n.name.empty() ? n.op_type : "'" + n.name + "'",

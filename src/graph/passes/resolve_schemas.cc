@@ -49,7 +49,10 @@ void ResolveSchemas(Graph& g) {
       const Attribute* a = n.attrs.find(spec.name);
       if (a == nullptr) {
         OF_CHECK(!spec.required, kInvalidModel, n.Describe(), ": required attribute '", spec.name, "' is missing");
-        if (spec.has_default) n.attrs.set(spec.name, spec.default_value);
+        if (spec.has_default) {
+          n.attrs.set(spec.name, spec.default_value);
+          n.defaulted_attrs.insert(spec.name);
+        }
         continue;
       }
       // ONNX writers sometimes store a single int as ints or vice versa; accept the obvious cases.
