@@ -14,6 +14,7 @@ void RegisterCpuSpatialKernels(KernelRegistry& r);        // cpu/spatial.cc
 void RegisterCpuFusedKernels(KernelRegistry& r);          // cpu/fused.cc
 void RegisterCpuNhwcPoolKernels(KernelRegistry& r);       // cpu/pool_nhwc.cc (layout pass ops)
 void RegisterCpuGradKernels(KernelRegistry& r);           // cpu/grad.cc (ai.oneflow gradient ops)
+void RegisterCpuLossKernels(KernelRegistry& r);           // cpu/loss.cc (losses and their gradients)
 
 inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuElementwiseKernels(r);
@@ -25,6 +26,7 @@ inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuFusedKernels(r);
   RegisterCpuNhwcPoolKernels(r);
   RegisterCpuGradKernels(r);
+  RegisterCpuLossKernels(r);
 }
 
 }  // namespace oneflow
