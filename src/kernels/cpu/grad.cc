@@ -99,6 +99,57 @@ void SoftplusGradKernel(KernelContext& ctx) {
   }, kLibmCost);
 }
 
+void SoftsignGradKernel(KernelContext& ctx) {
+  ActivationGrad(ctx, [](auto d, auto x) {
+    using C = decltype(x);
+    const C s = C(1) + std::fabs(x);
+    return d / (s * s);
+  }, kCheapCost);
+}
+// d/dx x tanh(softplus(x)) = tanh(sp) + x (1 - tanh(sp)^2) sigmoid(x)
+void MishGradKernel(KernelContext& ctx) {
+  ActivationGrad(ctx, [](auto d, auto x) {
+    using C = decltype(x);
+    const C sp = x > C(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+    const C t = std::tanh(sp);
+    return d * (t + x * (C(1) - t * t) / (C(1) + std::exp(-x)));
+  }, kLibmCost);
+}
+void SeluGradKernel(KernelContext& ctx) {
+  const float alpha = ctx.attrs().GetFloat("alpha"), gamma = ctx.attrs().GetFloat("gamma");
+  ActivationGrad(ctx, [alpha, gamma](auto d, auto x) {
+    using C = decltype(x);
+    return d * (x > C(0) ? C(gamma) : C(gamma) * C(alpha) * std::exp(x));
+  }, kLibmCost);
+}
+void CeluGradKernel(KernelContext& ctx) {
+  const float alpha = ctx.attrs().GetFloat("alpha");
+  ActivationGrad(ctx, [alpha](auto d, auto x) {
+    using C = decltype(x);
+    return x > C(0) ? d : d * std::exp(x / C(alpha));
+  }, kLibmCost);
+}
+void ThresholdedReluGradKernel(KernelContext& ctx) {
+  const float alpha = ctx.attrs().GetFloat("alpha");
+  ActivationGrad(ctx, [alpha](auto d, auto x) { return x > decltype(x)(alpha) ? d : decltype(d)(0); }, kCheapCost);
+}
+void ShrinkGradKernel(KernelContext& ctx) {
+  const float lambd = ctx.attrs().GetFloat("lambd");
+  ActivationGrad(ctx, [lambd](auto d, auto x) {
+    using C = decltype(x);
+    return x < -C(lambd) || x > C(lambd) ? d : C(0);
+  }, kCheapCost);
+}
+// d/dx x sigmoid(a x) = s + a x s (1 - s)
+void SwishGradKernel(KernelContext& ctx) {
+  const float alpha = ctx.attrs().GetFloat("alpha");
+  ActivationGrad(ctx, [alpha](auto d, auto x) {
+    using C = decltype(x);
+    const C s = C(1) / (C(1) + std::exp(-C(alpha) * x));
+    return d * (s + C(alpha) * x * s * (C(1) - s));
+  }, kLibmCost);
+}
+
 // Y (of `shape`) = X summed over the dims where X broadcasts Y (numpy alignment from the right).
 void ReduceSumToShapeKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -236,6 +287,13 @@ void RegisterCpuGradKernels(KernelRegistry& r) {
   r.RegisterFn("HardSigmoidGrad", HardSigmoidGradKernel, kOneflowDomain);
   r.RegisterFn("HardSwishGrad", HardSwishGradKernel, kOneflowDomain);
   r.RegisterFn("SoftplusGrad", SoftplusGradKernel, kOneflowDomain);
+  r.RegisterFn("SoftsignGrad", SoftsignGradKernel, kOneflowDomain);
+  r.RegisterFn("MishGrad", MishGradKernel, kOneflowDomain);
+  r.RegisterFn("SeluGrad", SeluGradKernel, kOneflowDomain);
+  r.RegisterFn("CeluGrad", CeluGradKernel, kOneflowDomain);
+  r.RegisterFn("ThresholdedReluGrad", ThresholdedReluGradKernel, kOneflowDomain);
+  r.RegisterFn("ShrinkGrad", ShrinkGradKernel, kOneflowDomain);
+  r.RegisterFn("SwishGrad", SwishGradKernel, kOneflowDomain);
   r.RegisterFn("GatherGrad", GatherGradKernel, kOneflowDomain);
   r.RegisterFn("SliceGrad", SliceGradKernel, kOneflowDomain);
 }
