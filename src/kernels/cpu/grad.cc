@@ -175,24 +175,31 @@ void ReduceSumToShapeKernel(KernelContext& ctx) {
     T* py = y.data<T>();
     const int64_t inner = p.dims[static_cast<size_t>(r - 1)];
     const int64_t sy = p.strides[0][static_cast<size_t>(r - 1)];
-    std::vector<int64_t> idx(static_cast<size_t>(r), 0);
-    int64_t oy = 0;
-    // Sequential over X (deterministic summation order); the inner run is a vector add or a dot.
-    for (int64_t i = 0; i < p.numel; i += inner) {
-      if (sy) {
-        for (int64_t k = 0; k < inner; ++k) py[oy + k] += px[i + k];
-      } else {
-        T s = 0;
-        for (int64_t k = 0; k < inner; ++k) s += px[i + k];
-        py[oy] += s;
+    // Walks X in row-major order over the columns [kb, ke) of the collapsed inner dim. Each output
+    // element is summed in X's order whatever the split, so results do not depend on threads.
+    auto walk = [&](int64_t kb, int64_t ke) {
+      std::vector<int64_t> idx(static_cast<size_t>(r), 0);
+      int64_t oy = 0;
+      for (int64_t i = 0; i < p.numel; i += inner) {
+        if (sy) {
+          for (int64_t k = kb; k < ke; ++k) py[oy + k] += px[i + k];
+        } else {
+          T s = 0;
+          for (int64_t k = 0; k < inner; ++k) s += px[i + k];
+          py[oy] += s;
+        }
+        for (int d = r - 2; d >= 0; --d) {
+          oy += p.strides[0][static_cast<size_t>(d)];
+          if (++idx[static_cast<size_t>(d)] < p.dims[static_cast<size_t>(d)]) break;
+          oy -= p.strides[0][static_cast<size_t>(d)] * p.dims[static_cast<size_t>(d)];
+          idx[static_cast<size_t>(d)] = 0;
+        }
       }
-      for (int d = r - 2; d >= 0; --d) {
-        oy += p.strides[0][static_cast<size_t>(d)];
-        if (++idx[static_cast<size_t>(d)] < p.dims[static_cast<size_t>(d)]) break;
-        oy -= p.strides[0][static_cast<size_t>(d)] * p.dims[static_cast<size_t>(d)];
-        idx[static_cast<size_t>(d)] = 0;
-      }
-    }
+    };
+    // The inner dim kept (bias gradients: [rows, C] -> [C]): threads take disjoint column ranges,
+    // which write disjoint outputs. Otherwise one sequential pass.
+    if (sy) ctx.pool().ParallelFor(inner, static_cast<double>(p.numel / inner), walk);
+    else walk(0, inner);
   });
 }
 
