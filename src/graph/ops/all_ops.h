@@ -12,6 +12,8 @@ void RegisterTensorOps(OpRegistry& r);         // ops/tensor.cc: Reshape .. Slic
 void RegisterNnOps(OpRegistry& r);             // ops/nn.cc: MatMul, Gemm, Conv, ConvTranspose
 void RegisterSpatialOps(OpRegistry& r);        // ops/spatial.cc: pools, Resize, Einsum, LRN
 void RegisterFusedOps(OpRegistry& r);          // ops/fused.cc: ai.oneflow ops produced by fusion passes
+void RegisterGradOps(OpRegistry& r);           // ops/grad_ops.cc: ai.oneflow ops emitted by gradient rules
+void RegisterLossOps(OpRegistry& r);           // ops/loss.cc: SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss
 
 inline void RegisterAllOps(OpRegistry& r) {
   RegisterElementwiseOps(r);
@@ -21,6 +23,8 @@ inline void RegisterAllOps(OpRegistry& r) {
   RegisterNnOps(r);
   RegisterSpatialOps(r);
   RegisterFusedOps(r);
+  RegisterGradOps(r);
+  RegisterLossOps(r);
 }
 
 }  // namespace oneflow

@@ -13,6 +13,8 @@ void RegisterCpuNnKernels(KernelRegistry& r);             // cpu/nn.cc
 void RegisterCpuSpatialKernels(KernelRegistry& r);        // cpu/spatial.cc
 void RegisterCpuFusedKernels(KernelRegistry& r);          // cpu/fused.cc
 void RegisterCpuNhwcPoolKernels(KernelRegistry& r);       // cpu/pool_nhwc.cc (layout pass ops)
+void RegisterCpuGradKernels(KernelRegistry& r);           // cpu/grad.cc (ai.oneflow gradient ops)
+void RegisterCpuLossKernels(KernelRegistry& r);           // cpu/loss.cc (losses and their gradients)
 
 inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuElementwiseKernels(r);
@@ -23,6 +25,8 @@ inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuSpatialKernels(r);
   RegisterCpuFusedKernels(r);
   RegisterCpuNhwcPoolKernels(r);
+  RegisterCpuGradKernels(r);
+  RegisterCpuLossKernels(r);
 }
 
 }  // namespace oneflow
