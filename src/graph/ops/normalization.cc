@@ -19,8 +19,6 @@ void InferSoftmaxLike(InferContext& ctx) {
 }
 
 void InferBatchNorm(InferContext& ctx) {
-  OF_CHECK(ctx.attrs().GetInt("training_mode") == 0, kUnsupported, ctx.node(),
-           ": BatchNormalization with training_mode=1 is not supported (inference only)");
   const TensorType& x = ctx.input_type(0);
   RequireFloat(ctx, x.dtype);
   if (x.has_rank && x.rank() < 2) ctx.Error("X must have rank >= 2, got ", x.rank());
@@ -31,8 +29,8 @@ void InferBatchNorm(InferContext& ctx) {
       ctx.Error("parameter input ", i, " has ", p.dims[0].value, " elements, expected C = ", x.dims[1].value);
   }
   ctx.set_output(0, x);
-  // Running statistics are only produced in training mode; if a model wires them anyway in
-  // inference mode they pass the given statistics through.
+  // Training mode (opset 14+) updates the running statistics from the batch's; in inference mode
+  // a model that wires them anyway gets the given statistics through.
   for (size_t i = 1; i < ctx.num_outputs(); ++i) ctx.set_output(i, ctx.input_type(i + 2));
 }
 
