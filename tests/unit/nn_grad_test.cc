@@ -274,5 +274,171 @@ TEST(ConvGrad, BadShapesAreRefused) {
   }
 }
 
+// ---- Pools ------------------------------------------------------------------------------------
+
+struct PoolCase {
+  std::string op;
+  Shape x;
+  AttrMap attrs;
+};
+
+TEST(PoolGrad, MatchesFiniteDifferences) {
+  using A = Attribute;
+  const PoolCase cases[] = {
+      {"MaxPool", {2, 3, 7, 6}, Attrs({{"kernel_shape", A::Ints({3, 3})}, {"strides", A::Ints({2, 2})}, {"pads", A::Ints({1, 1, 1, 1})}})},
+      {"MaxPool", {1, 2, 9}, Attrs({{"kernel_shape", A::Ints({3})}, {"strides", A::Ints({2})}, {"dilations", A::Ints({2})}, {"ceil_mode", A::Int(1)}})},
+      {"MaxPool", {1, 2, 4, 5, 4}, Attrs({{"kernel_shape", A::Ints({2, 2, 2})}, {"auto_pad", A::String("SAME_UPPER")}})},
+      {"AveragePool", {2, 2, 7, 7}, Attrs({{"kernel_shape", A::Ints({3, 3})}, {"strides", A::Ints({2, 2})}, {"pads", A::Ints({1, 1, 1, 1})}})},
+      {"AveragePool", {2, 2, 7, 7}, Attrs({{"kernel_shape", A::Ints({3, 3})}, {"strides", A::Ints({2, 2})}, {"pads", A::Ints({1, 0, 1, 0})},
+                                           {"count_include_pad", A::Int(1)}, {"ceil_mode", A::Int(1)}})},
+      {"AveragePool", {1, 3, 8}, Attrs({{"kernel_shape", A::Ints({3})}, {"strides", A::Ints({3})}, {"ceil_mode", A::Int(1)}})},
+      {"AveragePool", {1, 2, 3, 4, 5}, Attrs({{"kernel_shape", A::Ints({2, 2, 3})}, {"auto_pad", A::String("SAME_LOWER")}, {"count_include_pad", A::Int(1)}})},
+      {"GlobalAveragePool", {2, 3, 4, 5}, {}},
+      {"GlobalMaxPool", {2, 3, 4, 5}, {}},
+      {"GlobalMaxPool", {2, 3, 6}, {}},
+  };
+  std::mt19937 rng(5);
+  for (const PoolCase& c : cases) {
+    const std::string what = c.op + " X " + ShapeToString(c.x);
+    Forward f{c.op, c.attrs, {Random(c.x, rng, -3, 3)}, {}};
+    f.upstream = {Random(f.OutputShapes(1)[0], rng)};
+    const Tensor& r = f.upstream[0];
+    const bool is_max = c.op.find("Max") != std::string::npos;
+    const bool global = c.op.rfind("Global", 0) == 0;
+    const std::string grad_op = c.op + "Grad";
+    Tensor dx = RunNode(grad_op, kOneflowDomain, {r, is_max ? f.inputs[0] : ShapeOf(f.inputs[0])}, c.attrs, 1)[0];
+    CheckFd(f, 0, dx, what);
+    if (is_max && !global) {
+      // The same through the forward's Indices output instead of a recomputed argmax.
+      Tensor indices = RunNode(c.op, "", f.inputs, c.attrs, 2)[1];
+      Tensor dx2 = RunNode(grad_op, kOneflowDomain, {r, f.inputs[0], indices}, c.attrs, 1)[0];
+      CheckFd(f, 0, dx2, what + " (Indices)");
+    }
+    CheckF32(grad_op, {r, is_max ? f.inputs[0] : ShapeOf(f.inputs[0])}, c.attrs, 1, 1e-5, what + " f32");
+  }
+}
+
+// ---- Softmax ----------------------------------------------------------------------------------
+
+TEST(SoftmaxGrad, MatchesFiniteDifferences) {
+  std::mt19937 rng(6);
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    for (int64_t axis : {-1, 1, 0}) {
+      const std::string what = std::string(op) + " axis " + std::to_string(axis);
+      const AttrMap attrs = Attrs({{"axis", Attribute::Int(axis)}});
+      Forward f{op, attrs, {Random({3, 7, 5}, rng, -3, 3)}, {}};
+      f.upstream = {Random({3, 7, 5}, rng)};
+      Tensor y = RunNode(op, "", f.inputs, attrs, 1)[0];
+      Tensor dx = RunNode(std::string(op) + "Grad", kOneflowDomain, {f.upstream[0], y}, attrs, 1)[0];
+      CheckFd(f, 0, dx, what);
+      Tensor big = Random({64, 600, 3}, rng, -3, 3);
+      Tensor ybig = RunNode(op, "", {big}, attrs, 1)[0];
+      CheckF32(std::string(op) + "Grad", {Random({64, 600, 3}, rng), ybig}, attrs, 1, 1e-5, what + " f32");
+    }
+  }
+}
+
+// ---- Normalizations ---------------------------------------------------------------------------
+
+TEST(LayerNormalizationGrad, MatchesFiniteDifferences) {
+  std::mt19937 rng(7);
+  struct Case { Shape x, scale; int64_t axis; bool saved; };
+  const Case cases[] = {{{4, 6, 10}, {10}, -1, false}, {{4, 6, 10}, {10}, -1, true},
+                        {{3, 4, 5}, {4, 5}, 1, true}, {{3, 4, 5}, {5}, 1, false}, {{2, 3}, {1, 3}, -1, false}};
+  for (const Case& c : cases) {
+    const std::string what = "LayerNormalization X " + ShapeToString(c.x) + " Scale " + ShapeToString(c.scale) +
+                             (c.saved ? " (saved Mean/InvStdDev)" : "");
+    // stash_type 0 keeps the statistics in f64, so the kernel uses them as given.
+    const AttrMap attrs = Attrs({{"axis", Attribute::Int(c.axis)}, {"epsilon", Attribute::Float(1e-3f)},
+                                 {"stash_type", Attribute::Int(0)}});
+    Forward f{"LayerNormalization", attrs, {Random(c.x, rng, -2, 2), Random(c.scale, rng), Random(c.scale, rng)}, {}};
+    f.upstream = {Random(c.x, rng)};
+    std::vector<Tensor> fwd = RunNode("LayerNormalization", "", f.inputs, attrs, 3);
+    const Tensor none;
+    std::vector<Tensor> g = RunNode("LayerNormalizationGrad", kOneflowDomain,
+                                    {f.upstream[0], f.inputs[0], f.inputs[1], c.saved ? fwd[1] : none,
+                                     c.saved ? fwd[2] : none}, attrs, 3);
+    CheckFd(f, 0, g[0], what + " dX");
+    CheckFd(f, 1, g[1], what + " dScale");
+    CheckFd(f, 2, g[2], what + " dB");
+  }
+  const AttrMap attrs = Attrs({{"axis", Attribute::Int(-1)}});
+  CheckF32("LayerNormalizationGrad", {Random({300, 256}, rng), Random({300, 256}, rng, -2, 2), Random({256}, rng)},
+           attrs, 3, 1e-4, "LayerNormalizationGrad f32");
+}
+
+TEST(BatchNormalizationGrad, MatchesFiniteDifferences) {
+  std::mt19937 rng(8);
+  for (int training = 0; training <= 1; ++training) {
+    for (const Shape& xs : {Shape{4, 3, 5, 2}, Shape{6, 4}, Shape{2, 3, 3, 2, 2}}) {
+      const std::string what = std::string("BatchNormalization ") + (training ? "training" : "inference") + " X " +
+                               ShapeToString(xs);
+      const int64_t c = xs[1];
+      const AttrMap attrs = Attrs({{"epsilon", Attribute::Float(1e-2f)}, {"training_mode", Attribute::Int(training)}});
+      Forward f{"BatchNormalization", attrs,
+                {Random(xs, rng, -2, 2), Random({c}, rng), Random({c}, rng), Random({c}, rng), Random({c}, rng, 0.5, 2)},
+                {}};
+      f.upstream = {Random(xs, rng)};
+      const Tensor none;
+      std::vector<Tensor> g = RunNode("BatchNormalizationGrad", kOneflowDomain,
+                                      {f.upstream[0], f.inputs[0], f.inputs[1], training ? none : f.inputs[3],
+                                       training ? none : f.inputs[4]}, attrs, 3);
+      CheckFd(f, 0, g[0], what + " dX");
+      CheckFd(f, 1, g[1], what + " dscale");
+      CheckFd(f, 2, g[2], what + " dB");
+    }
+  }
+  CheckF32("BatchNormalizationGrad", {Random({32, 16, 14, 14}, rng), Random({32, 16, 14, 14}, rng, -2, 2),
+                                      Random({16}, rng)}, {}, 3, 1e-4, "BatchNormalizationGrad f32");
+}
+
+TEST(BatchNormalization, TrainingModeForwardMatchesNaive) {
+  std::mt19937 rng(9);
+  const Shape xs{3, 4, 5, 2};
+  const double eps = 1e-3f, momentum = 0.8f;  // the attributes are float32
+  const AttrMap attrs = Attrs({{"epsilon", Attribute::Float(static_cast<float>(eps))},
+                               {"momentum", Attribute::Float(static_cast<float>(momentum))},
+                               {"training_mode", Attribute::Int(1)}});
+  std::vector<Tensor> in = {Random(xs, rng, -2, 2), Random({4}, rng), Random({4}, rng), Random({4}, rng),
+                            Random({4}, rng, 0.5, 2)};
+  std::vector<Tensor> out = RunNode("BatchNormalization", "", in, attrs, 3);
+  const double* x = in[0].data<double>();
+  const int64_t N = 3, C = 4, S = 10;
+  for (int64_t c = 0; c < C; ++c) {
+    double s = 0, q = 0;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < S; ++i) s += x[(n * C + c) * S + i];
+    const double mean = s / (N * S);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < S; ++i) q += (x[(n * C + c) * S + i] - mean) * (x[(n * C + c) * S + i] - mean);
+    const double var = q / (N * S);  // ONNX-15: the biased (population) variance
+    EXPECT_NEAR(out[1].data<double>()[c], in[3].data<double>()[c] * momentum + mean * (1 - momentum), 1e-12);
+    EXPECT_NEAR(out[2].data<double>()[c], in[4].data<double>()[c] * momentum + var * (1 - momentum), 1e-12);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < S; ++i) {
+        const int64_t k = (n * C + c) * S + i;
+        const double want = (x[k] - mean) / std::sqrt(var + eps) * in[1].data<double>()[c] + in[2].data<double>()[c];
+        EXPECT_NEAR(out[0].data<double>()[k], want, 1e-10) << "Y element " << k;
+      }
+  }
+}
+
+TEST(InstanceNormalizationGrad, MatchesFiniteDifferences) {
+  std::mt19937 rng(10);
+  for (const Shape& xs : {Shape{2, 3, 4, 5}, Shape{3, 2, 7}}) {
+    const std::string what = "InstanceNormalization X " + ShapeToString(xs);
+    const AttrMap attrs = Attrs({{"epsilon", Attribute::Float(1e-2f)}});
+    Forward f{"InstanceNormalization", attrs, {Random(xs, rng, -2, 2), Random({xs[1]}, rng), Random({xs[1]}, rng)}, {}};
+    f.upstream = {Random(xs, rng)};
+    std::vector<Tensor> g =
+        RunNode("InstanceNormalizationGrad", kOneflowDomain, {f.upstream[0], f.inputs[0], f.inputs[1]}, attrs, 3);
+    CheckFd(f, 0, g[0], what + " dX");
+    CheckFd(f, 1, g[1], what + " dscale");
+    CheckFd(f, 2, g[2], what + " dB");
+  }
+  CheckF32("InstanceNormalizationGrad", {Random({8, 32, 12, 12}, rng), Random({8, 32, 12, 12}, rng, -2, 2),
+                                         Random({32}, rng)}, {}, 3, 1e-4, "InstanceNormalizationGrad f32");
+}
+
 }  // namespace
 }  // namespace oneflow
