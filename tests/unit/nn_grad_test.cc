@@ -185,6 +185,9 @@ std::vector<ConvCase> ConvCases() {
       {{2, 4, 6, 6}, {4, 1, 3, 3}, Attrs({{"group", A::Int(4)}, {"pads", A::Ints({1, 1, 1, 1})}})},  // depthwise
       {{1, 2, 4, 5, 4}, {3, 2, 2, 3, 2}, Attrs({{"strides", A::Ints({1, 2, 1})}, {"pads", A::Ints({0, 1, 1, 1, 0, 0})}})},
       {{3, 5, 5, 5}, {2, 5, 1, 1}, Attrs({})},  // pointwise
+      // stride 1 with >= 32 input channels per group: the data gradient runs as a convolution
+      {{1, 64, 5, 4}, {4, 32, 3, 2},
+       Attrs({{"group", A::Int(2)}, {"dilations", A::Ints({2, 1})}, {"pads", A::Ints({2, 0, 1, 3})}})},
   };
 }
 
