@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <random>
@@ -441,6 +442,38 @@ TEST(InstanceNormalizationGrad, MatchesFiniteDifferences) {
   }
   CheckF32("InstanceNormalizationGrad", {Random({8, 32, 12, 12}, rng), Random({8, 32, 12, 12}, rng, -2, 2),
                                          Random({32}, rng)}, {}, 3, 1e-4, "InstanceNormalizationGrad f32");
+}
+
+TEST(NnGrad, BadInputsGetClearErrors) {
+  std::mt19937 rng(11);
+  auto expect_error = [](const std::function<void()>& fn, const std::string& needle) {
+    try {
+      fn();
+      ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  const AttrMap pool = Attrs({{"kernel_shape", Attribute::Ints({2, 2})}});
+  Tensor x = Random({1, 2, 4, 4}, rng);
+  expect_error([&] { RunNode("MaxPoolGrad", kOneflowDomain, {Random({1, 2, 2, 2}, rng), x}, pool, 1); },
+               "is not the pool's output shape");
+  Tensor idx(DType::kInt64, {1, 2, 3, 3});
+  for (int64_t i = 0; i < idx.numel(); ++i) idx.data<int64_t>()[i] = 1000;
+  expect_error([&] { RunNode("MaxPoolGrad", kOneflowDomain, {Random({1, 2, 3, 3}, rng), x, idx}, pool, 1); },
+               "outside its (n, c) plane");
+  const Tensor none;
+  expect_error([&] {
+    RunNode("LayerNormalizationGrad", kOneflowDomain,
+            {Random({3, 4}, rng), Random({3, 4}, rng), Random({4}, rng), Random({2}, rng), Random({2}, rng)},
+            Attrs({{"axis", Attribute::Int(-1)}}), 3);
+  }, "one value per row");
+  expect_error([&] {
+    RunNode("BatchNormalizationGrad", kOneflowDomain,
+            {Random({2, 3}, rng), Random({2, 3}, rng), Random({3}, rng), Random({3}, rng), none}, {}, 3);
+  }, "both mean and var");
+  expect_error([&] { RunNode("SoftmaxGrad", kOneflowDomain, {Random({2, 3}, rng), Random({3, 2}, rng)}, {}, 1); },
+               "differ");
 }
 
 }  // namespace
