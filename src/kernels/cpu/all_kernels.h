@@ -13,6 +13,7 @@ void RegisterCpuNnKernels(KernelRegistry& r);             // cpu/nn.cc
 void RegisterCpuSpatialKernels(KernelRegistry& r);        // cpu/spatial.cc
 void RegisterCpuFusedKernels(KernelRegistry& r);          // cpu/fused.cc
 void RegisterCpuNhwcPoolKernels(KernelRegistry& r);       // cpu/pool_nhwc.cc (layout pass ops)
+void RegisterCpuGradKernels(KernelRegistry& r);           // cpu/grad.cc (ai.oneflow gradient ops)
 void RegisterCpuNnGradKernels(KernelRegistry& r);         // cpu/conv_grad.cc, pool_grad.cc, norm_grad.cc
 
 inline void RegisterAllCpuKernels(KernelRegistry& r) {
@@ -24,6 +25,7 @@ inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuSpatialKernels(r);
   RegisterCpuFusedKernels(r);
   RegisterCpuNhwcPoolKernels(r);
+  RegisterCpuGradKernels(r);
   RegisterCpuNnGradKernels(r);
 }
 
