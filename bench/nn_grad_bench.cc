@@ -81,7 +81,7 @@ Tensor ShapeOf(const Shape& s) {
 
 struct ConvShape {
   const char* name;
-  int64_t n, c, m, hw, k, pad;
+  int64_t n, c, m, hw, k, pad, group;
 };
 
 }  // namespace
@@ -92,20 +92,22 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s [REPS (default 10)]\n", argv[0]);
     return 2;
   }
-  const ConvShape convs[] = {{"digits conv1 64x1x8x8 k3->16", 64, 1, 16, 8, 3, 1},
-                             {"digits conv2 64x16x4x4 k3->32", 64, 16, 32, 4, 3, 1},
-                             {"cifar 32x64x32x32 k3->64", 32, 64, 64, 32, 3, 1},
-                             {"resnet 8x128x28x28 k3->128", 8, 128, 128, 28, 3, 1}};
+  const ConvShape convs[] = {{"digits conv1 64x1x8x8 k3->16", 64, 1, 16, 8, 3, 1, 1},
+                             {"digits conv2 64x16x4x4 k3->32", 64, 16, 32, 4, 3, 1, 1},
+                             {"cifar 32x64x32x32 k3->64", 32, 64, 64, 32, 3, 1, 1},
+                             {"resnet 8x128x28x28 k3->128", 8, 128, 128, 28, 3, 1, 1},
+                             {"depthwise 16x128x28x28 k3", 16, 128, 128, 28, 3, 1, 128}};
   for (int threads = 1; threads <= 2; ++threads) {
     ThreadPool pool(threads);
     std::printf("threads %d\n", threads);
     for (const ConvShape& s : convs) {
       AttrMap a;
       a.set("pads", Attribute::Ints({s.pad, s.pad, s.pad, s.pad}));
-      const Shape xs{s.n, s.c, s.hw, s.hw}, ws{s.m, s.c, s.k, s.k};
+      a.set("group", Attribute::Int(s.group));
+      const Shape xs{s.n, s.c, s.hw, s.hw}, ws{s.m, s.c / s.group, s.k, s.k};
       const int64_t oh = s.hw + 2 * s.pad - s.k + 1;
       const Shape ys{s.n, s.m, oh, oh};
-      const double gflop = 2.0 * s.n * s.m * s.c * s.k * s.k * oh * oh * 1e-9;
+      const double gflop = 2.0 * s.n * s.m * (s.c / s.group) * s.k * s.k * oh * oh * 1e-9;
       Tensor x = Random(xs), w = Random(ws), dy = Random(ys);
       const double fwd = Bench("Conv", "", {x, w}, a, 1).BestMs(pool, reps);
       const double gd = Bench("ConvGradData", kOneflowDomain, {dy, w, ShapeOf(xs)}, a, 1).BestMs(pool, reps);

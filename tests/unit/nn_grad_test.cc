@@ -184,6 +184,9 @@ std::vector<ConvCase> ConvCases() {
               {"pads", A::Ints({1, 0, 2, 1})}})},
       {{1, 3, 6, 5}, {4, 3, 3, 3}, Attrs({{"auto_pad", A::String("SAME_UPPER")}, {"strides", A::Ints({2, 2})}})},
       {{2, 4, 6, 6}, {4, 1, 3, 3}, Attrs({{"group", A::Int(4)}, {"pads", A::Ints({1, 1, 1, 1})}})},  // depthwise
+      {{1, 3, 7, 8}, {3, 1, 3, 2},
+       Attrs({{"group", A::Int(3)}, {"strides", A::Ints({2, 3})}, {"dilations", A::Ints({1, 2})},
+              {"pads", A::Ints({1, 0, 0, 1})}})},  // strided, dilated depthwise
       {{1, 2, 4, 5, 4}, {3, 2, 2, 3, 2}, Attrs({{"strides", A::Ints({1, 2, 1})}, {"pads", A::Ints({0, 1, 1, 1, 0, 0})}})},
       {{3, 5, 5, 5}, {2, 5, 1, 1}, Attrs({})},  // pointwise
       // stride 1 with >= 32 input channels per group: the data gradient runs as a convolution
@@ -249,10 +252,11 @@ TEST(ConvGrad, Float32MultiThreadedMatchesFloat64) {
       {{16, 16, 32, 32}, {32, 16, 3, 3}, Attrs({{"pads", A::Ints({1, 1, 1, 1})}})},
       {{64, 32, 16, 16}, {32, 32, 3, 3}, Attrs({{"pads", A::Ints({1, 1, 1, 1})}})},
       {{8, 8, 12, 10}, {12, 4, 3, 3}, Attrs({{"group", A::Int(2)}, {"strides", A::Ints({2, 2})}})},
+      {{8, 64, 14, 14}, {64, 1, 3, 3}, Attrs({{"group", A::Int(64)}, {"pads", A::Ints({1, 1, 1, 1})}})},
   };
   for (const ConvCase& c : cases) {
     const std::string what = "Conv X " + ShapeToString(c.x) + " W " + ShapeToString(c.w);
-    const bool same_size = &c != &cases[2];  // stride-1 'same' convs: ConvTranspose maps dY's shape back to X's
+    const bool same_size = &c != &cases[2];  // 'same' convs: ConvTranspose maps dY's shape back to X's
     Tensor x = Random(c.x, rng), w = Random(c.w, rng);
     const Shape ys = RunNode("Conv", "", {x, w}, c.attrs, 1)[0].shape();
     Tensor r = Random(ys, rng);

@@ -10,6 +10,7 @@
 // Several images go into one GEMM (their columns side by side), because training images are often
 // small (8x8 digits, 32x32 CIFAR) and a per-image GEMM with K or N = H*W would starve the
 // microkernel; the batch is cut into chunks so the column matrix stays within a fixed budget.
+// Depthwise convs skip the GEMMs (one row per group) for direct loops.
 #include <cstring>
 
 #include "graph/ops/conv_shape.h"
@@ -22,7 +23,7 @@ namespace oneflow {
 
 namespace {
 
-// Elements of the column matrix per chunk of images (16 MiB of f32).
+// Elements of the column matrix (and of the gathered output rows) per chunk of images (16 MiB of f32).
 constexpr int64_t kColBudget = int64_t{1} << 22;
 // Fewest input channels per group for which a stride-1 data gradient runs as a convolution.
 constexpr int64_t kMinRowsAsConv = 32;
@@ -147,10 +148,89 @@ void GemmT(int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, bool ta, co
   }
 }
 
+// Images per chunk: the column matrix ([Cg * k, L]) and the gathered output rows ([Mg, L]) both
+// stay within the budget.
 int64_t ChunkImages(const ConvPlan& p) {
-  const int64_t per_image = std::max<int64_t>(1, p.Cg * p.kernel_size * p.out_size);
+  const int64_t per_image = std::max<int64_t>(1, std::max(p.Cg * p.kernel_size, p.Mg) * p.out_size);
   return std::max<int64_t>(1, std::min<int64_t>(p.N, kColBudget / per_image));
 }
+
+// Depthwise convs (one input and one output channel per group) as direct loops: a per-group GEMM
+// would have one row, and a parallel region per group costs more than its work. Calls
+// fn(dy_row, x_row, lo, hi, tap) for every (output row, kernel tap) pair of plane (n, c) whose rows
+// overlap, with x_row offset so that output column ow reads x_row[ow * s].
+template <typename T, typename Fn>
+void ForEachDepthwiseRow(const ConvPlan& p, const T* dy, const T* x, int64_t n, int64_t c, Fn&& fn) {
+  const T* dyc = dy + (n * p.M + c) * p.out_size;
+  const T* xc = x + (n * p.C + c) * p.in_size;
+  for (int64_t kd = 0; kd < p.k[0]; ++kd)
+    for (int64_t kh = 0; kh < p.k[1]; ++kh)
+      for (int64_t kw = 0; kw < p.k[2]; ++kw) {
+        const int64_t tap = (kd * p.k[1] + kh) * p.k[2] + kw, off = kw * p.d[2] - p.p[2];
+        int64_t lo, hi;
+        TapRange(p, off, &lo, &hi);
+        for (int64_t od = 0; od < p.out[0]; ++od) {
+          const int64_t id = od * p.s[0] - p.p[0] + kd * p.d[0];
+          if (id < 0 || id >= p.in[0]) continue;
+          for (int64_t oh = 0; oh < p.out[1]; ++oh) {
+            const int64_t ih = oh * p.s[1] - p.p[1] + kh * p.d[1];
+            if (ih < 0 || ih >= p.in[1]) continue;
+            fn(dyc + (od * p.out[1] + oh) * p.out[2], xc + (id * p.in[1] + ih) * p.in[2] + off, lo, hi, tap);
+          }
+        }
+      }
+}
+
+// dX of a depthwise conv, parallel over (n, c) planes.
+template <typename T>
+void DepthwiseDataGrad(const ConvPlan& p, const T* dy, const T* w, T* dx, ThreadPool& pool) {
+  pool.ParallelFor(p.N * p.C, 2.0 * static_cast<double>(p.kernel_size * p.out_size) + 8.0, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t n = t / p.C, c = t % p.C;
+      std::fill(dx + t * p.in_size, dx + (t + 1) * p.in_size, T(0));
+      const T* wc = w + c * p.kernel_size;
+      // dx is written through x_row: ForEachDepthwiseRow offsets it like the input it reads.
+      ForEachDepthwiseRow<T>(p, dy, dx, n, c, [&](const T* g, const T* xr, int64_t lo, int64_t hi, int64_t tap) {
+        T* d = const_cast<T*>(xr);
+        const T wv = wc[tap];
+        if (p.s[2] == 1) {
+          for (int64_t ow = lo; ow < hi; ++ow) d[ow] += wv * g[ow];
+        } else {
+          for (int64_t ow = lo; ow < hi; ++ow) d[ow * p.s[2]] += wv * g[ow];
+        }
+      });
+    }
+  });
+}
+
+// dW of a depthwise conv, parallel over channels (each sums over the batch).
+template <typename T>
+void DepthwiseFilterGrad(const ConvPlan& p, const T* x, const T* dy, T* dw, ThreadPool& pool) {
+  pool.ParallelFor(p.C, 2.0 * static_cast<double>(p.N * p.kernel_size * p.out_size) + 8.0, [&](int64_t b, int64_t e) {
+    // Per tap, products accumulate column-wise over every row (vectorizable like the forward);
+    // each tap's columns are summed once at the end rather than one short dot product per row.
+    std::vector<T> acc(static_cast<size_t>(p.kernel_size * p.out[2]));
+    for (int64_t c = b; c < e; ++c) {
+      std::fill(acc.begin(), acc.end(), T(0));
+      for (int64_t n = 0; n < p.N; ++n)
+        ForEachDepthwiseRow<T>(p, dy, x, n, c, [&](const T* g, const T* xr, int64_t lo, int64_t hi, int64_t tap) {
+          T* a = acc.data() + tap * p.out[2];
+          if (p.s[2] == 1) {
+            for (int64_t ow = lo; ow < hi; ++ow) a[ow] += g[ow] * xr[ow];
+          } else {
+            for (int64_t ow = lo; ow < hi; ++ow) a[ow] += g[ow] * xr[ow * p.s[2]];
+          }
+        });
+      T* wc = dw + c * p.kernel_size;
+      for (int64_t t = 0; t < p.kernel_size; ++t) {
+        const T* a = acc.data() + t * p.out[2];
+        wc[t] = LaneSum<T>(p.out[2], [&](int64_t i) { return a[i]; });
+      }
+    }
+  });
+}
+
+bool IsDepthwise(const ConvPlan& p) { return p.Cg == 1 && p.Mg == 1; }
 
 // O = conv(I, W) (no bias) for the whole batch.
 template <typename T>
@@ -199,6 +279,7 @@ void ConvDataGradAsConv(const ConvPlan& p, const T* dy, const T* w, T* dx, Threa
 // dI = the data gradient of conv(I, W) for the upstream dO.
 template <typename T>
 void ConvDataGradCore(const ConvPlan& p, const T* dy, const T* w, T* dx, ThreadPool& pool) {
+  if (IsDepthwise(p)) return DepthwiseDataGrad<T>(p, dy, w, dx, pool);
   if (p.s[0] == 1 && p.s[1] == 1 && p.s[2] == 1 && p.Cg >= kMinRowsAsConv)
     return ConvDataGradAsConv<T>(p, dy, w, dx, pool);
   const int64_t kdim = p.Cg * p.kernel_size, chunk = ChunkImages(p);
@@ -251,6 +332,7 @@ void FilterGemm(int64_t M, int64_t N, int64_t K, const T* dense, const T* col, T
 // dW = the filter gradient of conv(I, W) for the upstream dO, summed over the batch.
 template <typename T>
 void ConvFilterGradCore(const ConvPlan& p, const T* x, const T* dy, T* dw, ThreadPool& pool) {
+  if (IsDepthwise(p)) return DepthwiseFilterGrad<T>(p, x, dy, dw, pool);
   const int64_t kdim = p.Cg * p.kernel_size, chunk = ChunkImages(p);
   if (p.N == 0) std::memset(dw, 0, static_cast<size_t>(p.M * kdim) * sizeof(T));
   for (int64_t n0 = 0; n0 < p.N; n0 += chunk) {
