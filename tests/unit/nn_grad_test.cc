@@ -296,6 +296,8 @@ TEST(PoolGrad, MatchesFiniteDifferences) {
       {"MaxPool", {2, 3, 7, 6}, Attrs({{"kernel_shape", A::Ints({3, 3})}, {"strides", A::Ints({2, 2})}, {"pads", A::Ints({1, 1, 1, 1})}})},
       {"MaxPool", {1, 2, 9}, Attrs({{"kernel_shape", A::Ints({3})}, {"strides", A::Ints({2})}, {"dilations", A::Ints({2})}, {"ceil_mode", A::Int(1)}})},
       {"MaxPool", {1, 2, 4, 5, 4}, Attrs({{"kernel_shape", A::Ints({2, 2, 2})}, {"auto_pad", A::String("SAME_UPPER")}})},
+      // Some windows miss the input entirely (dilated taps over the padding): output 0, no gradient.
+      {"MaxPool", {1, 2, 2, 4}, Attrs({{"kernel_shape", A::Ints({2, 2})}, {"dilations", A::Ints({3, 1})}, {"pads", A::Ints({2, 0, 2, 0})}})},
       {"AveragePool", {2, 2, 7, 7}, Attrs({{"kernel_shape", A::Ints({3, 3})}, {"strides", A::Ints({2, 2})}, {"pads", A::Ints({1, 1, 1, 1})}})},
       {"AveragePool", {2, 2, 7, 7}, Attrs({{"kernel_shape", A::Ints({3, 3})}, {"strides", A::Ints({2, 2})}, {"pads", A::Ints({1, 0, 1, 0})},
                                            {"count_include_pad", A::Int(1)}, {"ceil_mode", A::Int(1)}})},

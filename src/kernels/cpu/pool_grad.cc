@@ -99,7 +99,12 @@ void MaxPoolGradKernel(KernelContext& ctx) {
   CheckDy(ctx, dy, x.shape(), geo);
   const PoolGradPlan p = MakePlan(geo, ctx.node_desc());
   const int64_t planes = x.dim(0) * x.dim(1);
-  const Tensor* indices = !kGlobal && ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  // The forward records position 0 of the plane for a window that misses the input entirely (its
+  // output is a constant 0, so no gradient flows): with such windows the argmax is recomputed.
+  bool every_window_hits = true;
+  for (int i = 0; i < 3; ++i)
+    for (int64_t o = 0; o < p.out[i]; ++o) every_window_hits = every_window_hits && p.hi[i][o] > p.lo[i][o];
+  const Tensor* indices = !kGlobal && ctx.has_input(2) && every_window_hits ? &ctx.input(2) : nullptr;
   if (indices) {
     OF_REQUIRE(indices->dtype() == DType::kInt64 && indices->shape() == dy.shape(), ctx.node_desc(),
                ": Indices must be int64 with dY's shape ", ShapeToString(dy.shape()));
