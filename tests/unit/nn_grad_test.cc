@@ -247,7 +247,7 @@ TEST(ConvTransposeGrad, MatchesFiniteDifferences) {
 TEST(ConvGrad, Float32MultiThreadedMatchesFloat64) {
   using A = Attribute;
   std::mt19937 rng(3);
-  // Big enough that the batch is split into several column chunks (> 4M column elements).
+  // Big enough that the batch is split into several column chunks (> 1M column elements).
   const ConvCase cases[] = {
       {{16, 16, 32, 32}, {32, 16, 3, 3}, Attrs({{"pads", A::Ints({1, 1, 1, 1})}})},
       {{64, 32, 16, 16}, {32, 32, 3, 3}, Attrs({{"pads", A::Ints({1, 1, 1, 1})}})},
