@@ -8,7 +8,9 @@ namespace {
 
 GRADCHECK_TEST(Conv, StridedPaddedWithBias) {
   GradCheckCase c("Conv");
-  c.Input("X", Random({2, 3, 5, 4}, -1, 1, 1)).Input("W", Random({4, 3, 3, 2}, -1, 1, 2)).Input("B", Random({4}, -1, 1, 3));
+  c.Input("X", Random({2, 3, 5, 4}, -1, 1, 1))
+      .Input("W", Random({4, 3, 3, 2}, -1, 1, 2))
+      .Input("B", Random({4}, -1, 1, 3));
   c.Attr("strides", Attribute::Ints({2, 1})).Attr("pads", Attribute::Ints({1, 0, 1, 1}));
   RunGradCheck(c);
 }
@@ -16,28 +18,38 @@ GRADCHECK_TEST(Conv, StridedPaddedWithBias) {
 GRADCHECK_TEST(Conv, GroupedDilated1D) {
   GradCheckCase c("Conv");
   c.Input("X", Random({2, 4, 7}, -1, 1, 4)).Input("W", Random({2, 2, 2}, -1, 1, 5));
-  c.Attr("group", Attribute::Int(2)).Attr("dilations", Attribute::Ints({2})).Attr("auto_pad", Attribute::String("SAME_UPPER"));
+  c.Attr("group", Attribute::Int(2))
+      .Attr("dilations", Attribute::Ints({2}))
+      .Attr("auto_pad", Attribute::String("SAME_UPPER"));
   RunGradCheck(c);
 }
 
 GRADCHECK_TEST(ConvTranspose, StridedWithOutputPadding) {
   GradCheckCase c("ConvTranspose");
-  c.Input("X", Random({1, 2, 3, 2}, -1, 1, 6)).Input("W", Random({2, 3, 2, 3}, -1, 1, 7)).Input("B", Random({3}, -1, 1, 8));
-  c.Attr("strides", Attribute::Ints({2, 2})).Attr("output_padding", Attribute::Ints({1, 0})).Attr("pads", Attribute::Ints({0, 1, 0, 1}));
+  c.Input("X", Random({1, 2, 3, 2}, -1, 1, 6))
+      .Input("W", Random({2, 3, 2, 3}, -1, 1, 7))
+      .Input("B", Random({3}, -1, 1, 8));
+  c.Attr("strides", Attribute::Ints({2, 2}))
+      .Attr("output_padding", Attribute::Ints({1, 0}))
+      .Attr("pads", Attribute::Ints({0, 1, 0, 1}));
   RunGradCheck(c);
 }
 
 GRADCHECK_TEST(MaxPool, Padded) {
   GradCheckCase c("MaxPool");
   c.Input("X", Random({1, 2, 5, 5}, -3, 3, 9));
-  c.Attr("kernel_shape", Attribute::Ints({3, 3})).Attr("strides", Attribute::Ints({2, 2})).Attr("pads", Attribute::Ints({1, 1, 1, 1}));
+  c.Attr("kernel_shape", Attribute::Ints({3, 3}))
+      .Attr("strides", Attribute::Ints({2, 2}))
+      .Attr("pads", Attribute::Ints({1, 1, 1, 1}));
   RunGradCheck(c);
 }
 
 GRADCHECK_TEST(MaxPool, WithIndicesCeilMode) {
   GradCheckCase c("MaxPool");
   c.Input("X", Random({2, 1, 6, 5}, -3, 3, 10));
-  c.Attr("kernel_shape", Attribute::Ints({2, 2})).Attr("strides", Attribute::Ints({2, 2})).Attr("ceil_mode", Attribute::Int(1));
+  c.Attr("kernel_shape", Attribute::Ints({2, 2}))
+      .Attr("strides", Attribute::Ints({2, 2}))
+      .Attr("ceil_mode", Attribute::Int(1));
   c.num_outputs = 2;
   c.skip_outputs = {1};
   RunGradCheck(c);
@@ -46,7 +58,9 @@ GRADCHECK_TEST(MaxPool, WithIndicesCeilMode) {
 GRADCHECK_TEST(AveragePool, CountIncludePadCeilMode) {
   GradCheckCase c("AveragePool");
   c.Input("X", Random({1, 2, 5, 6}, -1, 1, 11));
-  c.Attr("kernel_shape", Attribute::Ints({3, 2})).Attr("strides", Attribute::Ints({2, 2})).Attr("pads", Attribute::Ints({1, 0, 1, 1}));
+  c.Attr("kernel_shape", Attribute::Ints({3, 2}))
+      .Attr("strides", Attribute::Ints({2, 2}))
+      .Attr("pads", Attribute::Ints({1, 0, 1, 1}));
   c.Attr("count_include_pad", Attribute::Int(1)).Attr("ceil_mode", Attribute::Int(1));
   RunGradCheck(c);
 }
@@ -85,7 +99,9 @@ GRADCHECK_TEST(LogSoftmax, LastAxis) {
 
 GRADCHECK_TEST(LayerNormalization, WithSavedStatistics) {
   GradCheckCase c("LayerNormalization");
-  c.Input("X", Random({3, 2, 4}, -2, 2, 17)).Input("Scale", Random({2, 4}, -1, 1, 18)).Input("B", Random({2, 4}, -1, 1, 19));
+  c.Input("X", Random({3, 2, 4}, -2, 2, 17))
+      .Input("Scale", Random({2, 4}, -1, 1, 18))
+      .Input("B", Random({2, 4}, -1, 1, 19));
   c.Attr("axis", Attribute::Int(1)).Attr("stash_type", Attribute::Int(0)).Attr("epsilon", Attribute::Float(1e-3f));
   c.num_outputs = 3;
   c.skip_outputs = {1, 2};
@@ -100,7 +116,9 @@ GRADCHECK_TEST(LayerNormalization, LastAxis) {
 
 GRADCHECK_TEST(BatchNormalization, TrainingMode) {
   GradCheckCase c("BatchNormalization");
-  c.Input("X", Random({3, 2, 2, 3}, -2, 2, 23)).Input("scale", Random({2}, -1, 1, 24)).Input("B", Random({2}, -1, 1, 25));
+  c.Input("X", Random({3, 2, 2, 3}, -2, 2, 23))
+      .Input("scale", Random({2}, -1, 1, 24))
+      .Input("B", Random({2}, -1, 1, 25));
   c.Const("mean", Random({2}, -1, 1, 26)).Const("var", Random({2}, 0.5, 2, 27));
   c.Attr("training_mode", Attribute::Int(1)).Attr("epsilon", Attribute::Float(1e-2f));
   c.num_outputs = 3;
@@ -117,7 +135,9 @@ GRADCHECK_TEST(BatchNormalization, InferenceModeStatisticsToo) {
 
 GRADCHECK_TEST(InstanceNormalization, Basic) {
   GradCheckCase c("InstanceNormalization");
-  c.Input("X", Random({2, 3, 2, 3}, -2, 2, 33)).Input("scale", Random({3}, -1, 1, 34)).Input("B", Random({3}, -1, 1, 35));
+  c.Input("X", Random({2, 3, 2, 3}, -2, 2, 33))
+      .Input("scale", Random({3}, -1, 1, 34))
+      .Input("B", Random({3}, -1, 1, 35));
   c.Attr("epsilon", Attribute::Float(1e-2f));
   RunGradCheck(c);
 }

@@ -110,8 +110,9 @@ void BuildCnn(ModelBuilder& m, std::mt19937& rng, std::string* loss) {
   const std::string x = m.Param("x", Random({4, 1, 8, 8}, rng));
   std::string h = m.Op("Conv", {x, m.Param("w1", Random({4, 1, 3, 3}, rng, 0.5)), m.Param("b1", Random({4}, rng, 0.1))},
                        A({{"pads", Attribute::Ints({1, 1, 1, 1})}}));
-  h = m.Op("BatchNormalization", {h, m.Param("bn_scale", Random({4}, rng)), m.Param("bn_bias", Random({4}, rng)),
-                                  m.Const("bn_mean", Random({4}, rng)), m.Const("bn_var", Random({4}, rng, 0.5))},
+  h = m.Op("BatchNormalization",
+           {h, m.Param("bn_scale", Random({4}, rng)), m.Param("bn_bias", Random({4}, rng)),
+            m.Const("bn_mean", Random({4}, rng)), m.Const("bn_var", Random({4}, rng, 0.5))},
            A({{"training_mode", Attribute::Int(1)}}));
   h = m.Op("Relu", {h});
   h = m.Op("MaxPool", {h}, A({{"kernel_shape", Attribute::Ints({2, 2})}, {"strides", Attribute::Ints({2, 2})}}));
@@ -151,16 +152,20 @@ void BuildEncoderBlock(ModelBuilder& m, std::mt19937& rng, std::string* loss) {
     return m.Op("Transpose", {m.Op("Reshape", {t, m.Const(t + "_shape", Ints({B, S, H, Dh}))})},
                 A({{"perm", Attribute::Ints({0, 2, 1, 3})}}));
   };
-  const std::string ln1 = m.Op("LayerNormalization", {x, m.Param("ln1_g", Random({D}, rng)), m.Param("ln1_b", Random({D}, rng))});
-  const std::string q = heads(linear(ln1, "q", D, D)), k = heads(linear(ln1, "k", D, D)), v = heads(linear(ln1, "v", D, D));
+  const std::string ln1 =
+      m.Op("LayerNormalization", {x, m.Param("ln1_g", Random({D}, rng)), m.Param("ln1_b", Random({D}, rng))});
+  const std::string q = heads(linear(ln1, "q", D, D)), k = heads(linear(ln1, "k", D, D)),
+                    v = heads(linear(ln1, "v", D, D));
   Tensor scale = Tensor::Scalar(DType::kFloat64, 1.0 / std::sqrt(static_cast<double>(Dh)));
-  const std::string scores = m.Op("Mul", {m.Op("MatMul", {q, m.Op("Transpose", {k}, A({{"perm", Attribute::Ints({0, 1, 3, 2})}}))}),
-                                          m.Const("attn_scale", scale)});
+  const std::string scores =
+      m.Op("Mul", {m.Op("MatMul", {q, m.Op("Transpose", {k}, A({{"perm", Attribute::Ints({0, 1, 3, 2})}}))}),
+                   m.Const("attn_scale", scale)});
   const std::string attn = m.Op("Softmax", {scores}, A({{"axis", Attribute::Int(-1)}}));
   std::string ctx = m.Op("Transpose", {m.Op("MatMul", {attn, v})}, A({{"perm", Attribute::Ints({0, 2, 1, 3})}}));
   ctx = m.Op("Reshape", {ctx, m.Const("merge_shape", Ints({B, S, D}))});
   const std::string x2 = m.Op("Add", {x, linear(ctx, "o", D, D)});
-  const std::string ln2 = m.Op("LayerNormalization", {x2, m.Param("ln2_g", Random({D}, rng)), m.Param("ln2_b", Random({D}, rng))});
+  const std::string ln2 =
+      m.Op("LayerNormalization", {x2, m.Param("ln2_g", Random({D}, rng)), m.Param("ln2_b", Random({D}, rng))});
   const std::string mlp = linear(m.Op("Gelu", {linear(ln2, "fc1", D, F)}), "fc2", F, D);
   const std::string out = m.Op("Add", {x2, mlp});
   *loss = m.Op("ReduceSum", {m.Op("Mul", {out, m.Const("upstream", Random({B, S, D}, rng))})},

@@ -86,7 +86,7 @@ Tensor ToF32(const Tensor& t) {
 struct Forward {
   std::string op;
   AttrMap attrs;
-  std::vector<Tensor> inputs;  // f64
+  std::vector<Tensor> inputs;    // f64
   std::vector<Tensor> upstream;  // R_k per output used (one per output of interest)
 
   double Loss(const std::vector<Tensor>& in) const {
@@ -179,18 +179,27 @@ std::vector<ConvCase> ConvCases() {
   using A = Attribute;
   return {
       {{2, 4, 9}, {6, 4, 3}, Attrs({{"strides", A::Ints({2})}, {"pads", A::Ints({1, 2})}})},
-      {{2, 4, 7, 8}, {6, 2, 3, 2},
-       Attrs({{"group", A::Int(2)}, {"strides", A::Ints({2, 1})}, {"dilations", A::Ints({1, 2})},
+      {{2, 4, 7, 8},
+       {6, 2, 3, 2},
+       Attrs({{"group", A::Int(2)},
+              {"strides", A::Ints({2, 1})},
+              {"dilations", A::Ints({1, 2})},
               {"pads", A::Ints({1, 0, 2, 1})}})},
       {{1, 3, 6, 5}, {4, 3, 3, 3}, Attrs({{"auto_pad", A::String("SAME_UPPER")}, {"strides", A::Ints({2, 2})}})},
       {{2, 4, 6, 6}, {4, 1, 3, 3}, Attrs({{"group", A::Int(4)}, {"pads", A::Ints({1, 1, 1, 1})}})},  // depthwise
-      {{1, 3, 7, 8}, {3, 1, 3, 2},
-       Attrs({{"group", A::Int(3)}, {"strides", A::Ints({2, 3})}, {"dilations", A::Ints({1, 2})},
+      {{1, 3, 7, 8},
+       {3, 1, 3, 2},
+       Attrs({{"group", A::Int(3)},
+              {"strides", A::Ints({2, 3})},
+              {"dilations", A::Ints({1, 2})},
               {"pads", A::Ints({1, 0, 0, 1})}})},  // strided, dilated depthwise
-      {{1, 2, 4, 5, 4}, {3, 2, 2, 3, 2}, Attrs({{"strides", A::Ints({1, 2, 1})}, {"pads", A::Ints({0, 1, 1, 1, 0, 0})}})},
+      {{1, 2, 4, 5, 4},
+       {3, 2, 2, 3, 2},
+       Attrs({{"strides", A::Ints({1, 2, 1})}, {"pads", A::Ints({0, 1, 1, 1, 0, 0})}})},
       {{3, 5, 5, 5}, {2, 5, 1, 1}, Attrs({})},  // pointwise
       // stride 1 with >= 32 input channels per group: the data gradient runs as a convolution
-      {{1, 64, 5, 4}, {4, 32, 3, 2},
+      {{1, 64, 5, 4},
+       {4, 32, 3, 2},
        Attrs({{"group", A::Int(2)}, {"dilations", A::Ints({2, 1})}, {"pads", A::Ints({2, 0, 1, 3})}})},
   };
 }
@@ -219,9 +228,14 @@ struct ConvTCase {
 TEST(ConvTransposeGrad, MatchesFiniteDifferences) {
   using A = Attribute;
   const ConvTCase cases[] = {
-      {{2, 4, 5}, {4, 3, 3}, Attrs({{"strides", A::Ints({2})}, {"pads", A::Ints({1, 0})}, {"output_padding", A::Ints({1})}})},
-      {{1, 4, 3, 4}, {4, 2, 3, 2},
-       Attrs({{"group", A::Int(2)}, {"strides", A::Ints({2, 3})}, {"dilations", A::Ints({2, 1})},
+      {{2, 4, 5},
+       {4, 3, 3},
+       Attrs({{"strides", A::Ints({2})}, {"pads", A::Ints({1, 0})}, {"output_padding", A::Ints({1})}})},
+      {{1, 4, 3, 4},
+       {4, 2, 3, 2},
+       Attrs({{"group", A::Int(2)},
+              {"strides", A::Ints({2, 3})},
+              {"dilations", A::Ints({2, 1})},
               {"pads", A::Ints({1, 0, 0, 1})}})},
       {{2, 3, 3, 3}, {3, 2, 3, 3}, Attrs({{"auto_pad", A::String("SAME_LOWER")}, {"strides", A::Ints({2, 2})}})},
       {{1, 2, 3, 3}, {2, 2, 2, 2}, Attrs({{"strides", A::Ints({2, 2})}, {"output_shape", A::Ints({7, 6})}})},
@@ -293,16 +307,40 @@ struct PoolCase {
 TEST(PoolGrad, MatchesFiniteDifferences) {
   using A = Attribute;
   const PoolCase cases[] = {
-      {"MaxPool", {2, 3, 7, 6}, Attrs({{"kernel_shape", A::Ints({3, 3})}, {"strides", A::Ints({2, 2})}, {"pads", A::Ints({1, 1, 1, 1})}})},
-      {"MaxPool", {1, 2, 9}, Attrs({{"kernel_shape", A::Ints({3})}, {"strides", A::Ints({2})}, {"dilations", A::Ints({2})}, {"ceil_mode", A::Int(1)}})},
-      {"MaxPool", {1, 2, 4, 5, 4}, Attrs({{"kernel_shape", A::Ints({2, 2, 2})}, {"auto_pad", A::String("SAME_UPPER")}})},
+      {"MaxPool",
+       {2, 3, 7, 6},
+       Attrs({{"kernel_shape", A::Ints({3, 3})}, {"strides", A::Ints({2, 2})}, {"pads", A::Ints({1, 1, 1, 1})}})},
+      {"MaxPool",
+       {1, 2, 9},
+       Attrs({{"kernel_shape", A::Ints({3})},
+              {"strides", A::Ints({2})},
+              {"dilations", A::Ints({2})},
+              {"ceil_mode", A::Int(1)}})},
+      {"MaxPool",
+       {1, 2, 4, 5, 4},
+       Attrs({{"kernel_shape", A::Ints({2, 2, 2})}, {"auto_pad", A::String("SAME_UPPER")}})},
       // Some windows miss the input entirely (dilated taps over the padding): output 0, no gradient.
-      {"MaxPool", {1, 2, 2, 4}, Attrs({{"kernel_shape", A::Ints({2, 2})}, {"dilations", A::Ints({3, 1})}, {"pads", A::Ints({2, 0, 2, 0})}})},
-      {"AveragePool", {2, 2, 7, 7}, Attrs({{"kernel_shape", A::Ints({3, 3})}, {"strides", A::Ints({2, 2})}, {"pads", A::Ints({1, 1, 1, 1})}})},
-      {"AveragePool", {2, 2, 7, 7}, Attrs({{"kernel_shape", A::Ints({3, 3})}, {"strides", A::Ints({2, 2})}, {"pads", A::Ints({1, 0, 1, 0})},
-                                           {"count_include_pad", A::Int(1)}, {"ceil_mode", A::Int(1)}})},
-      {"AveragePool", {1, 3, 8}, Attrs({{"kernel_shape", A::Ints({3})}, {"strides", A::Ints({3})}, {"ceil_mode", A::Int(1)}})},
-      {"AveragePool", {1, 2, 3, 4, 5}, Attrs({{"kernel_shape", A::Ints({2, 2, 3})}, {"auto_pad", A::String("SAME_LOWER")}, {"count_include_pad", A::Int(1)}})},
+      {"MaxPool",
+       {1, 2, 2, 4},
+       Attrs({{"kernel_shape", A::Ints({2, 2})}, {"dilations", A::Ints({3, 1})}, {"pads", A::Ints({2, 0, 2, 0})}})},
+      {"AveragePool",
+       {2, 2, 7, 7},
+       Attrs({{"kernel_shape", A::Ints({3, 3})}, {"strides", A::Ints({2, 2})}, {"pads", A::Ints({1, 1, 1, 1})}})},
+      {"AveragePool",
+       {2, 2, 7, 7},
+       Attrs({{"kernel_shape", A::Ints({3, 3})},
+              {"strides", A::Ints({2, 2})},
+              {"pads", A::Ints({1, 0, 1, 0})},
+              {"count_include_pad", A::Int(1)},
+              {"ceil_mode", A::Int(1)}})},
+      {"AveragePool",
+       {1, 3, 8},
+       Attrs({{"kernel_shape", A::Ints({3})}, {"strides", A::Ints({3})}, {"ceil_mode", A::Int(1)}})},
+      {"AveragePool",
+       {1, 2, 3, 4, 5},
+       Attrs({{"kernel_shape", A::Ints({2, 2, 3})},
+              {"auto_pad", A::String("SAME_LOWER")},
+              {"count_include_pad", A::Int(1)}})},
       {"GlobalAveragePool", {2, 3, 4, 5}, {}},
       {"GlobalMaxPool", {2, 3, 4, 5}, {}},
       {"GlobalMaxPool", {2, 3, 6}, {}},
@@ -352,22 +390,29 @@ TEST(SoftmaxGrad, MatchesFiniteDifferences) {
 
 TEST(LayerNormalizationGrad, MatchesFiniteDifferences) {
   std::mt19937 rng(7);
-  struct Case { Shape x, scale; int64_t axis; bool saved; };
-  const Case cases[] = {{{4, 6, 10}, {10}, -1, false}, {{4, 6, 10}, {10}, -1, true},
-                        {{3, 4, 5}, {4, 5}, 1, true}, {{3, 4, 5}, {5}, 1, false}, {{2, 3}, {1, 3}, -1, false}};
+  struct Case {
+    Shape x, scale;
+    int64_t axis;
+    bool saved;
+  };
+  const Case cases[] = {{{4, 6, 10}, {10}, -1, false},
+                        {{4, 6, 10}, {10}, -1, true},
+                        {{3, 4, 5}, {4, 5}, 1, true},
+                        {{3, 4, 5}, {5}, 1, false},
+                        {{2, 3}, {1, 3}, -1, false}};
   for (const Case& c : cases) {
     const std::string what = "LayerNormalization X " + ShapeToString(c.x) + " Scale " + ShapeToString(c.scale) +
                              (c.saved ? " (saved Mean/InvStdDev)" : "");
     // stash_type 0 keeps the statistics in f64, so the kernel uses them as given.
-    const AttrMap attrs = Attrs({{"axis", Attribute::Int(c.axis)}, {"epsilon", Attribute::Float(1e-3f)},
-                                 {"stash_type", Attribute::Int(0)}});
+    const AttrMap attrs = Attrs(
+        {{"axis", Attribute::Int(c.axis)}, {"epsilon", Attribute::Float(1e-3f)}, {"stash_type", Attribute::Int(0)}});
     Forward f{"LayerNormalization", attrs, {Random(c.x, rng, -2, 2), Random(c.scale, rng), Random(c.scale, rng)}, {}};
     f.upstream = {Random(c.x, rng)};
     std::vector<Tensor> fwd = RunNode("LayerNormalization", "", f.inputs, attrs, 3);
     const Tensor none;
-    std::vector<Tensor> g = RunNode("LayerNormalizationGrad", kOneflowDomain,
-                                    {f.upstream[0], f.inputs[0], f.inputs[1], c.saved ? fwd[1] : none,
-                                     c.saved ? fwd[2] : none}, attrs, 3);
+    std::vector<Tensor> g =
+        RunNode("LayerNormalizationGrad", kOneflowDomain,
+                {f.upstream[0], f.inputs[0], f.inputs[1], c.saved ? fwd[1] : none, c.saved ? fwd[2] : none}, attrs, 3);
     CheckFd(f, 0, g[0], what + " dX");
     CheckFd(f, 1, g[1], what + " dScale");
     CheckFd(f, 2, g[2], what + " dB");
@@ -381,25 +426,29 @@ TEST(BatchNormalizationGrad, MatchesFiniteDifferences) {
   std::mt19937 rng(8);
   for (int training = 0; training <= 1; ++training) {
     for (const Shape& xs : {Shape{4, 3, 5, 2}, Shape{6, 4}, Shape{2, 3, 3, 2, 2}}) {
-      const std::string what = std::string("BatchNormalization ") + (training ? "training" : "inference") + " X " +
-                               ShapeToString(xs);
+      const std::string what =
+          std::string("BatchNormalization ") + (training ? "training" : "inference") + " X " + ShapeToString(xs);
       const int64_t c = xs[1];
       const AttrMap attrs = Attrs({{"epsilon", Attribute::Float(1e-2f)}, {"training_mode", Attribute::Int(training)}});
-      Forward f{"BatchNormalization", attrs,
-                {Random(xs, rng, -2, 2), Random({c}, rng), Random({c}, rng), Random({c}, rng), Random({c}, rng, 0.5, 2)},
-                {}};
+      Forward f{
+          "BatchNormalization",
+          attrs,
+          {Random(xs, rng, -2, 2), Random({c}, rng), Random({c}, rng), Random({c}, rng), Random({c}, rng, 0.5, 2)},
+          {}};
       f.upstream = {Random(xs, rng)};
       const Tensor none;
-      std::vector<Tensor> g = RunNode("BatchNormalizationGrad", kOneflowDomain,
-                                      {f.upstream[0], f.inputs[0], f.inputs[1], training ? none : f.inputs[3],
-                                       training ? none : f.inputs[4]}, attrs, 3);
+      std::vector<Tensor> g = RunNode(
+          "BatchNormalizationGrad", kOneflowDomain,
+          {f.upstream[0], f.inputs[0], f.inputs[1], training ? none : f.inputs[3], training ? none : f.inputs[4]},
+          attrs, 3);
       CheckFd(f, 0, g[0], what + " dX");
       CheckFd(f, 1, g[1], what + " dscale");
       CheckFd(f, 2, g[2], what + " dB");
     }
   }
-  CheckF32("BatchNormalizationGrad", {Random({32, 16, 14, 14}, rng), Random({32, 16, 14, 14}, rng, -2, 2),
-                                      Random({16}, rng)}, {}, 3, 1e-4, "BatchNormalizationGrad f32");
+  CheckF32("BatchNormalizationGrad",
+           {Random({32, 16, 14, 14}, rng), Random({32, 16, 14, 14}, rng, -2, 2), Random({16}, rng)}, {}, 3, 1e-4,
+           "BatchNormalizationGrad f32");
 }
 
 TEST(BatchNormalization, TrainingModeForwardMatchesNaive) {
@@ -446,8 +495,9 @@ TEST(InstanceNormalizationGrad, MatchesFiniteDifferences) {
     CheckFd(f, 1, g[1], what + " dscale");
     CheckFd(f, 2, g[2], what + " dB");
   }
-  CheckF32("InstanceNormalizationGrad", {Random({8, 32, 12, 12}, rng), Random({8, 32, 12, 12}, rng, -2, 2),
-                                         Random({32}, rng)}, {}, 3, 1e-4, "InstanceNormalizationGrad f32");
+  CheckF32("InstanceNormalizationGrad",
+           {Random({8, 32, 12, 12}, rng), Random({8, 32, 12, 12}, rng, -2, 2), Random({32}, rng)}, {}, 3, 1e-4,
+           "InstanceNormalizationGrad f32");
 }
 
 TEST(NnGrad, BadInputsGetClearErrors) {
@@ -462,24 +512,37 @@ TEST(NnGrad, BadInputsGetClearErrors) {
   };
   const AttrMap pool = Attrs({{"kernel_shape", Attribute::Ints({2, 2})}});
   Tensor x = Random({1, 2, 4, 4}, rng);
-  expect_error([&] { RunNode("MaxPoolGrad", kOneflowDomain, {Random({1, 2, 2, 2}, rng), x}, pool, 1); },
-               "is not the pool's output shape");
+  expect_error(
+      [&] {
+        RunNode("MaxPoolGrad", kOneflowDomain, {Random({1, 2, 2, 2}, rng), x}, pool, 1);
+      },
+      "is not the pool's output shape");
   Tensor idx(DType::kInt64, {1, 2, 3, 3});
   for (int64_t i = 0; i < idx.numel(); ++i) idx.data<int64_t>()[i] = 1000;
-  expect_error([&] { RunNode("MaxPoolGrad", kOneflowDomain, {Random({1, 2, 3, 3}, rng), x, idx}, pool, 1); },
-               "outside its (n, c) plane");
+  expect_error(
+      [&] {
+        RunNode("MaxPoolGrad", kOneflowDomain, {Random({1, 2, 3, 3}, rng), x, idx}, pool, 1);
+      },
+      "outside its (n, c) plane");
   const Tensor none;
-  expect_error([&] {
-    RunNode("LayerNormalizationGrad", kOneflowDomain,
-            {Random({3, 4}, rng), Random({3, 4}, rng), Random({4}, rng), Random({2}, rng), Random({2}, rng)},
-            Attrs({{"axis", Attribute::Int(-1)}}), 3);
-  }, "one value per row");
-  expect_error([&] {
-    RunNode("BatchNormalizationGrad", kOneflowDomain,
-            {Random({2, 3}, rng), Random({2, 3}, rng), Random({3}, rng), Random({3}, rng), none}, {}, 3);
-  }, "both mean and var");
-  expect_error([&] { RunNode("SoftmaxGrad", kOneflowDomain, {Random({2, 3}, rng), Random({3, 2}, rng)}, {}, 1); },
-               "differ");
+  expect_error(
+      [&] {
+        RunNode("LayerNormalizationGrad", kOneflowDomain,
+                {Random({3, 4}, rng), Random({3, 4}, rng), Random({4}, rng), Random({2}, rng), Random({2}, rng)},
+                Attrs({{"axis", Attribute::Int(-1)}}), 3);
+      },
+      "one value per row");
+  expect_error(
+      [&] {
+        RunNode("BatchNormalizationGrad", kOneflowDomain,
+                {Random({2, 3}, rng), Random({2, 3}, rng), Random({3}, rng), Random({3}, rng), none}, {}, 3);
+      },
+      "both mean and var");
+  expect_error(
+      [&] {
+        RunNode("SoftmaxGrad", kOneflowDomain, {Random({2, 3}, rng), Random({3, 2}, rng)}, {}, 1);
+      },
+      "differ");
 }
 
 }  // namespace

@@ -49,7 +49,8 @@ void GradMaxPool(GradContext& c) {
 }
 
 void GradAveragePool(GradContext& c) {
-  if (c.needs_input_grad(0)) c.SetInputGrad(0, EmitGrad(c, "AveragePoolGrad", {c.output_grad(0), c.ShapeOf(c.input(0))})[0]);
+  if (c.needs_input_grad(0))
+    c.SetInputGrad(0, EmitGrad(c, "AveragePoolGrad", {c.output_grad(0), c.ShapeOf(c.input(0))})[0]);
 }
 
 void GradGlobalAveragePool(GradContext& c) {
@@ -77,9 +78,9 @@ void GradLayerNormalization(GradContext& c) {
   const bool saved = c.has_output(1) && c.has_output(2) && c.output_type(1).dtype == xt && c.output_type(2).dtype == xt;
   AttrMap attrs = MakeAttrs({{"axis", Attribute::Int(c.attrs().GetInt("axis"))},
                              {"epsilon", Attribute::Float(c.attrs().GetFloat("epsilon"))}});
-  const std::vector<std::string> g = c.Emit("LayerNormalizationGrad",
-                                            {dy, c.input(0), c.input(1), saved ? c.output(1) : "", saved ? c.output(2) : ""},
-                                            attrs, 3, kOneflowDomain);
+  const std::vector<std::string> g =
+      c.Emit("LayerNormalizationGrad", {dy, c.input(0), c.input(1), saved ? c.output(1) : "", saved ? c.output(2) : ""},
+             attrs, 3, kOneflowDomain);
   for (size_t i = 0; i < 3; ++i)
     if (c.has_input(i) && c.needs_input_grad(i)) c.SetInputGrad(i, g[i]);
 }
@@ -92,10 +93,9 @@ void GradBatchNormalization(GradContext& c) {
   const bool training = c.attrs().GetInt("training_mode", 0) != 0;
   const std::string dy = c.OutputGradOrZeros(0);
   AttrMap attrs = MakeAttrs({{"epsilon", Attribute::Float(c.attrs().GetFloat("epsilon"))}});
-  const std::vector<std::string> g =
-      c.Emit("BatchNormalizationGrad",
-             {dy, c.input(0), c.input(1), training ? "" : c.input(3), training ? "" : c.input(4)}, attrs, 3,
-             kOneflowDomain);
+  const std::vector<std::string> g = c.Emit(
+      "BatchNormalizationGrad", {dy, c.input(0), c.input(1), training ? "" : c.input(3), training ? "" : c.input(4)},
+      attrs, 3, kOneflowDomain);
   for (size_t i = 0; i < 3; ++i)
     if (c.needs_input_grad(i)) c.SetInputGrad(i, g[i]);
   if (!c.needs_input_grad(3) && !c.needs_input_grad(4)) return;
@@ -105,7 +105,8 @@ void GradBatchNormalization(GradContext& c) {
     return;
   }
   const DType t = c.input_type(4).dtype;
-  const std::string inv = c.Emit1("Reciprocal", {c.Emit1("Sqrt", {c.Add(c.input(4), c.Scalar(c.attrs().GetFloat("epsilon"), t))})});
+  const std::string inv =
+      c.Emit1("Reciprocal", {c.Emit1("Sqrt", {c.Add(c.input(4), c.Scalar(c.attrs().GetFloat("epsilon"), t))})});
   const std::string k = c.Mul(c.input(1), inv);
   if (c.needs_input_grad(3)) c.SetInputGrad(3, c.Neg(c.Mul(k, g[2])));
   if (c.needs_input_grad(4)) c.SetInputGrad(4, c.Mul(c.Mul(k, inv), c.Mul(g[1], c.Scalar(-0.5, t))));

@@ -13,11 +13,11 @@
 // Depthwise convs skip the GEMMs (one row per group) for direct loops.
 #include <cstring>
 
+#include "graph/op_schema.h"
 #include "graph/ops/conv_shape.h"
 #include "kernels/cpu/nn_grad_kernels.h"
 #include "kernels/cpu/nn_kernels.h"
 #include "kernels/cpu/reduce_util.h"
-#include "graph/op_schema.h"
 
 namespace oneflow {
 
@@ -133,16 +133,18 @@ void GroupRows(const ConvPlan& p, T* nchw, int64_t n0, int64_t nb, int64_t g, T*
       const int64_t m = t / nb, n = t % nb;
       T* a = nchw + ((n0 + n) * p.M + g * p.Mg + m) * p.out_size;
       T* b = dense + m * L + n * p.out_size;
-      if (to_dense) std::memcpy(b, a, bytes);
-      else std::memcpy(a, b, bytes);
+      if (to_dense)
+        std::memcpy(b, a, bytes);
+      else
+        std::memcpy(a, b, bytes);
     }
   });
 }
 
 // C[M, N] = op(A) op(B) + beta * C: the packed SGEMM for f32, the reference GEMM for f64.
 template <typename T>
-void GemmT(int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, bool ta, const T* B, int64_t ldb, bool tb,
-           T beta, T* C, int64_t ldc, ThreadPool& pool) {
+void GemmT(int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, bool ta, const T* B, int64_t ldb, bool tb, T beta,
+           T* C, int64_t ldc, ThreadPool& pool) {
   if constexpr (std::is_same_v<T, float>) {
     Sgemm(M, N, K, 1.0f, GemmOperand::Raw(A, lda, ta), GemmOperand::Raw(B, ldb, tb), beta, C, ldc, nullptr, &pool);
   } else {
@@ -307,14 +309,14 @@ void FilterGemm(int64_t M, int64_t N, int64_t K, const T* dense, const T* col, T
   if constexpr (std::is_same_v<T, float>) {
     if (parts > 1) {
       std::vector<float> partial(static_cast<size_t>(parts * M * N));
-      pool.ParallelFor(parts, 2.0 * static_cast<double>(M * N) * static_cast<double>(K) / parts,
-                       [&](int64_t b, int64_t e) {
-        for (int64_t t = b; t < e; ++t) {
-          const int64_t k0 = K * t / parts, k1 = K * (t + 1) / parts;
-          Sgemm(M, N, k1 - k0, 1.0f, GemmOperand::Raw(dense + k0, K), GemmOperand::Raw(col + k0, K, true), 0.0f,
-                partial.data() + t * M * N, N, nullptr, nullptr);
-        }
-      });
+      pool.ParallelFor(
+          parts, 2.0 * static_cast<double>(M * N) * static_cast<double>(K) / parts, [&](int64_t b, int64_t e) {
+            for (int64_t t = b; t < e; ++t) {
+              const int64_t k0 = K * t / parts, k1 = K * (t + 1) / parts;
+              Sgemm(M, N, k1 - k0, 1.0f, GemmOperand::Raw(dense + k0, K), GemmOperand::Raw(col + k0, K, true), 0.0f,
+                    partial.data() + t * M * N, N, nullptr, nullptr);
+            }
+          });
       pool.ParallelFor(M, static_cast<double>(N * parts), [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) {
           float* row = dw + i * N;
@@ -354,9 +356,8 @@ std::vector<int64_t> Spatial(const Shape& s) { return std::vector<int64_t>(s.beg
 // The plan of conv "I -> O" for Conv(X, W) -> Y: I = X, O = Y.
 ConvPlan ConvPlanOf(const KernelContext& ctx, const Shape& x, const Shape& w, const Shape& y) {
   const std::string& node = ctx.node_desc();
-  OF_REQUIRE(x.size() >= 3 && x.size() <= 5 && w.size() == x.size() && y.size() == x.size(), node,
-             ": X ", ShapeToString(x), ", W ", ShapeToString(w), " and dY ", ShapeToString(y),
-             " must all have rank 3 to 5");
+  OF_REQUIRE(x.size() >= 3 && x.size() <= 5 && w.size() == x.size() && y.size() == x.size(), node, ": X ",
+             ShapeToString(x), ", W ", ShapeToString(w), " and dY ", ShapeToString(y), " must all have rank 3 to 5");
   ConvGeometry g = ResolveConvGeometry(ctx.attrs(), Spatial(x), Spatial(w), node);
   OF_REQUIRE(g.out == Spatial(y) && y[0] == x[0] && y[1] == w[0], node, ": dY ", ShapeToString(y),
              " is not the output shape of Conv(X ", ShapeToString(x), ", W ", ShapeToString(w), ")");
@@ -376,9 +377,8 @@ ConvPlan ConvPlanOf(const KernelContext& ctx, const Shape& x, const Shape& w, co
 // The plan of conv "I -> O" for ConvTranspose(X, W) -> Y: I = Y (channels W[1] * group), O = X.
 ConvPlan ConvTransposePlanOf(const KernelContext& ctx, const Shape& x, const Shape& w, const Shape& y) {
   const std::string& node = ctx.node_desc();
-  OF_REQUIRE(x.size() >= 3 && x.size() <= 5 && w.size() == x.size() && y.size() == x.size(), node,
-             ": X ", ShapeToString(x), ", W ", ShapeToString(w), " and dY ", ShapeToString(y),
-             " must all have rank 3 to 5");
+  OF_REQUIRE(x.size() >= 3 && x.size() <= 5 && w.size() == x.size() && y.size() == x.size(), node, ": X ",
+             ShapeToString(x), ", W ", ShapeToString(w), " and dY ", ShapeToString(y), " must all have rank 3 to 5");
   ConvGeometry g = ResolveConvTransposeGeometry(ctx.attrs(), Spatial(x), Spatial(w), node);
   OF_REQUIRE(g.out == Spatial(y) && y[0] == x[0] && y[1] == w[1] * g.group && w[0] == x[1], node, ": dY ",
              ShapeToString(y), " is not the output shape of ConvTranspose(X ", ShapeToString(x), ", W ",

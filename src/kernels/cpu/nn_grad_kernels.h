@@ -8,6 +8,7 @@ namespace oneflow {
 
 void RegisterCpuConvGradKernels(KernelRegistry& r);  // conv_grad.cc: Conv/ConvTranspose data, filter, bias grads
 void RegisterCpuPoolGradKernels(KernelRegistry& r);  // pool_grad.cc: Max/Average/Global pool grads
-void RegisterCpuNormGradKernels(KernelRegistry& r);  // norm_grad.cc: Softmax, LogSoftmax, Layer/Batch/InstanceNorm grads
+void RegisterCpuNormGradKernels(
+    KernelRegistry& r);  // norm_grad.cc: Softmax, LogSoftmax, Layer/Batch/InstanceNorm grads
 
 }  // namespace oneflow

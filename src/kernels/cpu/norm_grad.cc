@@ -21,7 +21,8 @@ void RequireDType(const KernelContext& ctx, const Tensor& t, DType want, const c
 }
 
 std::vector<double> ReadAsDouble(const KernelContext& ctx, const Tensor& t, int64_t n, const char* what) {
-  OF_REQUIRE(t.numel() == n, ctx.node_desc(), ": ", what, " must have ", n, " elements, got ", ShapeToString(t.shape()));
+  OF_REQUIRE(t.numel() == n, ctx.node_desc(), ": ", what, " must have ", n, " elements, got ",
+             ShapeToString(t.shape()));
   std::vector<double> v(static_cast<size_t>(n));
   DispatchFloat(t.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -72,22 +73,23 @@ void SoftmaxGradKernel(KernelContext& ctx) {
     }
     // Inner axis > 1: blocks of columns, so every loop runs over contiguous memory.
     const int64_t kBlock = 512, nb = (inner + kBlock - 1) / kBlock;
-    ctx.pool().ParallelFor(v.outer * nb, 8.0 * static_cast<double>(n * std::min(inner, kBlock)),
-                           [&](int64_t b, int64_t e) {
-      std::vector<T> s(static_cast<size_t>(kBlock));
-      for (int64_t t = b; t < e; ++t) {
-        const int64_t o = t / nb, c0 = (t % nb) * kBlock, w = std::min(inner, c0 + kBlock) - c0;
-        const int64_t base = o * n * inner + c0;
-        std::fill(s.begin(), s.begin() + w, T(0));
-        for (int64_t r = 0; r < n; ++r)
-          for (int64_t c = 0; c < w; ++c) s[c] += kLog ? pg[base + r * inner + c] : pg[base + r * inner + c] * py[base + r * inner + c];
-        for (int64_t r = 0; r < n; ++r)
-          for (int64_t c = 0; c < w; ++c) {
-            const int64_t i = base + r * inner + c;
-            pd[i] = kLog ? pg[i] - std::exp(py[i]) * s[c] : py[i] * (pg[i] - s[c]);
+    ctx.pool().ParallelFor(
+        v.outer * nb, 8.0 * static_cast<double>(n * std::min(inner, kBlock)), [&](int64_t b, int64_t e) {
+          std::vector<T> s(static_cast<size_t>(kBlock));
+          for (int64_t t = b; t < e; ++t) {
+            const int64_t o = t / nb, c0 = (t % nb) * kBlock, w = std::min(inner, c0 + kBlock) - c0;
+            const int64_t base = o * n * inner + c0;
+            std::fill(s.begin(), s.begin() + w, T(0));
+            for (int64_t r = 0; r < n; ++r)
+              for (int64_t c = 0; c < w; ++c)
+                s[c] += kLog ? pg[base + r * inner + c] : pg[base + r * inner + c] * py[base + r * inner + c];
+            for (int64_t r = 0; r < n; ++r)
+              for (int64_t c = 0; c < w; ++c) {
+                const int64_t i = base + r * inner + c;
+                pd[i] = kLog ? pg[i] - std::exp(py[i]) * s[c] : py[i] * (pg[i] - s[c]);
+              }
           }
-      }
-    });
+        });
   });
 }
 
@@ -145,12 +147,12 @@ void LayerNormGradKernel(KernelContext& ctx) {
     using T = typename decltype(tag)::type;
     // Saved statistics are used when they have X's precision; lower-precision ones (stash_type 1
     // with f64 X) are recomputed, so the gradient keeps X's precision.
-    const bool saved = ctx.has_input(3) && ctx.has_input(4) && ctx.input(3).dtype() == x.dtype() &&
-                       ctx.input(4).dtype() == x.dtype();
+    const bool saved =
+        ctx.has_input(3) && ctx.has_input(4) && ctx.input(3).dtype() == x.dtype() && ctx.input(4).dtype() == x.dtype();
     if (saved)
       for (size_t i = 3; i <= 4; ++i)
-        OF_REQUIRE(ctx.input(i).numel() == rows, ctx.node_desc(), ": input ", i, " must hold one value per row (",
-                   rows, ")");
+        OF_REQUIRE(ctx.input(i).numel() == rows, ctx.node_desc(), ": input ", i, " must hold one value per row (", rows,
+                   ")");
     const T* mean_in = saved ? ctx.input(3).data<T>() : nullptr;
     const T* inv_in = saved ? ctx.input(4).data<T>() : nullptr;
     std::vector<T> sc(static_cast<size_t>(n));
@@ -160,37 +162,38 @@ void LayerNormGradKernel(KernelContext& ctx) {
     const T* px = x.data<T>();
     const T* pg = dy.data<T>();
     T* pd = ctx.output(0).data<T>();
-    ctx.pool().ParallelFor(chunks, 12.0 * static_cast<double>(n) * static_cast<double>(rows) / chunks,
-                           [&](int64_t b, int64_t e) {
-      std::vector<T> xhat(static_cast<size_t>(n));
-      for (int64_t c = b; c < e; ++c) {
-        T* ps = want_params ? partial.data() + 2 * c * n : nullptr;
-        T* pb = want_params ? ps + n : nullptr;
-        for (int64_t r = rows * c / chunks; r < rows * (c + 1) / chunks; ++r) {
-          const T* xr = px + r * n;
-          const T* gr = pg + r * n;
-          T* dr = pd + r * n;
-          T mean, inv;
-          if (saved) {
-            mean = mean_in[r];
-            inv = inv_in[r];
-          } else {
-            mean = LaneSum<T>(n, [&](int64_t i) { return xr[i]; }) / static_cast<T>(n);
-            const T var = LaneSum<T>(n, [&](int64_t i) { return (xr[i] - mean) * (xr[i] - mean); }) / static_cast<T>(n);
-            inv = T(1) / std::sqrt(var + static_cast<T>(eps));
-          }
-          for (int64_t i = 0; i < n; ++i) xhat[i] = (xr[i] - mean) * inv;
-          const T sg = LaneSum<T>(n, [&](int64_t i) { return gr[i] * sc[i]; }) / static_cast<T>(n);
-          const T sgx = LaneSum<T>(n, [&](int64_t i) { return gr[i] * sc[i] * xhat[i]; }) / static_cast<T>(n);
-          for (int64_t i = 0; i < n; ++i) dr[i] = inv * (gr[i] * sc[i] - sg - xhat[i] * sgx);
-          if (want_params)
-            for (int64_t i = 0; i < n; ++i) {
-              ps[i] += gr[i] * xhat[i];
-              pb[i] += gr[i];
+    ctx.pool().ParallelFor(
+        chunks, 12.0 * static_cast<double>(n) * static_cast<double>(rows) / chunks, [&](int64_t b, int64_t e) {
+          std::vector<T> xhat(static_cast<size_t>(n));
+          for (int64_t c = b; c < e; ++c) {
+            T* ps = want_params ? partial.data() + 2 * c * n : nullptr;
+            T* pb = want_params ? ps + n : nullptr;
+            for (int64_t r = rows * c / chunks; r < rows * (c + 1) / chunks; ++r) {
+              const T* xr = px + r * n;
+              const T* gr = pg + r * n;
+              T* dr = pd + r * n;
+              T mean, inv;
+              if (saved) {
+                mean = mean_in[r];
+                inv = inv_in[r];
+              } else {
+                mean = LaneSum<T>(n, [&](int64_t i) { return xr[i]; }) / static_cast<T>(n);
+                const T var =
+                    LaneSum<T>(n, [&](int64_t i) { return (xr[i] - mean) * (xr[i] - mean); }) / static_cast<T>(n);
+                inv = T(1) / std::sqrt(var + static_cast<T>(eps));
+              }
+              for (int64_t i = 0; i < n; ++i) xhat[i] = (xr[i] - mean) * inv;
+              const T sg = LaneSum<T>(n, [&](int64_t i) { return gr[i] * sc[i]; }) / static_cast<T>(n);
+              const T sgx = LaneSum<T>(n, [&](int64_t i) { return gr[i] * sc[i] * xhat[i]; }) / static_cast<T>(n);
+              for (int64_t i = 0; i < n; ++i) dr[i] = inv * (gr[i] * sc[i] - sg - xhat[i] * sgx);
+              if (want_params)
+                for (int64_t i = 0; i < n; ++i) {
+                  ps[i] += gr[i] * xhat[i];
+                  pb[i] += gr[i];
+                }
             }
-        }
-      }
-    });
+          }
+        });
     // Sum the chunks' partials, then fold broadcast positions into the parameter's own shape.
     for (int which = 0; which < 2; ++which) {
       Tensor* out = which == 0 ? dscale : dbias;
@@ -219,8 +222,8 @@ void ChannelNormGrad(KernelContext& ctx, bool per_instance) {
   const Tensor& dy = ctx.input(0);
   const Tensor& x = ctx.input(1);
   RequireDType(ctx, x, dy.dtype(), "X");
-  OF_REQUIRE(x.rank() >= 2 && x.shape() == dy.shape(), ctx.node_desc(), ": dY ", ShapeToString(dy.shape()),
-             " and X ", ShapeToString(x.shape()), " must be equal and of rank >= 2");
+  OF_REQUIRE(x.rank() >= 2 && x.shape() == dy.shape(), ctx.node_desc(), ": dY ", ShapeToString(dy.shape()), " and X ",
+             ShapeToString(x.shape()), " must be equal and of rank >= 2");
   const int64_t N = x.dim(0), C = x.dim(1), S = ShapeProduct(x.shape(), 2, x.shape().size());
   const std::vector<double> scale = ReadAsDouble(ctx, ctx.input(2), C, "scale");
   const bool fixed = !per_instance && ctx.has_input(3) && ctx.has_input(4);

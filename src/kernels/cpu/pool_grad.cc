@@ -42,7 +42,10 @@ PoolGradPlan MakePlan(const PoolGeometry& g, const std::string& node) {
       int64_t a = p.k[i], b = 0, t = 0;
       for (int64_t tap = 0; tap < p.k[i]; ++tap) {
         const int64_t pos = o * p.s[i] - p.pb[i] + tap * p.d[i];
-        if (pos >= 0 && pos < p.in[i]) { a = std::min(a, tap); b = tap + 1; }
+        if (pos >= 0 && pos < p.in[i]) {
+          a = std::min(a, tap);
+          b = tap + 1;
+        }
         t += pos < p.in[i] + pe;  // the forward's count_include_pad divisor: input or explicit padding
       }
       p.lo[i].push_back(std::min(a, b));
@@ -119,39 +122,44 @@ void MaxPoolGradKernel(KernelContext& ctx) {
     T* pdx = dx.data<T>();
     ctx.pool().ParallelFor(planes, static_cast<double>(p.in_size + p.out_size * geo.kernel.size() * 4),
                            [&](int64_t begin, int64_t end) {
-      for (int64_t plane = begin; plane < end; ++plane) {
-        const T* xp = px + plane * p.in_size;
-        const T* gp = pdy + plane * p.out_size;
-        T* dp = pdx + plane * p.in_size;
-        std::fill(dp, dp + p.in_size, T(0));
-        if (indices) {
-          const int64_t* ip = indices->data<int64_t>() + plane * p.out_size;
-          const int64_t base = plane * p.in_size;
-          for (int64_t o = 0; o < p.out_size; ++o) {
-            const int64_t at = ip[o] - base;
-            if (at < 0 || at >= p.in_size) { bad_index = true; continue; }
-            dp[at] += gp[o];
-          }
-          continue;
-        }
-        ForEachWindow(p, [&](int64_t o, int64_t od, int64_t oh, int64_t ow) {
-          int64_t best = -1;
-          T bv = T(0);
-          ForEachTap(p, od, oh, ow, [&](int64_t i) {
-            if (best < 0 || xp[i] > bv) { best = i; bv = xp[i]; }
-          });
-          if (best >= 0) dp[best] += gp[o];
-        });
-      }
-    });
+                             for (int64_t plane = begin; plane < end; ++plane) {
+                               const T* xp = px + plane * p.in_size;
+                               const T* gp = pdy + plane * p.out_size;
+                               T* dp = pdx + plane * p.in_size;
+                               std::fill(dp, dp + p.in_size, T(0));
+                               if (indices) {
+                                 const int64_t* ip = indices->data<int64_t>() + plane * p.out_size;
+                                 const int64_t base = plane * p.in_size;
+                                 for (int64_t o = 0; o < p.out_size; ++o) {
+                                   const int64_t at = ip[o] - base;
+                                   if (at < 0 || at >= p.in_size) {
+                                     bad_index = true;
+                                     continue;
+                                   }
+                                   dp[at] += gp[o];
+                                 }
+                                 continue;
+                               }
+                               ForEachWindow(p, [&](int64_t o, int64_t od, int64_t oh, int64_t ow) {
+                                 int64_t best = -1;
+                                 T bv = T(0);
+                                 ForEachTap(p, od, oh, ow, [&](int64_t i) {
+                                   if (best < 0 || xp[i] > bv) {
+                                     best = i;
+                                     bv = xp[i];
+                                   }
+                                 });
+                                 if (best >= 0) dp[best] += gp[o];
+                               });
+                             }
+                           });
   });
   OF_REQUIRE(!bad_index, ctx.node_desc(), ": Indices holds a position outside its (n, c) plane");
 }
 
 Shape ShapeInput(const KernelContext& ctx, size_t i) {
   const Tensor& t = ctx.input(i);
-  OF_REQUIRE(t.dtype() == DType::kInt64 && t.rank() == 1, ctx.node_desc(), ": input ", i,
-             " must be a 1-D int64 shape");
+  OF_REQUIRE(t.dtype() == DType::kInt64 && t.rank() == 1, ctx.node_desc(), ": input ", i, " must be a 1-D int64 shape");
   return Shape(t.data<int64_t>(), t.data<int64_t>() + t.numel());
 }
 
@@ -180,22 +188,22 @@ void AveragePoolGradKernel(KernelContext& ctx) {
       });
       return;
     }
-    ctx.pool().ParallelFor(planes, static_cast<double>(p.in_size + p.out_size * geo.kernel.size() * 4),
-                           [&](int64_t begin, int64_t end) {
-      for (int64_t plane = begin; plane < end; ++plane) {
-        const T* gp = pdy + plane * p.out_size;
-        T* dp = pdx + plane * p.in_size;
-        std::fill(dp, dp + p.in_size, T(0));
-        ForEachWindow(p, [&](int64_t o, int64_t od, int64_t oh, int64_t ow) {
-          const int64_t count =
-              include_pad ? p.padded[0][od] * p.padded[1][oh] * p.padded[2][ow]
-                          : (p.hi[0][od] - p.lo[0][od]) * (p.hi[1][oh] - p.lo[1][oh]) * (p.hi[2][ow] - p.lo[2][ow]);
-          if (count == 0) return;
-          const T share = gp[o] / static_cast<T>(count);
-          ForEachTap(p, od, oh, ow, [&](int64_t i) { dp[i] += share; });
+    ctx.pool().ParallelFor(
+        planes, static_cast<double>(p.in_size + p.out_size * geo.kernel.size() * 4), [&](int64_t begin, int64_t end) {
+          for (int64_t plane = begin; plane < end; ++plane) {
+            const T* gp = pdy + plane * p.out_size;
+            T* dp = pdx + plane * p.in_size;
+            std::fill(dp, dp + p.in_size, T(0));
+            ForEachWindow(p, [&](int64_t o, int64_t od, int64_t oh, int64_t ow) {
+              const int64_t count =
+                  include_pad ? p.padded[0][od] * p.padded[1][oh] * p.padded[2][ow]
+                              : (p.hi[0][od] - p.lo[0][od]) * (p.hi[1][oh] - p.lo[1][oh]) * (p.hi[2][ow] - p.lo[2][ow]);
+              if (count == 0) return;
+              const T share = gp[o] / static_cast<T>(count);
+              ForEachTap(p, od, oh, ow, [&](int64_t i) { dp[i] += share; });
+            });
+          }
         });
-      }
-    });
   });
 }
 
