@@ -2,10 +2,12 @@
 // (Conv-BatchNorm-Relu-MaxPool-Conv-Relu-GlobalAveragePool-Flatten-Gemm-LogSoftmax, NLL loss) and
 // a transformer encoder block (LayerNorm, MatMul, multi-head attention with Reshape/Transpose and
 // Softmax, Gelu MLP, residual Adds). Every parameter's gradient (and the input's) is compared with
-// central finite differences of the loss on sampled elements.
+// central finite differences of the loss on sampled elements. A CNN whose first conv is frozen (its
+// weights constants) runs in f32 through the NHWC layout pass and is compared with the f64 gradients.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <random>
 
 #include "engine/session.h"
@@ -28,20 +30,30 @@ Tensor Ints(const std::vector<int64_t>& v) {
   return t;
 }
 
+Tensor ToF32(const Tensor& t) {
+  if (t.dtype() != DType::kFloat64) return t;
+  Tensor f(DType::kFloat32, t.shape());
+  for (int64_t i = 0; i < t.numel(); ++i) f.data<float>()[i] = static_cast<float>(t.data<double>()[i]);
+  return f;
+}
+
 // A model under construction: parameters (and the input) are graph inputs, so they are fed and
-// perturbed; everything else (shapes, targets) is a constant.
+// perturbed; everything else (shapes, targets, frozen weights) is a constant. With `f32` every
+// float tensor is stored in f32.
 struct ModelBuilder {
   Graph g;
   std::vector<std::pair<std::string, Tensor>> params;
-  explicit ModelBuilder(int opset) { g.opset_imports[""] = opset; }
+  bool f32 = false;
+  explicit ModelBuilder(int opset, bool float32 = false) : f32(float32) { g.opset_imports[""] = opset; }
 
   std::string Param(const std::string& name, Tensor t) {
+    if (f32) t = ToF32(t);
     g.inputs.push_back(g.AddValue(name, TensorType::Of(t.dtype(), t.shape())));
     params.emplace_back(name, std::move(t));
     return name;
   }
   std::string Const(const std::string& name, Tensor t) {
-    g.AddConstant(name, std::move(t));
+    g.AddConstant(name, f32 ? ToF32(t) : t);
     return name;
   }
   std::string Op(const std::string& op, const std::vector<std::string>& in, AttrMap attrs = {}) {
@@ -64,21 +76,31 @@ AttrMap A(std::initializer_list<std::pair<const char*, Attribute>> kv) {
   return a;
 }
 
-// Builds the backward graph of `loss`, then checks each parameter's gradient against central
-// differences on up to `samples` elements per parameter.
-void CheckModelGradients(ModelBuilder& m, const std::string& loss, int optimization_level, int samples = 12) {
+// Appends the backward graph of `loss` and creates a session for it; `fetches` gets the loss and
+// each parameter's gradient, in parameter order.
+std::unique_ptr<Session> GradientSession(ModelBuilder& m, const std::string& loss, int optimization_level,
+                                         std::vector<std::string>* fetches) {
   m.g.outputs.push_back(m.g.FindValue(loss));
   PrepareGraph(m.g);
   std::vector<std::string> wrt;
   for (const auto& p : m.params) wrt.push_back(p.first);
   const GradientInfo info = BuildGradients(m.g, loss, wrt);
-  ASSERT_TRUE(info.unreachable.empty()) << "a parameter does not reach the loss: " << info.unreachable[0];
+  EXPECT_TRUE(info.unreachable.empty()) << "a parameter does not reach the loss";
   SessionOptions opts;
   opts.intra_op_threads = 2;
   opts.optimization_level = optimization_level;
-  Session s(m.g, opts);
-  std::vector<std::string> fetches{loss};
-  for (const std::string& w : wrt) fetches.push_back(info.gradients.at(w));
+  *fetches = {loss};
+  for (const std::string& w : wrt) fetches->push_back(info.gradients.at(w));
+  return std::make_unique<Session>(m.g, opts);
+}
+
+// Checks each parameter's gradient against central differences on up to `samples` elements.
+void CheckModelGradients(ModelBuilder& m, const std::string& loss, int optimization_level, int samples = 12) {
+  std::vector<std::string> fetches;
+  std::unique_ptr<Session> session = GradientSession(m, loss, optimization_level, &fetches);
+  const Session& s = *session;
+  std::vector<std::string> wrt;
+  for (const auto& p : m.params) wrt.push_back(p.first);
   const auto base = s.Run(m.params, fetches);
   std::mt19937 rng(11);
   const double eps = 1e-6;
@@ -106,10 +128,14 @@ void CheckModelGradients(ModelBuilder& m, const std::string& loss, int optimizat
   }
 }
 
-void BuildCnn(ModelBuilder& m, std::mt19937& rng, std::string* loss) {
+// `frozen_conv1`: the first conv's weights are constants (not trained).
+void BuildCnn(ModelBuilder& m, std::mt19937& rng, std::string* loss, bool frozen_conv1 = false) {
   const std::string x = m.Param("x", Random({4, 1, 8, 8}, rng));
-  std::string h = m.Op("Conv", {x, m.Param("w1", Random({4, 1, 3, 3}, rng, 0.5)), m.Param("b1", Random({4}, rng, 0.1))},
-                       A({{"pads", Attribute::Ints({1, 1, 1, 1})}}));
+  Tensor w1 = Random({4, 1, 3, 3}, rng, 0.5), b1 = Random({4}, rng, 0.1);
+  std::string h = m.Op(
+      "Conv",
+      {x, frozen_conv1 ? m.Const("w1", w1) : m.Param("w1", w1), frozen_conv1 ? m.Const("b1", b1) : m.Param("b1", b1)},
+      A({{"pads", Attribute::Ints({1, 1, 1, 1})}}));
   h = m.Op("BatchNormalization",
            {h, m.Param("bn_scale", Random({4}, rng)), m.Param("bn_bias", Random({4}, rng)),
             m.Const("bn_mean", Random({4}, rng)), m.Const("bn_var", Random({4}, rng, 0.5))},
@@ -138,6 +164,42 @@ TEST(NnGradEndToEnd, SmallCnnMatchesFiniteDifferences) {
     std::string loss;
     BuildCnn(m, rng, &loss);
     CheckModelGradients(m, loss, level);
+  }
+}
+
+// Frozen first conv: in f32 at level 2 the layout pass turns it into an NHWC FusedConv between
+// transposes; the gradients must still match the f64 ones (checked against finite differences).
+TEST(NnGradEndToEnd, FrozenConvFloat32UnderLayoutPassMatchesFloat64) {
+  std::vector<std::vector<Tensor>> grads;
+  for (bool f32 : {false, true}) {
+    std::mt19937 rng(3);
+    ModelBuilder m(17, f32);
+    std::string loss;
+    BuildCnn(m, rng, &loss, /*frozen_conv1=*/true);
+    if (!f32) {
+      ModelBuilder check = m;
+      CheckModelGradients(check, loss, 0);
+    }
+    std::vector<std::string> fetches;
+    std::unique_ptr<Session> s = GradientSession(m, loss, f32 ? 2 : 0, &fetches);
+    if (f32) {
+      bool nhwc = false;
+      for (const Node& n : s->optimized().nodes) nhwc = nhwc || n.attrs.GetString("layout", "") == "NHWC";
+      EXPECT_TRUE(nhwc) << "the layout pass did not convert the frozen conv; the test lost its point";
+    }
+    std::vector<Tensor> g;
+    for (auto& [name, t] : s->Run(m.params, fetches)) g.push_back(t);
+    grads.push_back(std::move(g));
+  }
+  for (size_t k = 0; k < grads[0].size(); ++k) {
+    ASSERT_EQ(grads[1][k].shape(), grads[0][k].shape());
+    int bad = 0;
+    for (int64_t i = 0; i < grads[0][k].numel(); ++i) {
+      const double want = grads[0][k].data<double>()[i], got = grads[1][k].data<float>()[i];
+      if (!(std::fabs(got - want) <= 1e-4 * (1 + std::fabs(want))) && ++bad <= 3)
+        ADD_FAILURE() << "fetch " << k << " element " << i << ": f32 " << got << " f64 " << want;
+    }
+    EXPECT_EQ(bad, 0) << "fetch " << k;
   }
 }
 
