@@ -81,6 +81,62 @@ GRADCHECK_TEST(HardSigmoid, Attributes) {
 GRADCHECK_TEST(HardSwish, Basic) { CheckUnary("HardSwish", RandomAwayFrom({4, 4}, {-3, 3}, -5, 5)); }
 GRADCHECK_TEST(Softplus, Basic) { CheckUnary("Softplus", Random({3, 4}, -3, 3)); }
 
+GRADCHECK_TEST(Softsign, Basic) { CheckUnary("Softsign", RandomAwayFrom({3, 4}, {0})); }
+GRADCHECK_TEST(Mish, Basic) { CheckUnary("Mish", Random({3, 4}, -3, 3), {}, 18); }
+GRADCHECK_TEST(Selu, Attributes) {
+  CheckUnary("Selu", RandomAwayFrom({3, 4}, {0}));
+  CheckUnary("Selu", RandomAwayFrom({3, 4}, {0}),
+             MakeAttrs({{"alpha", Attribute::Float(1.5f)}, {"gamma", Attribute::Float(0.7f)}}));
+}
+GRADCHECK_TEST(Celu, Attributes) {
+  CheckUnary("Celu", RandomAwayFrom({3, 4}, {0}));
+  CheckUnary("Celu", RandomAwayFrom({3, 4}, {0}), MakeAttrs({{"alpha", Attribute::Float(0.5f)}}));
+}
+GRADCHECK_TEST(ThresholdedRelu, Attributes) {
+  CheckUnary("ThresholdedRelu", RandomAwayFrom({3, 4}, {1}));
+  CheckUnary("ThresholdedRelu", RandomAwayFrom({3, 4}, {0.3}), MakeAttrs({{"alpha", Attribute::Float(0.3f)}}));
+}
+GRADCHECK_TEST(Shrink, Attributes) {
+  CheckUnary("Shrink", RandomAwayFrom({3, 4}, {-0.5, 0.5}));
+  CheckUnary("Shrink", RandomAwayFrom({3, 4}, {-1, 1}),
+             MakeAttrs({{"lambd", Attribute::Float(1.0f)}, {"bias", Attribute::Float(0.25f)}}));
+}
+GRADCHECK_TEST(Swish, Attributes) {
+  CheckUnary("Swish", Random({3, 4}, -3, 3), {}, 24);
+  CheckUnary("Swish", Random({3, 4}, -3, 3), MakeAttrs({{"alpha", Attribute::Float(1.7f)}}), 24);
+}
+GRADCHECK_TEST(Sin, Basic) { CheckUnary("Sin", Random({2, 3}, -3, 3)); }
+GRADCHECK_TEST(Cos, Basic) { CheckUnary("Cos", Random({2, 3}, -3, 3)); }
+GRADCHECK_TEST(Tan, Basic) { CheckUnary("Tan", Random({2, 3}, -1.2, 1.2)); }
+GRADCHECK_TEST(Sinh, Basic) { CheckUnary("Sinh", Random({2, 3}, -2, 2)); }
+GRADCHECK_TEST(Cosh, Basic) { CheckUnary("Cosh", Random({2, 3}, -2, 2)); }
+GRADCHECK_TEST(Asin, Basic) { CheckUnary("Asin", Random({2, 3}, -0.9, 0.9)); }
+GRADCHECK_TEST(Acos, Basic) { CheckUnary("Acos", Random({2, 3}, -0.9, 0.9)); }
+GRADCHECK_TEST(Atan, Basic) { CheckUnary("Atan", Random({2, 3}, -3, 3)); }
+GRADCHECK_TEST(Asinh, Basic) { CheckUnary("Asinh", Random({2, 3}, -3, 3)); }
+GRADCHECK_TEST(Acosh, Basic) { CheckUnary("Acosh", Random({2, 3}, 1.2, 3)); }
+GRADCHECK_TEST(Atanh, Basic) { CheckUnary("Atanh", Random({2, 3}, -0.9, 0.9)); }
+// Piecewise constant: the finite difference away from the jumps is 0, as is the rule's gradient.
+GRADCHECK_TEST(Sign, Zero) { CheckUnary("Sign", RandomAwayFrom({2, 3}, {0})); }
+GRADCHECK_TEST(Floor, Zero) { CheckUnary("Floor", RandomAwayFrom({2, 3}, {-2, -1, 0, 1, 2})); }
+GRADCHECK_TEST(Ceil, Zero) { CheckUnary("Ceil", RandomAwayFrom({2, 3}, {-2, -1, 0, 1, 2})); }
+GRADCHECK_TEST(Round, Zero) { CheckUnary("Round", RandomAwayFrom({2, 3}, {-1.5, -0.5, 0.5, 1.5})); }
+
+GRADCHECK_TEST(PRelu, SlopeShapes) {
+  for (const Shape& s : std::vector<Shape>{{3, 4}, {4}, {3, 1}, {1}}) {
+    GradCheckCase c("PRelu");
+    c.Input("X", RandomAwayFrom({3, 4}, {0})).Input("slope", Random(s, -1, 1, 7));
+    RunGradCheck(c);
+  }
+}
+
+GRADCHECK_TEST(CastLike, FloatToFloat) {
+  GradCheckCase c("CastLike");
+  c.opset = 19;
+  c.Input("input", Random({2, 3})).Const("target_type", Doubles({1}, {0.0}));
+  RunGradCheck(c);
+}
+
 GRADCHECK_TEST(Clip, Bounds) {
   auto bound = [](double v) { return Doubles({}, {v}); };
   GradCheckCase both("Clip");

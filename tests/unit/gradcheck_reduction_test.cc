@@ -56,6 +56,19 @@ GRADCHECK_TEST(ReduceL1, MixedSigns) {
   RunGradCheck(c);
 }
 
+GRADCHECK_TEST(TopK, Attributes) {
+  for (int64_t largest : {1, 0})
+    for (int64_t axis : {-1, 0}) {
+      GradCheckCase c("TopK");
+      c.Input("X", Random({4, 5}, -1, 1, static_cast<unsigned>(largest * 2 + axis + 3)))
+          .Const("K", Int64s({1}, {3}));
+      c.Attr("largest", Attribute::Int(largest)).Attr("axis", Attribute::Int(axis));
+      c.num_outputs = 2;
+      c.skip_outputs = {1};  // the indices
+      RunGradCheck(c);
+    }
+}
+
 GRADCHECK_TEST(CumSum, Attributes) {
   for (int64_t exclusive : {0, 1})
     for (int64_t reverse : {0, 1})

@@ -125,6 +125,26 @@ GRADCHECK_TEST(Pad, ConstantMode) {
   axes.Input("data", Random({2, 3, 4})).Const("pads", Int64s({1, 2})).Omitted().Const("axes", Int64s({-1}));
   RunGradCheck(axes);
 }
+GRADCHECK_TEST(Trilu, Forms) {
+  for (int64_t upper : {0, 1}) {
+    GradCheckCase c("Trilu");
+    c.Input("input", Random({2, 3, 4})).Const("k", Int64s(Shape{}, {upper ? 1 : -1}));
+    c.Attr("upper", Attribute::Int(upper));
+    RunGradCheck(c);
+    GradCheckCase dflt("Trilu");
+    dflt.Input("input", Random({3, 3})).Attr("upper", Attribute::Int(upper));
+    RunGradCheck(dflt);
+  }
+}
+GRADCHECK_TEST(GatherND, Indices) {
+  GradCheckCase c("GatherND");  // full-index and slice forms, with a repeated index
+  c.Input("data", Random({3, 4})).Const("indices", Int64s({3, 2}, {0, 1, 2, 3, 0, 1}));
+  RunGradCheck(c);
+  GradCheckCase rows("GatherND");
+  rows.Input("data", Random({3, 2, 2})).Const("indices", Int64s({2, 1}, {2, 2}));
+  RunGradCheck(rows);
+}
+
 GRADCHECK_TEST(Einsum, Forms) {
   struct Case { const char* eq; std::vector<Shape> shapes; };
   const Case cases[] = {{"ij,jk->ik", {{2, 3}, {3, 4}}},

@@ -101,7 +101,8 @@ void RegisterElementwiseOps(OpRegistry& r) {
   r.Register(Binary("Div", InferBroadcast).Grad(GradDiv));
   r.Register(Binary("Mod", InferBroadcast).Attr("fmod", Attribute::Int(0)));
   r.Register(OpSchema("Pow").Since(13).Input("X").Input("Y").Output("Z").Infer(InferBroadcastDType0).Grad(GradPow));
-  r.Register(OpSchema("PRelu").Since(13).Input("X").Input("slope").Output("Y").Infer(InferSameAsInput0SameDType));
+  r.Register(OpSchema("PRelu").Since(13).Input("X").Input("slope").Output("Y").Infer(InferSameAsInput0SameDType)
+                 .Grad(GradPRelu));
   for (auto [op, grad] : {std::pair{"Min", GradMinMax}, {"Max", GradMinMax}, {"Mean", GradMean}, {"Sum", GradSum}}) {
     r.Register(OpSchema(op).Since(13).VariadicInput("data_0").Output("result").Infer(InferBroadcast).Grad(grad));
   }
@@ -126,7 +127,8 @@ void RegisterElementwiseOps(OpRegistry& r) {
   r.Register(Unary("Mish", 18));
   r.Register(Unary("ThresholdedRelu").Attr("alpha", Attribute::Float(1.0f)));
   r.Register(OpSchema("Shrink").Since(13).Input("input").Output("output")
-                 .Attr("bias", Attribute::Float(0.0f)).Attr("lambd", Attribute::Float(0.5f)).Infer(InferSameAsInput0));
+                 .Attr("bias", Attribute::Float(0.0f)).Attr("lambd", Attribute::Float(0.5f)).Infer(InferSameAsInput0)
+                 .Grad(GradShrink));
   r.Register(Unary("Swish", 24).Attr("alpha", Attribute::Float(1.0f)));
   r.Register(OpSchema("Clip").Since(13).Input("input").OptionalInput("min").OptionalInput("max").Output("output")
                  .Infer(InferSameAsInput0SameDType).Grad(GradClip));
@@ -158,7 +160,7 @@ void RegisterElementwiseOps(OpRegistry& r) {
   r.Register(OpSchema("CastLike").Since(15).Input("input").Input("target_type").Output("output")
                  .Attr("saturate", Attribute::Int(1))
                  .Attr("round_mode", Attribute::String("up"))
-                 .Infer(InferCastLike));
+                 .Infer(InferCastLike).Grad(GradCastLike));
   r.Register(OpSchema("Identity").Since(13).Input("input").Output("output").Infer(InferSameAsInput0).Grad(GradPassThrough));
   r.Register(OpSchema("Dropout").Since(13).Input("data").OptionalInput("ratio").OptionalInput("training_mode")
                  .Output("output").OptionalOutput("mask").OptionalAttr("seed", AttrKind::kInt).Infer(InferDropout)

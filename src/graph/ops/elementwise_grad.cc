@@ -16,6 +16,13 @@ GradFn ActivationRule(const std::string& grad_op, bool use_output) {
   };
 }
 
+// a + b x^2 for input 0 (the denominators of the inverse trigonometric derivatives).
+std::string SquareTerm(GradContext& c, double a, double b) {
+  const DType t = c.input_type(0).dtype;
+  return c.Add(c.Scalar(a, t), c.Mul(c.Scalar(b, t), c.Mul(c.input(0), c.input(0))));
+}
+std::string SqrtOf(GradContext& c, double a, double b) { return c.Emit1("Sqrt", {SquareTerm(c, a, b)}); }
+
 }  // namespace
 
 void GradAdd(GradContext& c) {
@@ -112,6 +119,25 @@ void GradPassThrough(GradContext& c) {
   if (c.needs_input_grad(0)) c.SetInputGrad(0, c.output_grad(0));
 }
 
+// Y = X < 0 ? slope X : X, slope broadcast to X.
+void GradPRelu(GradContext& c) {
+  const std::string zero = Zero(c, c.input_type(0).dtype);
+  const std::string neg = c.Emit1("Less", {c.input(0), zero});
+  const std::string& dy = c.output_grad(0);
+  if (c.needs_input_grad(0)) c.SetInputGrad(0, c.Emit1("Where", {neg, c.Mul(dy, c.input(1)), dy}));
+  if (c.needs_input_grad(1))
+    c.SetInputGrad(1, c.SumToInputShape(c.Emit1("Where", {neg, c.Mul(dy, c.input(0)), zero}), 1));
+}
+
+void GradShrink(GradContext& c) {
+  c.SetInputGrad(0, c.EmitOneflow("ShrinkGrad", {c.output_grad(0), c.input(0)}, c.attrs()));
+}
+
+void GradCastLike(GradContext& c) {
+  if (c.needs_input_grad(1)) c.ZeroGradient(1);  // only its dtype is used
+  if (c.needs_input_grad(0)) GradCast(c);
+}
+
 void GradCast(GradContext& c) {
   const int64_t to = static_cast<int64_t>(c.input_type(0).dtype);
   c.SetInputGrad(0, c.Emit1("Cast", {c.output_grad(0)}, MakeAttrs({{"to", Attribute::Int(to)}})));
@@ -142,6 +168,33 @@ GradFn UnaryGradRule(const std::string& op) {
       {"HardSigmoid", ActivationRule("HardSigmoidGrad", false)},
       {"HardSwish", ActivationRule("HardSwishGrad", false)},
       {"Softplus", ActivationRule("SoftplusGrad", false)},
+      {"Softsign", ActivationRule("SoftsignGrad", false)},
+      {"Mish", ActivationRule("MishGrad", false)},
+      {"Selu", ActivationRule("SeluGrad", false)},
+      {"Celu", ActivationRule("CeluGrad", false)},
+      {"ThresholdedRelu", ActivationRule("ThresholdedReluGrad", false)},
+      {"Swish", ActivationRule("SwishGrad", false)},
+      // Trigonometric and hyperbolic functions, as formulas of ONNX ops.
+      {"Sin", [](GradContext& c) { c.SetInputGrad(0, c.Mul(c.output_grad(0), c.Emit1("Cos", {c.input(0)}))); }},
+      {"Cos", [](GradContext& c) { c.SetInputGrad(0, c.Neg(c.Mul(c.output_grad(0), c.Emit1("Sin", {c.input(0)})))); }},
+      {"Tan",  // 1 + tan^2
+       [](GradContext& c) {
+         const std::string one = c.Scalar(1.0, c.input_type(0).dtype);
+         c.SetInputGrad(0, c.Mul(c.output_grad(0), c.Add(one, c.Mul(c.output(0), c.output(0)))));
+       }},
+      {"Sinh", [](GradContext& c) { c.SetInputGrad(0, c.Mul(c.output_grad(0), c.Emit1("Cosh", {c.input(0)}))); }},
+      {"Cosh", [](GradContext& c) { c.SetInputGrad(0, c.Mul(c.output_grad(0), c.Emit1("Sinh", {c.input(0)}))); }},
+      {"Asin", [](GradContext& c) { c.SetInputGrad(0, c.Div(c.output_grad(0), SqrtOf(c, 1.0, -1.0))); }},
+      {"Acos", [](GradContext& c) { c.SetInputGrad(0, c.Neg(c.Div(c.output_grad(0), SqrtOf(c, 1.0, -1.0)))); }},
+      {"Asinh", [](GradContext& c) { c.SetInputGrad(0, c.Div(c.output_grad(0), SqrtOf(c, 1.0, 1.0))); }},
+      {"Acosh", [](GradContext& c) { c.SetInputGrad(0, c.Div(c.output_grad(0), SqrtOf(c, -1.0, 1.0))); }},
+      {"Atan", [](GradContext& c) { c.SetInputGrad(0, c.Div(c.output_grad(0), SquareTerm(c, 1.0, 1.0))); }},
+      {"Atanh", [](GradContext& c) { c.SetInputGrad(0, c.Div(c.output_grad(0), SquareTerm(c, 1.0, -1.0))); }},
+      // Piecewise constant: the derivative is zero wherever it exists.
+      {"Sign", [](GradContext& c) { c.ZeroGradient(0); }},
+      {"Floor", [](GradContext& c) { c.ZeroGradient(0); }},
+      {"Ceil", [](GradContext& c) { c.ZeroGradient(0); }},
+      {"Round", [](GradContext& c) { c.ZeroGradient(0); }},
   };
   auto it = rules.find(op);
   return it == rules.end() ? GradFn() : it->second;

@@ -59,6 +59,15 @@ void RegisterGradOps(OpRegistry& r) {
                  .Attr("alpha", Attribute::Float(0.2f)).Attr("beta", Attribute::Float(0.5f)));
   r.Register(ActivationGrad("HardSwishGrad", "X"));
   r.Register(ActivationGrad("SoftplusGrad", "X"));
+  r.Register(ActivationGrad("SoftsignGrad", "X"));
+  r.Register(ActivationGrad("MishGrad", "X"));
+  r.Register(ActivationGrad("SeluGrad", "X")
+                 .Attr("alpha", Attribute::Float(1.67326319217681884765625f))
+                 .Attr("gamma", Attribute::Float(1.05070102214813232421875f)));
+  r.Register(ActivationGrad("CeluGrad", "X").Attr("alpha", Attribute::Float(1.0f)));
+  r.Register(ActivationGrad("ThresholdedReluGrad", "X").Attr("alpha", Attribute::Float(1.0f)));
+  r.Register(ActivationGrad("ShrinkGrad", "X").Attr("bias", Attribute::Float(0.0f)).Attr("lambd", Attribute::Float(0.5f)));
+  r.Register(ActivationGrad("SwishGrad", "X").Attr("alpha", Attribute::Float(1.0f)));
 
   // Scatter-adds undoing gathers/slices into zeros of `shape`.
   r.Register(OpSchema("GatherGrad", kOneflowDomain).Since(1)

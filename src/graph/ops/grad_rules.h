@@ -20,12 +20,16 @@ void GradWhere(GradContext& c);
 void GradClip(GradContext& c);
 void GradPassThrough(GradContext& c);  // Identity, Dropout (inference): dX = dY
 void GradCast(GradContext& c);
+void GradCastLike(GradContext& c);
+void GradPRelu(GradContext& c);
+void GradShrink(GradContext& c);
 // Unary math; the activation ones call an ai.oneflow <Op>Grad kernel with the forward attributes.
 GradFn UnaryGradRule(const std::string& op);  // empty when the op has no rule
 
 // ops/reduction_grad.cc
 GradFn ReduceGradRule(const std::string& op);  // Reduce* (both axes forms); empty when none
 void GradCumSum(GradContext& c);
+void GradTopK(GradContext& c);  // Values scattered back through Indices
 
 // ops/matmul_grad.cc
 void GradMatMul(GradContext& c);
@@ -42,6 +46,8 @@ void GradGatherElements(GradContext& c);
 void GradExpand(GradContext& c);
 void GradTile(GradContext& c);
 void GradPad(GradContext& c);
+void GradTrilu(GradContext& c);
+void GradGatherND(GradContext& c);
 
 // ops/einsum_grad.cc
 void GradEinsum(GradContext& c);

@@ -268,7 +268,8 @@ void RegisterIndexOps(OpRegistry& r) {
   r.Register(OpSchema("GatherElements").Since(13).Input("data").Input("indices").Output("output")
                  .Attr("axis", Attribute::Int(0)).Infer(InferGatherElements).Grad(GradGatherElements));
   r.Register(OpSchema("GatherND").Since(13).Input("data").Input("indices").Output("output")
-                 .Attr("batch_dims", Attribute::Int(0)).Infer(InferGatherND));
+                 .Attr("batch_dims", Attribute::Int(0)).Infer(InferGatherND)
+                 .Grad(GradGatherND));
   r.Register(OpSchema("ScatterElements").Since(13).Input("data").Input("indices").Input("updates").Output("output")
                  .Attr("axis", Attribute::Int(0)).Attr("reduction", Attribute::String("none")).Infer(InferScatterElements));
   r.Register(OpSchema("ScatterND").Since(13).Input("data").Input("indices").Input("updates").Output("output")

@@ -137,7 +137,7 @@ void RegisterReductionOps(OpRegistry& r) {
                  .Infer(InferCumulative));
   r.Register(OpSchema("TopK").Since(13).Input("X").Input("K").Output("Values").Output("Indices")
                  .Attr("axis", Attribute::Int(-1)).Attr("largest", Attribute::Int(1))
-                 .Attr("sorted", Attribute::Int(1)).Infer(InferTopK));
+                 .Attr("sorted", Attribute::Int(1)).Infer(InferTopK).Grad(GradTopK));
 }
 
 }  // namespace oneflow

@@ -108,6 +108,16 @@ GradFn ReduceGradRule(const std::string& op) {
   return it == formulas.end() ? GradFn() : MakeReduceRule(it->second);
 }
 
+void GradTopK(GradContext& c) {
+  if (c.needs_input_grad(1)) c.NoGradient(1, "K is not differentiable");
+  const Tensor zero(c.input_type(0).dtype, Shape{1});
+  const std::string zeros =
+      c.Emit1("ConstantOfShape", {c.ShapeOf(c.input(0))}, MakeAttrs({{"value", Attribute::TensorValue(zero)}}));
+  const AttrMap attrs = MakeAttrs({{"axis", Attribute::Int(c.attrs().GetInt("axis"))},
+                                   {"reduction", Attribute::String("add")}});
+  c.SetInputGrad(0, c.Emit1("ScatterElements", {zeros, c.output(1), c.output_grad(0)}, attrs));
+}
+
 // y_j = sum of x_i over i <= j (or < j, exclusive): dx_i = the same sum of dy in the other direction.
 void GradCumSum(GradContext& c) {
   if (c.needs_input_grad(1)) c.NoGradient(1, "the axis is not differentiable");

@@ -645,7 +645,7 @@ void RegisterTensorOps(OpRegistry& r) {
   r.Register(OpSchema("EyeLike").Since(13).Input("input").Output("output").Attr("k", Attribute::Int(0))
                  .OptionalAttr("dtype", AttrKind::kInt).Infer(InferEyeLike));
   r.Register(OpSchema("Trilu").Since(14).Input("input").OptionalInput("k").Output("output")
-                 .Attr("upper", Attribute::Int(1)).Infer(InferTrilu));
+                 .Attr("upper", Attribute::Int(1)).Infer(InferTrilu).Grad(GradTrilu));
   r.Register(OpSchema("DepthToSpace").Since(13).Input("input").Output("output")
                  .RequiredAttr("blocksize", AttrKind::kInt).Attr("mode", Attribute::String("DCR")).Infer(InferDepthToSpace));
   // SpaceToDepth gained `mode` in opset 28; earlier models never set it, so the DCR default holds.

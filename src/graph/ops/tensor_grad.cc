@@ -148,4 +148,22 @@ void GradPad(GradContext& c) {
   c.SetInputGrad(0, c.Emit1("Slice", {g, c.Ints(starts), c.Ints(ends)}));
 }
 
+void GradTrilu(GradContext& c) {
+  NoGradientForOthers(c, "k is not differentiable");
+  std::vector<std::string> in{c.output_grad(0)};
+  if (c.has_input(1)) in.push_back(c.input(1));
+  c.SetInputGrad(0, c.Emit1("Trilu", in, MakeAttrs({{"upper", Attribute::Int(c.attrs().GetInt("upper"))}})));
+}
+
+// The adjoint of GatherND (batch_dims 0): scatter-add of dY into zeros at the same indices.
+void GradGatherND(GradContext& c) {
+  NoGradientForOthers(c, "indices are not differentiable");
+  if (c.attrs().GetInt("batch_dims") != 0) {
+    c.NoGradient(0, "only batch_dims = 0 has a gradient rule");
+    return;
+  }
+  c.SetInputGrad(0, c.Emit1("ScatterND", {ZerosLike(c, 0), c.input(1), c.output_grad(0)},
+                            MakeAttrs({{"reduction", Attribute::String("add")}})));
+}
+
 }  // namespace oneflow

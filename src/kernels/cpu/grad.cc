@@ -99,6 +99,57 @@ void SoftplusGradKernel(KernelContext& ctx) {
   }, kLibmCost);
 }
 
+void SoftsignGradKernel(KernelContext& ctx) {
+  ActivationGrad(ctx, [](auto d, auto x) {
+    using C = decltype(x);
+    const C s = C(1) + std::fabs(x);
+    return d / (s * s);
+  }, kCheapCost);
+}
+// d/dx x tanh(softplus(x)) = tanh(sp) + x (1 - tanh(sp)^2) sigmoid(x)
+void MishGradKernel(KernelContext& ctx) {
+  ActivationGrad(ctx, [](auto d, auto x) {
+    using C = decltype(x);
+    const C sp = x > C(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+    const C t = std::tanh(sp);
+    return d * (t + x * (C(1) - t * t) / (C(1) + std::exp(-x)));
+  }, kLibmCost);
+}
+void SeluGradKernel(KernelContext& ctx) {
+  const float alpha = ctx.attrs().GetFloat("alpha"), gamma = ctx.attrs().GetFloat("gamma");
+  ActivationGrad(ctx, [alpha, gamma](auto d, auto x) {
+    using C = decltype(x);
+    return d * (x > C(0) ? C(gamma) : C(gamma) * C(alpha) * std::exp(x));
+  }, kLibmCost);
+}
+void CeluGradKernel(KernelContext& ctx) {
+  const float alpha = ctx.attrs().GetFloat("alpha");
+  ActivationGrad(ctx, [alpha](auto d, auto x) {
+    using C = decltype(x);
+    return x > C(0) ? d : d * std::exp(x / C(alpha));
+  }, kLibmCost);
+}
+void ThresholdedReluGradKernel(KernelContext& ctx) {
+  const float alpha = ctx.attrs().GetFloat("alpha");
+  ActivationGrad(ctx, [alpha](auto d, auto x) { return x > decltype(x)(alpha) ? d : decltype(d)(0); }, kCheapCost);
+}
+void ShrinkGradKernel(KernelContext& ctx) {
+  const float lambd = ctx.attrs().GetFloat("lambd");
+  ActivationGrad(ctx, [lambd](auto d, auto x) {
+    using C = decltype(x);
+    return x < -C(lambd) || x > C(lambd) ? d : C(0);
+  }, kCheapCost);
+}
+// d/dx x sigmoid(a x) = s + a x s (1 - s)
+void SwishGradKernel(KernelContext& ctx) {
+  const float alpha = ctx.attrs().GetFloat("alpha");
+  ActivationGrad(ctx, [alpha](auto d, auto x) {
+    using C = decltype(x);
+    const C s = C(1) / (C(1) + std::exp(-C(alpha) * x));
+    return d * (s + C(alpha) * x * s * (C(1) - s));
+  }, kLibmCost);
+}
+
 // Y (of `shape`) = X summed over the dims where X broadcasts Y (numpy alignment from the right).
 void ReduceSumToShapeKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -124,24 +175,31 @@ void ReduceSumToShapeKernel(KernelContext& ctx) {
     T* py = y.data<T>();
     const int64_t inner = p.dims[static_cast<size_t>(r - 1)];
     const int64_t sy = p.strides[0][static_cast<size_t>(r - 1)];
-    std::vector<int64_t> idx(static_cast<size_t>(r), 0);
-    int64_t oy = 0;
-    // Sequential over X (deterministic summation order); the inner run is a vector add or a dot.
-    for (int64_t i = 0; i < p.numel; i += inner) {
-      if (sy) {
-        for (int64_t k = 0; k < inner; ++k) py[oy + k] += px[i + k];
-      } else {
-        T s = 0;
-        for (int64_t k = 0; k < inner; ++k) s += px[i + k];
-        py[oy] += s;
+    // Walks X in row-major order over the columns [kb, ke) of the collapsed inner dim. Each output
+    // element is summed in X's order whatever the split, so results do not depend on threads.
+    auto walk = [&](int64_t kb, int64_t ke) {
+      std::vector<int64_t> idx(static_cast<size_t>(r), 0);
+      int64_t oy = 0;
+      for (int64_t i = 0; i < p.numel; i += inner) {
+        if (sy) {
+          for (int64_t k = kb; k < ke; ++k) py[oy + k] += px[i + k];
+        } else {
+          T s = 0;
+          for (int64_t k = 0; k < inner; ++k) s += px[i + k];
+          py[oy] += s;
+        }
+        for (int d = r - 2; d >= 0; --d) {
+          oy += p.strides[0][static_cast<size_t>(d)];
+          if (++idx[static_cast<size_t>(d)] < p.dims[static_cast<size_t>(d)]) break;
+          oy -= p.strides[0][static_cast<size_t>(d)] * p.dims[static_cast<size_t>(d)];
+          idx[static_cast<size_t>(d)] = 0;
+        }
       }
-      for (int d = r - 2; d >= 0; --d) {
-        oy += p.strides[0][static_cast<size_t>(d)];
-        if (++idx[static_cast<size_t>(d)] < p.dims[static_cast<size_t>(d)]) break;
-        oy -= p.strides[0][static_cast<size_t>(d)] * p.dims[static_cast<size_t>(d)];
-        idx[static_cast<size_t>(d)] = 0;
-      }
-    }
+    };
+    // The inner dim kept (bias gradients: [rows, C] -> [C]): threads take disjoint column ranges,
+    // which write disjoint outputs. Otherwise one sequential pass.
+    if (sy) ctx.pool().ParallelFor(inner, static_cast<double>(p.numel / inner), walk);
+    else walk(0, inner);
   });
 }
 
@@ -236,6 +294,13 @@ void RegisterCpuGradKernels(KernelRegistry& r) {
   r.RegisterFn("HardSigmoidGrad", HardSigmoidGradKernel, kOneflowDomain);
   r.RegisterFn("HardSwishGrad", HardSwishGradKernel, kOneflowDomain);
   r.RegisterFn("SoftplusGrad", SoftplusGradKernel, kOneflowDomain);
+  r.RegisterFn("SoftsignGrad", SoftsignGradKernel, kOneflowDomain);
+  r.RegisterFn("MishGrad", MishGradKernel, kOneflowDomain);
+  r.RegisterFn("SeluGrad", SeluGradKernel, kOneflowDomain);
+  r.RegisterFn("CeluGrad", CeluGradKernel, kOneflowDomain);
+  r.RegisterFn("ThresholdedReluGrad", ThresholdedReluGradKernel, kOneflowDomain);
+  r.RegisterFn("ShrinkGrad", ShrinkGradKernel, kOneflowDomain);
+  r.RegisterFn("SwishGrad", SwishGradKernel, kOneflowDomain);
   r.RegisterFn("GatherGrad", GatherGradKernel, kOneflowDomain);
   r.RegisterFn("SliceGrad", SliceGradKernel, kOneflowDomain);
 }
