@@ -142,6 +142,44 @@ GRADCHECK_TEST(InstanceNormalization, Basic) {
   RunGradCheck(c);
 }
 
+// Symbolic input shapes: the rules' shape inputs become Shape nodes evaluated at run time.
+TEST(GradCheckSymbolic, NnOps) {
+  auto symbolic = [](GradCheckCase c) {
+    c.symbolic_shapes = true;
+    RunGradCheck(c);
+  };
+  GradCheckCase conv("Conv");
+  conv.Input("X", Random({2, 2, 4, 3}, -1, 1, 40)).Input("W", Random({3, 2, 2, 2}, -1, 1, 41));
+  // kernel_shape given: Conv's static inference needs the kernel size when W's dims are symbolic.
+  conv.Input("B", Random({3}, -1, 1, 42)).Attr("auto_pad", Attribute::String("SAME_LOWER"));
+  conv.Attr("kernel_shape", Attribute::Ints({2, 2}));
+  symbolic(conv);
+  GradCheckCase convt("ConvTranspose");
+  convt.Input("X", Random({1, 2, 3, 2}, -1, 1, 43)).Input("W", Random({2, 2, 2, 2}, -1, 1, 44));
+  convt.Attr("strides", Attribute::Ints({2, 1})).Attr("kernel_shape", Attribute::Ints({2, 2}));
+  symbolic(convt);
+  GradCheckCase avg("AveragePool");
+  avg.Input("X", Random({2, 1, 5, 4}, -1, 1, 45)).Attr("kernel_shape", Attribute::Ints({2, 2}));
+  avg.Attr("pads", Attribute::Ints({1, 0, 0, 1})).Attr("count_include_pad", Attribute::Int(1));
+  symbolic(avg);
+  GradCheckCase gap("GlobalAveragePool");
+  gap.Input("X", Random({2, 3, 2, 3}, -1, 1, 46));
+  symbolic(gap);
+  GradCheckCase maxpool("MaxPool");
+  maxpool.Input("X", Random({1, 2, 4, 4}, -3, 3, 47)).Attr("kernel_shape", Attribute::Ints({2, 2}));
+  symbolic(maxpool);
+  GradCheckCase ln("LayerNormalization");
+  ln.Input("X", Random({3, 4}, -2, 2, 48)).Input("Scale", Random({4}, -1, 1, 49)).Input("B", Random({4}, -1, 1, 50));
+  symbolic(ln);
+  GradCheckCase bn("BatchNormalization");
+  bn.Input("X", Random({3, 2, 3}, -2, 2, 51)).Input("scale", Random({2}, -1, 1, 52)).Input("B", Random({2}, -1, 1, 53));
+  bn.Const("mean", Random({2}, -1, 1, 54)).Const("var", Random({2}, 0.5, 2, 55));
+  bn.Attr("training_mode", Attribute::Int(1)).Attr("epsilon", Attribute::Float(1e-2f));
+  bn.num_outputs = 3;
+  bn.skip_outputs = {1, 2};
+  symbolic(bn);
+}
+
 }  // namespace
 }  // namespace testing
 }  // namespace oneflow
