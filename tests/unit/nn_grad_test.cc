@@ -545,5 +545,30 @@ TEST(NnGrad, BadInputsGetClearErrors) {
       "differ");
 }
 
+// An empty batch: data gradients are empty, parameter gradients are zeros (nothing contributes).
+TEST(NnGrad, EmptyBatch) {
+  std::mt19937 rng(12);
+  const AttrMap pads = Attrs({{"pads", Attribute::Ints({1, 1, 1, 1})}});
+  Tensor x = Random({0, 3, 5, 5}, rng), w = Random({4, 3, 3, 3}, rng), dy = Random({0, 4, 5, 5}, rng);
+  EXPECT_EQ(RunNode("ConvGradData", kOneflowDomain, {dy, w, ShapeOf(x)}, pads, 1)[0].numel(), 0);
+  auto all_zero = [](const Tensor& t) {
+    for (int64_t i = 0; i < t.numel(); ++i)
+      if (t.data<double>()[i] != 0.0) return false;
+    return true;
+  };
+  Tensor dw = RunNode("ConvGradFilter", kOneflowDomain, {x, dy, ShapeOf(w)}, pads, 1)[0];
+  EXPECT_EQ(dw.shape(), w.shape());
+  EXPECT_TRUE(all_zero(dw));
+  EXPECT_TRUE(all_zero(RunNode("ConvGradBias", kOneflowDomain, {dy}, {}, 1)[0]));
+  std::vector<Tensor> ln = RunNode("LayerNormalizationGrad", kOneflowDomain,
+                                   {Random({0, 4}, rng), Random({0, 4}, rng), Random({4}, rng)}, {}, 3);
+  EXPECT_EQ(ln[0].numel(), 0);
+  EXPECT_TRUE(all_zero(ln[1]) && all_zero(ln[2]));
+  std::vector<Tensor> bn = RunNode("BatchNormalizationGrad", kOneflowDomain,
+                                   {Random({0, 3, 2}, rng), Random({0, 3, 2}, rng), Random({3}, rng)}, {}, 3);
+  EXPECT_EQ(bn[0].numel(), 0);
+  EXPECT_TRUE(all_zero(bn[1]) && all_zero(bn[2]));
+}
+
 }  // namespace
 }  // namespace oneflow
