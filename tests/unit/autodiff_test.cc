@@ -176,6 +176,12 @@ TEST(Autodiff, MlpMatchesFiniteDifferences) {
   const std::vector<std::string> params{"w1", "b1", "w2", "b2"};
   Graph fwd = g;
   GradientInfo info = BuildGradients(g, "loss", params);
+  EXPECT_EQ(info.first_backward_node, fwd.nodes.size());
+  EXPECT_EQ(info.first_backward_value, fwd.values.size());
+  EXPECT_EQ(info.num_forward_outputs, fwd.outputs.size());
+  ASSERT_EQ(g.outputs.size(), fwd.outputs.size() + params.size());
+  for (size_t k = 0; k < params.size(); ++k)  // gradient outputs in wrt order
+    EXPECT_EQ(g.values[static_cast<size_t>(g.outputs[fwd.outputs.size() + k])].name, params[k] + "_grad");
   // Tanh's rule reads its output, MatMul's reads its operands, the square reads diff.
   for (const char* v : {"x", "h", "diff"})
     EXPECT_NE(std::find(info.saved_values.begin(), info.saved_values.end(), v), info.saved_values.end()) << v;

@@ -63,7 +63,8 @@ Tensor Int64s(const Shape& shape, const std::vector<int64_t>& v);
 Tensor Int64s(const std::vector<int64_t>& v);  // 1-D
 Tensor Doubles(const Shape& shape, const std::vector<double>& v);
 
-// The table: op names (domain-qualified "ai.oneflow::Op" outside the ONNX domain) with a check.
+// The table: op names with a check ("ai.oneflow::Op" outside the ONNX domain; GRADCHECK_TEST covers
+// ONNX ops, an ai.oneflow op with a rule registers with a static RegisterGradCheck("ai.oneflow::Op")).
 std::set<std::string>& GradCheckedOps();
 inline bool RegisterGradCheck(const char* op) {
   GradCheckedOps().insert(op);
