@@ -35,13 +35,17 @@ ModelFormat FormatFromExtension(const std::string& path) {
   return ModelFormat::kAuto;
 }
 
-Graph LoadModelFile(const std::string& path, const ModelLoadOptions& options) {
+ModelFormat SniffFileFormat(const std::string& path) {
   char magic[8] = {};
   std::ifstream in(path, std::ios::binary);
   if (in.good()) in.read(magic, sizeof(magic));
   const size_t got = in.good() || in.eof() ? static_cast<size_t>(in.gcount()) : 0;
+  return SniffModelFormat(magic, got);
+}
+
+Graph LoadModelFile(const std::string& path, const ModelLoadOptions& options) {
   // Missing files, directories and unreadable paths get their errors from the loaders below.
-  if (SniffModelFormat(magic, got) == ModelFormat::kNative) return ReadNativeModel(path, options.native);
+  if (SniffFileFormat(path) == ModelFormat::kNative) return ReadNativeModel(path, options.native);
   return LoadOnnxFile(path);
 }
 

@@ -17,6 +17,8 @@ const char* ModelFormatName(ModelFormat f);
 // By content: kNative for the native magic, kOnnx otherwise (ONNX protobufs have no magic; the
 // ONNX parser then names what is wrong with bytes that are neither).
 ModelFormat SniffModelFormat(const void* data, size_t size);
+// By the first bytes of the file at `path` (kOnnx when it cannot be read: the loader reports why).
+ModelFormat SniffFileFormat(const std::string& path);
 // By file name: ".ofm" -> kNative, ".onnx" -> kOnnx; kAuto for anything else.
 ModelFormat FormatFromExtension(const std::string& path);
 
