@@ -166,11 +166,14 @@ ONEFLOW_API void* oneflow_tensor_data(const oneflow_tensor_t* tensor);
 
 typedef struct oneflow_graph_s oneflow_graph_t;
 
-/* Loads an ONNX model from a file. External data files are resolved relative to the model's
- * directory and must stay inside it. */
+/* Loads a model from a file: ONNX or OneFlow native (.ofm), told apart by the file's first bytes
+ * (the native magic), not its name. External data files are resolved relative to the model's
+ * directory and must stay inside it. Native weights are mapped, not copied (see
+ * oneflow_graph_load_file_ex for options). */
 ONEFLOW_API oneflow_status_t oneflow_graph_load_file(const char* path, oneflow_graph_t** out_graph);
 
-/* Loads an ONNX model from memory; the bytes are copied, so `data` may be freed on return.
+/* Loads an ONNX or native model from memory (sniffed as for files); the bytes are copied, so
+ * `data` may be freed on return (oneflow_graph_load_memory_ex can use them in place).
  * `external_data_dir` (nullable) is where external data files live; when NULL a model that
  * references external data is refused. */
 ONEFLOW_API oneflow_status_t oneflow_graph_load_memory(const void* data, size_t size, const char* external_data_dir,
@@ -245,6 +248,64 @@ ONEFLOW_API oneflow_status_t oneflow_session_get_input_info(const oneflow_sessio
                                                             oneflow_value_info_t* out_info);
 ONEFLOW_API oneflow_status_t oneflow_session_get_output_info(const oneflow_session_t* session, size_t index,
                                                              oneflow_value_info_t* out_info);
+
+/* ---- Model files: saving, native format, load options -------------------------------------- */
+
+/* Model file formats. AUTO: by the file name's extension when saving (".ofm" native, ".onnx"
+ * ONNX), by the content's magic when loading. */
+typedef enum oneflow_model_format_t {
+  ONEFLOW_FORMAT_AUTO = 0,
+  ONEFLOW_FORMAT_ONNX = 1,
+  ONEFLOW_FORMAT_NATIVE = 2 /* OneFlow's flatbuffer container with mmapped weights (.ofm) */
+} oneflow_model_format_t;
+
+/* The format of a model image: ONEFLOW_FORMAT_NATIVE when it starts with the native magic,
+ * ONEFLOW_FORMAT_ONNX otherwise (ONNX has no magic; its parser judges the rest). Never fails;
+ * NULL or short data gives ONEFLOW_FORMAT_ONNX. Thread-safe. */
+ONEFLOW_API oneflow_model_format_t oneflow_model_format_of(const void* data, size_t size);
+
+typedef struct oneflow_save_options_t {
+  size_t struct_size;             /* set by oneflow_save_options_init */
+  oneflow_model_format_t format;  /* AUTO (default): by the path's extension */
+  /* Native only: when non-NULL, a plain file name (no directory) written next to the model that
+   * receives the weight segments. NULL (default): weights are stored in the model file. */
+  const char* external_data_file;
+  int32_t checksums;              /* native only: 1 (default) store per-tensor checksums */
+} oneflow_save_options_t;
+
+ONEFLOW_API void oneflow_save_options_init(oneflow_save_options_t* options);
+
+/* Saves a loaded graph (as loaded and validated; not a session's optimized form) to `path`.
+ * `options` may be NULL (defaults). The write is atomic: a temporary file in the same directory is
+ * written, flushed and renamed over `path`, so a failure or crash never leaves a damaged file.
+ * ONNX output needs the ONNX exporter; a build without it fails with ONEFLOW_UNSUPPORTED.
+ * Thread-safe with respect to other reads of the graph. */
+ONEFLOW_API oneflow_status_t oneflow_graph_save(const oneflow_graph_t* graph, const char* path,
+                                                const oneflow_save_options_t* options);
+
+typedef struct oneflow_load_options_t {
+  size_t struct_size;            /* set by oneflow_load_options_init */
+  /* Native: 1 (default) verify every weight checksum at load (reads all weight bytes once);
+   * 0 trusts the weight bytes, which then are not touched until used. The header and graph
+   * section are always verified. */
+  int32_t verify_checksums;
+  /* Memory loads of native models: 1 = use `data` in place, without a copy. The caller then
+   * promises `data` stays valid and unchanged for as long as the graph and every session created
+   * from it live, and `data` must be 64-byte aligned. 0 (default): the bytes are copied. ONNX
+   * models are always copied. */
+  int32_t borrow_memory;
+  /* Memory loads: where external data files live (NULL: external data is refused). */
+  const char* external_data_dir;
+} oneflow_load_options_t;
+
+ONEFLOW_API void oneflow_load_options_init(oneflow_load_options_t* options);
+
+/* As oneflow_graph_load_file / oneflow_graph_load_memory, with options (NULL: defaults). */
+ONEFLOW_API oneflow_status_t oneflow_graph_load_file_ex(const char* path, const oneflow_load_options_t* options,
+                                                        oneflow_graph_t** out_graph);
+ONEFLOW_API oneflow_status_t oneflow_graph_load_memory_ex(const void* data, size_t size,
+                                                          const oneflow_load_options_t* options,
+                                                          oneflow_graph_t** out_graph);
 
 #ifdef __cplusplus
 } /* extern "C" */

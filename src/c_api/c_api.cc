@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "c_api/c_api_internal.h"
-#include "serialize/onnx_import.h"
+#include "serialize/model_io.h"
 
 #ifndef ONEFLOW_VERSION_STRING
 #define ONEFLOW_VERSION_STRING "0.0.0"
@@ -89,19 +89,11 @@ int64_t oneflow_tensor_element_count(const oneflow_tensor_t* t) { return t ? t->
 size_t oneflow_tensor_byte_size(const oneflow_tensor_t* t) { return t ? t->tensor.nbytes() : 0; }
 void* oneflow_tensor_data(const oneflow_tensor_t* t) { return t ? t->tensor.raw() : nullptr; }
 
-static oneflow_graph_t* WrapGraph(Graph g) {
-  PrepareGraph(g);
-  auto h = std::make_unique<oneflow_graph_s>();
-  h->graph = std::make_shared<const Graph>(std::move(g));
-  h->io.Build(*h->graph);
-  return h.release();
-}
-
 oneflow_status_t oneflow_graph_load_file(const char* path, oneflow_graph_t** out_graph) {
   return Guard([&] {
     OF_REQUIRE(path != nullptr, "path is NULL");
     OF_REQUIRE(out_graph != nullptr, "out_graph is NULL");
-    *out_graph = WrapGraph(LoadOnnxFile(path));
+    *out_graph = WrapGraph(LoadModelFile(path));
   });
 }
 
@@ -110,7 +102,7 @@ oneflow_status_t oneflow_graph_load_memory(const void* data, size_t size, const 
   return Guard([&] {
     OF_REQUIRE(data != nullptr, "data is NULL");
     OF_REQUIRE(out_graph != nullptr, "out_graph is NULL");
-    *out_graph = WrapGraph(LoadOnnxBytes(data, size, external_data_dir ? external_data_dir : ""));
+    *out_graph = WrapGraph(LoadModelMemory(data, size, external_data_dir ? external_data_dir : ""));
   });
 }
 

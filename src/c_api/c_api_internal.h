@@ -107,6 +107,15 @@ oneflow_status_t Guard(Fn&& fn) noexcept {
   }
 }
 
+// Validates a loaded graph and wraps it in a handle (every graph-loading entry point ends here).
+inline oneflow_graph_t* WrapGraph(Graph g) {
+  PrepareGraph(g);
+  auto h = std::make_unique<oneflow_graph_s>();
+  h->graph = std::make_shared<const Graph>(std::move(g));
+  h->io.Build(*h->graph);
+  return h.release();
+}
+
 inline Shape ToShape(const int64_t* shape, size_t rank) {
   OF_REQUIRE(shape != nullptr || rank == 0, "shape is NULL but rank is ", rank);
   OF_REQUIRE(rank <= 64, "rank ", rank, " is too large (at most 64)");
