@@ -1,6 +1,6 @@
 // The op registry: one OpSchema per op holds its signature, attribute defaults, the ONNX opset
-// versions it covers and its type/shape inference. Later issues attach SBP signatures and the
-// gradient rule to the same definition (see the reserved members below).
+// versions it covers, its type/shape inference and its reverse-mode gradient rule (GradFn, see
+// graph/grad_context.h). A later issue attaches SBP signatures to the same definition.
 #pragma once
 
 #include <climits>
@@ -58,6 +58,11 @@ class InferContext {
 
 using InferFn = std::function<void(InferContext&)>;
 
+// The gradient rule: given the forward node and the gradients of its outputs, emits backward
+// nodes computing the gradients of its inputs (graph/grad_context.h; the pass is graph/autodiff.h).
+class GradContext;
+using GradFn = std::function<void(GradContext&)>;
+
 enum class ParamArity { kSingle, kOptional, kVariadic };
 
 struct ParamSpec {
@@ -83,9 +88,9 @@ struct OpSchema {
   std::vector<ParamSpec> outputs;
   std::vector<AttrSpec> attrs;
   InferFn infer;
-  // Reserved, filled by later issues in the same definition:
+  GradFn grad;  // empty: the op is not differentiable (autodiff names it when a path needs it)
+  // Reserved, filled by a later issue in the same definition:
   //   SbpFn sbp;   valid SBP signatures and their costs (global tensors)
-  //   GradFn grad; the reverse-mode gradient rule (training)
 
   // Builder: OpSchema("Relu").Since(14).Input("X").Output("Y").Infer(SameAsInput0)
   explicit OpSchema(std::string n, std::string d = "") : name(std::move(n)), domain(std::move(d)) {}
@@ -102,6 +107,7 @@ struct OpSchema {
   OpSchema& RequiredAttr(std::string n, AttrKind kind);             // must be present
   OpSchema& OptionalAttr(std::string n, AttrKind kind);             // may be absent, no default
   OpSchema& Infer(InferFn fn) { infer = std::move(fn); return *this; }
+  OpSchema& Grad(GradFn fn) { grad = std::move(fn); return *this; }
 };
 
 class OpRegistry {

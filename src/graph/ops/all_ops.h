@@ -12,6 +12,7 @@ void RegisterTensorOps(OpRegistry& r);         // ops/tensor.cc: Reshape .. Slic
 void RegisterNnOps(OpRegistry& r);             // ops/nn.cc: MatMul, Gemm, Conv, ConvTranspose
 void RegisterSpatialOps(OpRegistry& r);        // ops/spatial.cc: pools, Resize, Einsum, LRN
 void RegisterFusedOps(OpRegistry& r);          // ops/fused.cc: ai.oneflow ops produced by fusion passes
+void RegisterGradOps(OpRegistry& r);           // ops/grad_ops.cc: ai.oneflow ops emitted by gradient rules
 
 inline void RegisterAllOps(OpRegistry& r) {
   RegisterElementwiseOps(r);
@@ -21,6 +22,7 @@ inline void RegisterAllOps(OpRegistry& r) {
   RegisterNnOps(r);
   RegisterSpatialOps(r);
   RegisterFusedOps(r);
+  RegisterGradOps(r);
 }
 
 }  // namespace oneflow

@@ -6,6 +6,7 @@
 
 #include "graph/infer_util.h"
 #include "graph/ops/all_ops.h"
+#include "graph/ops/grad_rules.h"
 
 namespace oneflow {
 namespace {
@@ -83,7 +84,7 @@ void InferDropout(InferContext& ctx) {
 }
 
 OpSchema Unary(const char* name, int since = 13) {
-  return std::move(OpSchema(name).Since(since).Input("X").Output("Y").Infer(InferSameAsInput0));
+  return std::move(OpSchema(name).Since(since).Input("X").Output("Y").Infer(InferSameAsInput0).Grad(UnaryGradRule(name)));
 }
 
 OpSchema Binary(const char* name, InferFn fn, int since = 13) {
@@ -94,12 +95,15 @@ OpSchema Binary(const char* name, InferFn fn, int since = 13) {
 
 void RegisterElementwiseOps(OpRegistry& r) {
   // ---- Arithmetic -------------------------------------------------------------------------------
-  for (const char* op : {"Add", "Sub", "Mul", "Div"}) r.Register(Binary(op, InferBroadcast));
+  r.Register(Binary("Add", InferBroadcast).Grad(GradAdd));
+  r.Register(Binary("Sub", InferBroadcast).Grad(GradSub));
+  r.Register(Binary("Mul", InferBroadcast).Grad(GradMul));
+  r.Register(Binary("Div", InferBroadcast).Grad(GradDiv));
   r.Register(Binary("Mod", InferBroadcast).Attr("fmod", Attribute::Int(0)));
-  r.Register(OpSchema("Pow").Since(13).Input("X").Input("Y").Output("Z").Infer(InferBroadcastDType0));
+  r.Register(OpSchema("Pow").Since(13).Input("X").Input("Y").Output("Z").Infer(InferBroadcastDType0).Grad(GradPow));
   r.Register(OpSchema("PRelu").Since(13).Input("X").Input("slope").Output("Y").Infer(InferSameAsInput0SameDType));
-  for (const char* op : {"Min", "Max", "Mean", "Sum"}) {
-    r.Register(OpSchema(op).Since(13).VariadicInput("data_0").Output("result").Infer(InferBroadcast));
+  for (auto [op, grad] : {std::pair{"Min", GradMinMax}, {"Max", GradMinMax}, {"Mean", GradMean}, {"Sum", GradSum}}) {
+    r.Register(OpSchema(op).Since(13).VariadicInput("data_0").Output("result").Infer(InferBroadcast).Grad(grad));
   }
 
   // ---- Unary math -------------------------------------------------------------------------------
@@ -125,7 +129,7 @@ void RegisterElementwiseOps(OpRegistry& r) {
                  .Attr("bias", Attribute::Float(0.0f)).Attr("lambd", Attribute::Float(0.5f)).Infer(InferSameAsInput0));
   r.Register(Unary("Swish", 24).Attr("alpha", Attribute::Float(1.0f)));
   r.Register(OpSchema("Clip").Since(13).Input("input").OptionalInput("min").OptionalInput("max").Output("output")
-                 .Infer(InferSameAsInput0SameDType));
+                 .Infer(InferSameAsInput0SameDType).Grad(GradClip));
 
   // ---- Comparison and logic ---------------------------------------------------------------------
   for (const char* op : {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor"}) {
@@ -137,7 +141,7 @@ void RegisterElementwiseOps(OpRegistry& r) {
                  .Attr("detect_negative", Attribute::Int(1))
                  .Attr("detect_positive", Attribute::Int(1))
                  .Infer(InferSameShapeBool));
-  r.Register(OpSchema("Where").Since(13).Input("condition").Input("X").Input("Y").Output("output").Infer(InferWhere));
+  r.Register(OpSchema("Where").Since(13).Input("condition").Input("X").Input("Y").Output("output").Infer(InferWhere).Grad(GradWhere));
 
   // ---- Bit ops ----------------------------------------------------------------------------------
   r.Register(OpSchema("BitShift").Since(13).Input("X").Input("Y").Output("Z")
@@ -150,14 +154,15 @@ void RegisterElementwiseOps(OpRegistry& r) {
                  .RequiredAttr("to", AttrKind::kInt)
                  .Attr("saturate", Attribute::Int(1))          // float8 targets only (Cast-19)
                  .Attr("round_mode", Attribute::String("up"))  // float8e8m0 targets only (Cast-25)
-                 .Infer(InferCast));
+                 .Infer(InferCast).Grad(GradCast));
   r.Register(OpSchema("CastLike").Since(15).Input("input").Input("target_type").Output("output")
                  .Attr("saturate", Attribute::Int(1))
                  .Attr("round_mode", Attribute::String("up"))
                  .Infer(InferCastLike));
-  r.Register(OpSchema("Identity").Since(13).Input("input").Output("output").Infer(InferSameAsInput0));
+  r.Register(OpSchema("Identity").Since(13).Input("input").Output("output").Infer(InferSameAsInput0).Grad(GradPassThrough));
   r.Register(OpSchema("Dropout").Since(13).Input("data").OptionalInput("ratio").OptionalInput("training_mode")
-                 .Output("output").OptionalOutput("mask").OptionalAttr("seed", AttrKind::kInt).Infer(InferDropout));
+                 .Output("output").OptionalOutput("mask").OptionalAttr("seed", AttrKind::kInt).Infer(InferDropout)
+                 .Grad(GradPassThrough));
 }
 
 }  // namespace oneflow

@@ -1,6 +1,7 @@
 // Op family: nn (MatMul, Gemm, Conv, ConvTranspose): schemas and shape inference.
 #include "graph/infer_util.h"
 #include "graph/ops/all_ops.h"
+#include "graph/ops/grad_rules.h"
 #include "graph/ops/conv_shape.h"
 #include "graph/ops/nn_infer.h"
 
@@ -140,10 +141,11 @@ void InferConvTranspose(InferContext& ctx) {
 }
 
 void RegisterNnOps(OpRegistry& r) {
-  r.Register(OpSchema("MatMul").Since(13).Input("A").Input("B").Output("Y").Infer(InferMatMul));
+  r.Register(OpSchema("MatMul").Since(13).Input("A").Input("B").Output("Y").Infer(InferMatMul).Grad(GradMatMul));
   r.Register(OpSchema("Gemm").Since(13).Input("A").Input("B").OptionalInput("C").Output("Y")
                  .Attr("alpha", Attribute::Float(1.0f)).Attr("beta", Attribute::Float(1.0f))
-                 .Attr("transA", Attribute::Int(0)).Attr("transB", Attribute::Int(0)).Infer(InferGemm));
+                 .Attr("transA", Attribute::Int(0)).Attr("transB", Attribute::Int(0)).Infer(InferGemm)
+                 .Grad(GradGemm));
   r.Register(OpSchema("Conv").Since(13).Input("X").Input("W").OptionalInput("B").Output("Y")
                  .Attr("auto_pad", Attribute::String("NOTSET")).Attr("group", Attribute::Int(1))
                  .OptionalAttr("dilations", AttrKind::kInts).OptionalAttr("kernel_shape", AttrKind::kInts)

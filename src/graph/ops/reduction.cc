@@ -3,6 +3,7 @@
 
 #include "graph/infer_util.h"
 #include "graph/ops/all_ops.h"
+#include "graph/ops/grad_rules.h"
 
 namespace oneflow {
 
@@ -114,14 +115,14 @@ void RegisterReductionOps(OpRegistry& r) {
   // ReduceSum took axes as an input already at opset 13.
   r.Register(OpSchema("ReduceSum").Since(13).Input("data").OptionalInput("axes").Output("reduced")
                  .Attr("keepdims", Attribute::Int(1)).Attr("noop_with_empty_axes", Attribute::Int(0))
-                 .Infer(InferReduce));
+                 .Infer(InferReduce).Grad(ReduceGradRule("ReduceSum")));
   for (const char* op : kReduceOps) {
     r.Register(OpSchema(op).Since(13).Until(17).Input("data").Output("reduced")
                    .OptionalAttr("axes", AttrKind::kInts).Attr("keepdims", Attribute::Int(1))
-                   .Infer(InferReduce));
+                   .Infer(InferReduce).Grad(ReduceGradRule(op)));
     r.Register(OpSchema(op).Since(18).Input("data").OptionalInput("axes").Output("reduced")
                    .Attr("keepdims", Attribute::Int(1)).Attr("noop_with_empty_axes", Attribute::Int(0))
-                   .Infer(InferReduce));
+                   .Infer(InferReduce).Grad(ReduceGradRule(op)));
   }
   for (const char* op : {"ArgMax", "ArgMin"}) {
     r.Register(OpSchema(op).Since(13).Input("data").Output("reduced")
@@ -130,7 +131,7 @@ void RegisterReductionOps(OpRegistry& r) {
   }
   r.Register(OpSchema("CumSum").Since(13).Input("x").Input("axis").Output("y")
                  .Attr("exclusive", Attribute::Int(0)).Attr("reverse", Attribute::Int(0))
-                 .Infer(InferCumulative));
+                 .Infer(InferCumulative).Grad(GradCumSum));
   r.Register(OpSchema("CumProd").Since(26).Input("x").Input("axis").Output("y")
                  .Attr("exclusive", Attribute::Int(0)).Attr("reverse", Attribute::Int(0))
                  .Infer(InferCumulative));

@@ -12,10 +12,14 @@ namespace oneflow {
 // Resolves each node's schema for its opset (errors name op, domain and opset), checks input and
 // output counts, attribute kinds and required attributes, and fills attribute defaults.
 void ResolveSchemas(Graph& g);
+// The same for one node (used when a pass appends nodes, e.g. autodiff).
+void ResolveNodeSchema(Node& n);
 
 // Static type and shape inference over the whole graph (symbolic dims allowed). Types declared by
 // the model are kept where inference learns less.
 void InferShapes(Graph& g);
+// Infers the output types of one node whose schema is resolved and whose inputs are typed.
+void InferNodeTypes(Graph& g, const Node& n);
 
 // Removes nodes whose outputs nobody uses and constants nobody reads. Returns nodes removed.
 int EliminateDeadCode(Graph& g);

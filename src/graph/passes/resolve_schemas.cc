@@ -25,37 +25,39 @@ static void CheckArity(const Node& n, const std::vector<ParamSpec>& specs, const
 }
 
 void ResolveSchemas(Graph& g) {
+  for (Node& n : g.nodes) ResolveNodeSchema(n);
+}
+
+void ResolveNodeSchema(Node& n) {
   const OpRegistry& registry = OpRegistry::Global();
-  for (Node& n : g.nodes) {
-    const OpSchema* s = registry.Find(n.domain, n.op_type, n.opset);
-    if (s == nullptr) {
-      auto versions = registry.FindAllVersions(n.domain, n.op_type);
-      std::string domain = n.domain.empty() ? "ai.onnx" : n.domain;
-      if (versions.empty())
-        Fail(ErrorCode::kUnsupported, "unsupported op '", n.op_type, "' (domain '", domain, "', opset ", n.opset,
-             ")", n.name.empty() ? "" : " in node '" + n.name + "'");
-      std::string ranges;
-      for (const OpSchema* v : versions) {
-        if (!ranges.empty()) ranges += ", ";
-        ranges += std::to_string(v->since_version) + "+";
-      }
-      Fail(ErrorCode::kUnsupported, "op '", n.op_type, "' (domain '", domain, "') is not supported at opset ",
-           n.opset, "; supported from opset ", ranges);
+  const OpSchema* s = registry.Find(n.domain, n.op_type, n.opset);
+  if (s == nullptr) {
+    auto versions = registry.FindAllVersions(n.domain, n.op_type);
+    std::string domain = n.domain.empty() ? "ai.onnx" : n.domain;
+    if (versions.empty())
+      Fail(ErrorCode::kUnsupported, "unsupported op '", n.op_type, "' (domain '", domain, "', opset ", n.opset,
+           ")", n.name.empty() ? "" : " in node '" + n.name + "'");
+    std::string ranges;
+    for (const OpSchema* v : versions) {
+      if (!ranges.empty()) ranges += ", ";
+      ranges += std::to_string(v->since_version) + "+";
     }
-    n.schema = s;
-    CheckArity(n, s->inputs, n.inputs, "input");
-    CheckArity(n, s->outputs, n.outputs, "output");
-    for (const AttrSpec& spec : s->attrs) {
-      const Attribute* a = n.attrs.find(spec.name);
-      if (a == nullptr) {
-        OF_CHECK(!spec.required, kInvalidModel, n.Describe(), ": required attribute '", spec.name, "' is missing");
-        if (spec.has_default) n.attrs.set(spec.name, spec.default_value);
-        continue;
-      }
-      // ONNX writers sometimes store a single int as ints or vice versa; accept the obvious cases.
-      OF_CHECK(a->kind == spec.kind, kInvalidModel, n.Describe(), ": attribute '", spec.name, "' is ",
-               AttrKindName(a->kind), ", expected ", AttrKindName(spec.kind));
+    Fail(ErrorCode::kUnsupported, "op '", n.op_type, "' (domain '", domain, "') is not supported at opset ",
+         n.opset, "; supported from opset ", ranges);
+  }
+  n.schema = s;
+  CheckArity(n, s->inputs, n.inputs, "input");
+  CheckArity(n, s->outputs, n.outputs, "output");
+  for (const AttrSpec& spec : s->attrs) {
+    const Attribute* a = n.attrs.find(spec.name);
+    if (a == nullptr) {
+      OF_CHECK(!spec.required, kInvalidModel, n.Describe(), ": required attribute '", spec.name, "' is missing");
+      if (spec.has_default) n.attrs.set(spec.name, spec.default_value);
+      continue;
     }
+    // ONNX writers sometimes store a single int as ints or vice versa; accept the obvious cases.
+    OF_CHECK(a->kind == spec.kind, kInvalidModel, n.Describe(), ": attribute '", spec.name, "' is ",
+             AttrKindName(a->kind), ", expected ", AttrKindName(spec.kind));
   }
 }
 

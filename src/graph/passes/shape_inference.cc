@@ -21,30 +21,31 @@ static TensorType Merge(const TensorType& declared, const TensorType& inferred, 
 }
 
 void InferShapes(Graph& g) {
-  for (int idx : g.TopologicalOrder()) {
-    Node& n = g.nodes[static_cast<size_t>(idx)];
-    OF_ASSERT(n.schema != nullptr);
-    const std::string desc = n.Describe();
-    InferContext ctx(n.attrs, n.opset, desc, n.outputs.size());
-    for (int v : n.inputs) {
-      if (v == kNoValue) {
-        ctx.AddInput(nullptr, nullptr);
-        continue;
-      }
-      const Value& val = g.values[static_cast<size_t>(v)];
-      ctx.AddInput(&val.type, val.constant.defined() ? &val.constant : nullptr);
+  for (int idx : g.TopologicalOrder()) InferNodeTypes(g, g.nodes[static_cast<size_t>(idx)]);
+}
+
+void InferNodeTypes(Graph& g, const Node& n) {
+  OF_ASSERT(n.schema != nullptr);
+  const std::string desc = n.Describe();
+  InferContext ctx(n.attrs, n.opset, desc, n.outputs.size());
+  for (int v : n.inputs) {
+    if (v == kNoValue) {
+      ctx.AddInput(nullptr, nullptr);
+      continue;
     }
-    try {
-      n.schema->infer(ctx);
-    } catch (const Error& e) {
-      // Shape errors found statically are model errors; keep the op's message.
-      throw Error(e.code() == ErrorCode::kInvalidArgument ? ErrorCode::kInvalidModel : e.code(), e.what());
-    }
-    for (size_t i = 0; i < n.outputs.size(); ++i) {
-      if (n.outputs[i] == kNoValue) continue;
-      Value& out = g.values[static_cast<size_t>(n.outputs[i])];
-      out.type = Merge(out.type, ctx.output(i), n);
-    }
+    const Value& val = g.values[static_cast<size_t>(v)];
+    ctx.AddInput(&val.type, val.constant.defined() ? &val.constant : nullptr);
+  }
+  try {
+    n.schema->infer(ctx);
+  } catch (const Error& e) {
+    // Shape errors found statically are model errors; keep the op's message.
+    throw Error(e.code() == ErrorCode::kInvalidArgument ? ErrorCode::kInvalidModel : e.code(), e.what());
+  }
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    if (n.outputs[i] == kNoValue) continue;
+    Value& out = g.values[static_cast<size_t>(n.outputs[i])];
+    out.type = Merge(out.type, ctx.output(i), n);
   }
 }
 
