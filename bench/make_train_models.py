@@ -29,7 +29,7 @@ def mlp_weights(seed=1):
     return w
 
 
-def transformer_weights(seed=2):
+def transformer_weights(seed=2, D=D, FF=FF, LAYERS=LAYERS):
     rng = np.random.default_rng(seed)
     w = {}
     for l in range(LAYERS):
@@ -69,8 +69,8 @@ def make_mlp(path):
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
 
 
-def make_transformer(path):
-    w = transformer_weights()
+def make_transformer(path, D=D, HEADS=HEADS, FF=FF, LAYERS=LAYERS, seed=2):
+    w = transformer_weights(seed, D, FF, LAYERS)
     dh = D // HEADS
     consts = {"heads_shape": np.array([0, 0, HEADS, dh], np.int64), "model_shape": np.array([0, 0, D], np.int64),
               "scale": np.array(1.0 / np.sqrt(dh), np.float32)}

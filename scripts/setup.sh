@@ -6,7 +6,7 @@ set -euo pipefail
 APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config
               protobuf-compiler libprotobuf-dev libdnnl-dev libgtest-dev clang libclang-rt-dev
               flatbuffers-compiler libflatbuffers-dev)
-PIP_PACKAGES=("numpy>=1.26" "onnx==1.23.2" "onnxruntime==1.31.1")
+PIP_PACKAGES=("numpy>=1.26" "onnx==1.23.2" "onnxruntime==1.31.1" "scikit-learn>=1.3")
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

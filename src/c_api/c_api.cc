@@ -187,10 +187,13 @@ oneflow_status_t oneflow_session_run(oneflow_session_t* session, const char* con
       OF_REQUIRE(output_names[i] != nullptr, "output_names[", i, "] is NULL");
       fetches.emplace_back(output_names[i]);
     }
-    size_t expected = num_output_names ? num_output_names : session->session->optimized().outputs.size();
+    size_t expected = num_output_names        ? num_output_names
+                      : session->training ? session->training->DefaultFetchCount(session->mode)
+                                          : session->session->optimized().outputs.size();
     OF_REQUIRE(out_capacity >= expected, "out_outputs has room for ", out_capacity, " tensors but the run returns ",
                expected);
-    auto results = session->session->Run(feeds, fetches);
+    auto results = session->training ? session->training->Run(feeds, fetches, session->mode)
+                                     : session->session->Run(feeds, fetches);
     std::vector<std::unique_ptr<oneflow_tensor_s>> handles;
     for (auto& r : results) {
       handles.push_back(std::make_unique<oneflow_tensor_s>());
@@ -204,7 +207,7 @@ oneflow_status_t oneflow_session_get_planned_peak_bytes(const oneflow_session_t*
   return Guard([&] {
     OF_REQUIRE(session != nullptr, "session is NULL");
     OF_REQUIRE(out_bytes != nullptr, "out_bytes is NULL");
-    *out_bytes = session->session->planned_peak_bytes();
+    *out_bytes = session->training ? session->training->memory().peak() : session->session->planned_peak_bytes();
   });
 }
 

@@ -10,6 +10,7 @@
 
 #include "engine/session.h"
 #include "oneflow_c.h"
+#include "train/training_session.h"
 
 using namespace oneflow;  // the ABI files are thin wrappers over the engine's namespace
 
@@ -70,8 +71,11 @@ struct oneflow_graph_s {
 };
 
 struct oneflow_session_s {
-  std::unique_ptr<Session> session;
+  std::unique_ptr<Session> session;  // inference sessions
   IoInfo io;
+  // Training sessions (oneflow_training_session_create) have this instead of `session`.
+  std::unique_ptr<oneflow::train::TrainingSession> training;
+  oneflow::train::RunMode mode = oneflow::train::RunMode::kTrain;
 };
 
 static_assert(static_cast<int>(ErrorCode::kInternal) == ONEFLOW_INTERNAL, "error codes must match the ABI");
