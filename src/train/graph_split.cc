@@ -151,11 +151,46 @@ std::set<int> ChooseCheckpoints(const Graph& g, const std::vector<int>& fwd_orde
 TrainingGraphs SplitForTraining(const Graph& g, const SplitRequest& r) {
   const std::vector<int> producer = g.Producers();
   const std::vector<int> order = g.TopologicalOrder();
-  std::vector<int> fwd_order, bwd_order;
-  for (int n : order) (static_cast<size_t>(n) < r.first_backward_node ? fwd_order : bwd_order).push_back(n);
+  // Backward nodes that only read the shape of a forward value (Shape, Size) run in forward: a
+  // few int64s are kept instead of the whole activation.
+  std::vector<char> in_forward(g.nodes.size(), 0);
+  for (int n : order) {
+    const Node& node = g.nodes[static_cast<size_t>(n)];
+    bool forward = static_cast<size_t>(n) < r.first_backward_node;
+    if (!forward && (node.op_type == "Shape" || node.op_type == "Size") && node.domain.empty()) {
+      forward = true;
+      for (int v : node.inputs) {
+        int p = v == kNoValue ? kNoValue : producer[static_cast<size_t>(v)];
+        if (p != kNoValue && !in_forward[static_cast<size_t>(p)]) forward = false;
+      }
+    }
+    in_forward[static_cast<size_t>(n)] = forward;
+  }
+  // Forward order: each moved node right after the last producer of its inputs, so it does not
+  // stretch the lifetime of the activation it measures.
+  std::vector<int> fwd_order, bwd_order, moved_front;
+  std::vector<std::vector<int>> moved_after(g.nodes.size());
+  std::vector<int> position(g.nodes.size(), -1);
+  int next_position = 0;
+  for (int n : order) {
+    if (!in_forward[static_cast<size_t>(n)]) { bwd_order.push_back(n); continue; }
+    if (static_cast<size_t>(n) < r.first_backward_node) { position[static_cast<size_t>(n)] = next_position++; continue; }
+    int last = kNoValue;
+    for (int v : g.nodes[static_cast<size_t>(n)].inputs) {
+      int p = v == kNoValue ? kNoValue : producer[static_cast<size_t>(v)];
+      if (p != kNoValue && (last == kNoValue || position[static_cast<size_t>(p)] > position[static_cast<size_t>(last)])) last = p;
+    }
+    (last == kNoValue ? moved_front : moved_after[static_cast<size_t>(last)]).push_back(n);
+  }
+  fwd_order = moved_front;
+  for (int n : order) {
+    if (static_cast<size_t>(n) >= r.first_backward_node) continue;
+    fwd_order.push_back(n);
+    fwd_order.insert(fwd_order.end(), moved_after[static_cast<size_t>(n)].begin(), moved_after[static_cast<size_t>(n)].end());
+  }
   auto is_forward_value = [&](int v) {
     int p = producer[static_cast<size_t>(v)];
-    return p != kNoValue && static_cast<size_t>(p) < r.first_backward_node;
+    return p != kNoValue && in_forward[static_cast<size_t>(p)];
   };
 
   std::vector<char> needed(g.values.size(), 0);
@@ -181,6 +216,11 @@ TrainingGraphs SplitForTraining(const Graph& g, const SplitRequest& r) {
   } else {
     std::set<int> ckpt = ChooseCheckpoints(g, fwd_order, producer, needed);
     for (int c : ckpt) kept[static_cast<size_t>(c)] = 1;
+    // Shapes measured in forward are kept: recomputing one would recompute what it measures.
+    for (size_t n = r.first_backward_node; n < g.nodes.size(); ++n)
+      if (in_forward[n])
+        for (int v : g.nodes[n].outputs)
+          if (v != kNoValue) kept[static_cast<size_t>(v)] = 1;
     std::vector<char> emitted(g.nodes.size(), 0);
     // Emits the forward nodes computing `v` from kept values, inputs and constants, producer-first.
     std::function<void(int)> recompute = [&](int v) {

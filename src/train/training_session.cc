@@ -211,7 +211,10 @@ std::vector<std::pair<std::string, Tensor>> TrainingSession::Run(
       s.pending[name] = std::move(t);
     }
     // Backward reads these inputs after the caller may have reused their buffers: keep copies.
-    for (const std::string& name : s.backward_reads_inputs) s.pending[name] = named.at(name).Clone();
+    for (const std::string& name : s.backward_reads_inputs) {
+      s.pending[name] = named.at(name).Clone();
+      s.saved_bytes += s.pending[name].nbytes();
+    }
     const Tensor& loss = by_name.at(s.loss_name);
     s.last_loss = loss.numel() == 1 ? loss.GetAsDouble(0) : std::numeric_limits<double>::quiet_NaN();
     s.has_pending = true;
