@@ -34,9 +34,11 @@ static bool IsFloat(DType d) {
 std::vector<int> SelectParameters(const Graph& g, const std::vector<std::string>& frozen) {
   std::vector<char> used(frozen.size(), 0);
   std::vector<int> selected;
+  std::vector<char> is_input(g.values.size(), 0);
+  for (int v : g.inputs) is_input[static_cast<size_t>(v)] = 1;
   for (size_t v = 0; v < g.values.size(); ++v) {
     const Value& val = g.values[v];
-    if (!val.is_parameter || !val.constant.defined() || !IsFloat(val.constant.dtype())) continue;
+    if (!val.is_parameter || !val.constant.defined() || !IsFloat(val.constant.dtype()) || is_input[v]) continue;
     bool is_frozen = false;
     for (size_t i = 0; i < frozen.size(); ++i) {
       if (frozen[i] == val.name || GlobMatch(frozen[i], val.name)) {

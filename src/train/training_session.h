@@ -59,7 +59,7 @@ enum class StepOutcome { kApplied, kSkipped };
 struct TrainingMemory {
   size_t forward_arena = 0;   // the forward graph's planned arena (last input shapes)
   size_t backward_arena = 0;  // the backward graph's planned arena
-  size_t saved_bytes = 0;     // activations the last train-mode run kept for backward
+  size_t saved_bytes = 0;     // activations (and input copies) the last train-mode run kept for backward
   size_t eval_arena = 0;
   // forward arena + saved activations + backward arena: the intermediate memory one training step
   // holds (the arenas are kept between steps).
@@ -117,7 +117,6 @@ class TrainingSession {
   Graph ExportModel() const;
 
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
   TrainingOptions options_;
   Graph interface_;
