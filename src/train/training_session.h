@@ -117,6 +117,7 @@ class TrainingSession {
   Graph ExportModel() const;
 
  private:
+  struct Impl;
   std::unique_ptr<Impl> impl_;
   TrainingOptions options_;
   Graph interface_;
