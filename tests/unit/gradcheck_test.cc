@@ -183,12 +183,12 @@ void RunGradCheck(const GradCheckCase& c) {
 namespace {
 
 TEST(GradCheckTable, EveryOpWithAGradientRuleHasACheck) {
-  std::vector<std::string> with_rule, missing;
+  std::set<std::string> with_rule, missing;
   for (const OpSchema* s : OpRegistry::Global().All()) {
     if (!s->grad) continue;
     const std::string key = s->domain.empty() ? s->name : s->domain + "::" + s->name;
-    with_rule.push_back(key);
-    if (!GradCheckedOps().count(key)) missing.push_back(key);
+    with_rule.insert(key);
+    if (!GradCheckedOps().count(key)) missing.insert(key);
   }
   std::string list, miss;
   for (const auto& k : with_rule) list += " " + k;

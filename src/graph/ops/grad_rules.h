@@ -31,4 +31,19 @@ void GradCumSum(GradContext& c);
 void GradMatMul(GradContext& c);
 void GradGemm(GradContext& c);
 
+// ops/tensor_grad.cc
+void GradReshapeLike(GradContext& c);  // Reshape, Flatten, Squeeze, Unsqueeze: dX = dY reshaped to X
+void GradTranspose(GradContext& c);
+void GradConcat(GradContext& c);
+void GradSplit(GradContext& c);
+void GradSlice(GradContext& c);
+void GradGather(GradContext& c);
+void GradGatherElements(GradContext& c);
+void GradExpand(GradContext& c);
+void GradTile(GradContext& c);
+void GradPad(GradContext& c);
+
+// ops/einsum_grad.cc
+void GradEinsum(GradContext& c);
+
 }  // namespace oneflow

@@ -5,6 +5,7 @@
 
 #include "graph/infer_util.h"
 #include "graph/ops/all_ops.h"
+#include "graph/ops/grad_rules.h"
 #include "graph/ops/tensor_util.h"
 
 namespace oneflow {
@@ -263,9 +264,9 @@ void InferUnique(InferContext& ctx) {
 
 void RegisterIndexOps(OpRegistry& r) {
   r.Register(OpSchema("Gather").Since(13).Input("data").Input("indices").Output("output")
-                 .Attr("axis", Attribute::Int(0)).Infer(InferGather));
+                 .Attr("axis", Attribute::Int(0)).Infer(InferGather).Grad(GradGather));
   r.Register(OpSchema("GatherElements").Since(13).Input("data").Input("indices").Output("output")
-                 .Attr("axis", Attribute::Int(0)).Infer(InferGatherElements));
+                 .Attr("axis", Attribute::Int(0)).Infer(InferGatherElements).Grad(GradGatherElements));
   r.Register(OpSchema("GatherND").Since(13).Input("data").Input("indices").Output("output")
                  .Attr("batch_dims", Attribute::Int(0)).Infer(InferGatherND));
   r.Register(OpSchema("ScatterElements").Since(13).Input("data").Input("indices").Input("updates").Output("output")

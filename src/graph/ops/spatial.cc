@@ -3,6 +3,7 @@
 
 #include "graph/infer_util.h"
 #include "graph/ops/all_ops.h"
+#include "graph/ops/grad_rules.h"
 #include "graph/ops/spatial_util.h"
 
 namespace oneflow {
@@ -251,7 +252,7 @@ void RegisterSpatialOps(OpRegistry& r) {
                  .Attr("nearest_mode", Attribute::String("round_prefer_floor"))
                  .Infer(InferResize));
   r.Register(OpSchema("Einsum").Since(13).VariadicInput("Inputs").Output("Output")
-                 .RequiredAttr("equation", AttrKind::kString).Infer(InferEinsum));
+                 .RequiredAttr("equation", AttrKind::kString).Infer(InferEinsum).Grad(GradEinsum));
   r.Register(OpSchema("LRN").Since(13).Input("X").Output("Y")
                  .Attr("alpha", Attribute::Float(0.0001f)).Attr("beta", Attribute::Float(0.75f))
                  .Attr("bias", Attribute::Float(1.0f)).RequiredAttr("size", AttrKind::kInt).Infer(InferLRN));

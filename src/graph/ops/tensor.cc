@@ -6,6 +6,7 @@
 
 #include "graph/infer_util.h"
 #include "graph/ops/all_ops.h"
+#include "graph/ops/grad_rules.h"
 #include "graph/ops/tensor_util.h"
 
 namespace oneflow {
@@ -610,23 +611,26 @@ void InferCenterCropPad(InferContext& ctx) {
 
 void RegisterTensorOps(OpRegistry& r) {
   r.Register(OpSchema("Reshape").Since(13).Input("data").Input("shape").Output("reshaped")
-                 .Attr("allowzero", Attribute::Int(0)).Infer(InferReshape));
+                 .Attr("allowzero", Attribute::Int(0)).Infer(InferReshape).Grad(GradReshapeLike));
   r.Register(OpSchema("Flatten").Since(13).Input("input").Output("output")
-                 .Attr("axis", Attribute::Int(1)).Infer(InferFlatten));
-  r.Register(OpSchema("Squeeze").Since(13).Input("data").OptionalInput("axes").Output("squeezed").Infer(InferSqueeze));
-  r.Register(OpSchema("Unsqueeze").Since(13).Input("data").Input("axes").Output("expanded").Infer(InferUnsqueeze));
+                 .Attr("axis", Attribute::Int(1)).Infer(InferFlatten).Grad(GradReshapeLike));
+  r.Register(OpSchema("Squeeze").Since(13).Input("data").OptionalInput("axes").Output("squeezed").Infer(InferSqueeze)
+                 .Grad(GradReshapeLike));
+  r.Register(OpSchema("Unsqueeze").Since(13).Input("data").Input("axes").Output("expanded").Infer(InferUnsqueeze)
+                 .Grad(GradReshapeLike));
   r.Register(OpSchema("Transpose").Since(13).Input("data").Output("transposed")
-                 .OptionalAttr("perm", AttrKind::kInts).Infer(InferTranspose));
+                 .OptionalAttr("perm", AttrKind::kInts).Infer(InferTranspose).Grad(GradTranspose));
   r.Register(OpSchema("Concat").Since(13).VariadicInput("inputs").Output("concat_result")
-                 .RequiredAttr("axis", AttrKind::kInt).Infer(InferConcat));
+                 .RequiredAttr("axis", AttrKind::kInt).Infer(InferConcat).Grad(GradConcat));
   r.Register(OpSchema("Split").Since(13).Input("input").OptionalInput("split").VariadicOutput("outputs")
-                 .Attr("axis", Attribute::Int(0)).OptionalAttr("num_outputs", AttrKind::kInt).Infer(InferSplit));
+                 .Attr("axis", Attribute::Int(0)).OptionalAttr("num_outputs", AttrKind::kInt).Infer(InferSplit).Grad(GradSplit));
   r.Register(OpSchema("Slice").Since(13).Input("data").Input("starts").Input("ends").OptionalInput("axes")
-                 .OptionalInput("steps").Output("output").Infer(InferSlice));
-  r.Register(OpSchema("Expand").Since(13).Input("input").Input("shape").Output("output").Infer(InferExpand));
-  r.Register(OpSchema("Tile").Since(13).Input("input").Input("repeats").Output("output").Infer(InferTile));
+                 .OptionalInput("steps").Output("output").Infer(InferSlice).Grad(GradSlice));
+  r.Register(OpSchema("Expand").Since(13).Input("input").Input("shape").Output("output").Infer(InferExpand).Grad(GradExpand));
+  r.Register(OpSchema("Tile").Since(13).Input("input").Input("repeats").Output("output").Infer(InferTile).Grad(GradTile));
   r.Register(OpSchema("Pad").Since(13).Input("data").Input("pads").OptionalInput("constant_value")
-                 .OptionalInput("axes").Output("output").Attr("mode", Attribute::String("constant")).Infer(InferPad));
+                 .OptionalInput("axes").Output("output").Attr("mode", Attribute::String("constant")).Infer(InferPad)
+                 .Grad(GradPad));
   r.Register(OpSchema("Shape").Since(13).Input("data").Output("shape").OptionalAttr("start", AttrKind::kInt)
                  .OptionalAttr("end", AttrKind::kInt).Infer(InferShape));
   r.Register(OpSchema("Size").Since(13).Input("data").Output("size").Infer(InferSize));
