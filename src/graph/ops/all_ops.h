@@ -13,6 +13,7 @@ void RegisterNnOps(OpRegistry& r);             // ops/nn.cc: MatMul, Gemm, Conv,
 void RegisterSpatialOps(OpRegistry& r);        // ops/spatial.cc: pools, Resize, Einsum, LRN
 void RegisterFusedOps(OpRegistry& r);          // ops/fused.cc: ai.oneflow ops produced by fusion passes
 void RegisterGradOps(OpRegistry& r);           // ops/grad_ops.cc: ai.oneflow ops emitted by gradient rules
+void RegisterNnGradOps(OpRegistry& r);         // ops/nn_grad.cc: ai.oneflow backward ops of conv, pools, softmax, norms
 
 inline void RegisterAllOps(OpRegistry& r) {
   RegisterElementwiseOps(r);
@@ -23,6 +24,7 @@ inline void RegisterAllOps(OpRegistry& r) {
   RegisterSpatialOps(r);
   RegisterFusedOps(r);
   RegisterGradOps(r);
+  RegisterNnGradOps(r);
 }
 
 }  // namespace oneflow

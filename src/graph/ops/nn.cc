@@ -3,6 +3,7 @@
 #include "graph/ops/all_ops.h"
 #include "graph/ops/grad_rules.h"
 #include "graph/ops/conv_shape.h"
+#include "graph/ops/nn_grad_rules.h"
 #include "graph/ops/nn_infer.h"
 
 namespace oneflow {
@@ -149,13 +150,14 @@ void RegisterNnOps(OpRegistry& r) {
   r.Register(OpSchema("Conv").Since(13).Input("X").Input("W").OptionalInput("B").Output("Y")
                  .Attr("auto_pad", Attribute::String("NOTSET")).Attr("group", Attribute::Int(1))
                  .OptionalAttr("dilations", AttrKind::kInts).OptionalAttr("kernel_shape", AttrKind::kInts)
-                 .OptionalAttr("pads", AttrKind::kInts).OptionalAttr("strides", AttrKind::kInts).Infer(InferConv));
+                 .OptionalAttr("pads", AttrKind::kInts).OptionalAttr("strides", AttrKind::kInts).Infer(InferConv)
+                 .Grad(GradConv));
   r.Register(OpSchema("ConvTranspose").Since(13).Input("X").Input("W").OptionalInput("B").Output("Y")
                  .Attr("auto_pad", Attribute::String("NOTSET")).Attr("group", Attribute::Int(1))
                  .OptionalAttr("dilations", AttrKind::kInts).OptionalAttr("kernel_shape", AttrKind::kInts)
                  .OptionalAttr("output_padding", AttrKind::kInts).OptionalAttr("output_shape", AttrKind::kInts)
                  .OptionalAttr("pads", AttrKind::kInts).OptionalAttr("strides", AttrKind::kInts)
-                 .Infer(InferConvTranspose));
+                 .Infer(InferConvTranspose).Grad(GradConvTranspose));
 }
 
 }  // namespace oneflow

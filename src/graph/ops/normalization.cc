@@ -1,6 +1,7 @@
 // Op family: normalization (schemas, attribute defaults, opset ranges, shape inference).
 #include "graph/infer_util.h"
 #include "graph/ops/all_ops.h"
+#include "graph/ops/nn_grad_rules.h"
 
 namespace oneflow {
 
@@ -19,8 +20,6 @@ void InferSoftmaxLike(InferContext& ctx) {
 }
 
 void InferBatchNorm(InferContext& ctx) {
-  OF_CHECK(ctx.attrs().GetInt("training_mode") == 0, kUnsupported, ctx.node(),
-           ": BatchNormalization with training_mode=1 is not supported (inference only)");
   const TensorType& x = ctx.input_type(0);
   RequireFloat(ctx, x.dtype);
   if (x.has_rank && x.rank() < 2) ctx.Error("X must have rank >= 2, got ", x.rank());
@@ -31,8 +30,8 @@ void InferBatchNorm(InferContext& ctx) {
       ctx.Error("parameter input ", i, " has ", p.dims[0].value, " elements, expected C = ", x.dims[1].value);
   }
   ctx.set_output(0, x);
-  // Running statistics are only produced in training mode; if a model wires them anyway in
-  // inference mode they pass the given statistics through.
+  // Training mode (opset 14+) updates the running statistics from the batch's; in inference mode
+  // a model that wires them anyway gets the given statistics through.
   for (size_t i = 1; i < ctx.num_outputs(); ++i) ctx.set_output(i, ctx.input_type(i + 2));
 }
 
@@ -84,24 +83,29 @@ void InferMvn(InferContext& ctx) {
 }  // namespace
 
 void RegisterNormalizationOps(OpRegistry& r) {
-  for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"})
+  for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) {
+    const std::string name = op;
+    // Hardmax is piecewise constant: no gradient rule (autodiff names it if a path needs one).
+    const GradFn grad = name == "Softmax" ? GradFn(GradSoftmax) : name == "LogSoftmax" ? GradFn(GradLogSoftmax) : GradFn();
     r.Register(OpSchema(op).Since(13).Input("input").Output("output").Attr("axis", Attribute::Int(-1))
-                   .Infer(InferSoftmaxLike));
+                   .Infer(InferSoftmaxLike).Grad(grad));
+  }
   // Opset 13 still uses BatchNormalization-9, whose inference semantics are the same as 14/15
   // (training_mode only exists from 14; it defaults to 0).
   r.Register(OpSchema("BatchNormalization").Since(13).Input("X").Input("scale").Input("B").Input("input_mean")
                  .Input("input_var").Output("Y").OptionalOutput("running_mean").OptionalOutput("running_var")
                  .Attr("epsilon", Attribute::Float(1e-5f)).Attr("momentum", Attribute::Float(0.9f))
-                 .Attr("training_mode", Attribute::Int(0)).Infer(InferBatchNorm));
+                 .Attr("training_mode", Attribute::Int(0)).Infer(InferBatchNorm).Grad(GradBatchNormalization));
   r.Register(OpSchema("LayerNormalization").Since(17).Input("X").Input("Scale").OptionalInput("B").Output("Y")
                  .OptionalOutput("Mean").OptionalOutput("InvStdDev").Attr("axis", Attribute::Int(-1))
                  .Attr("epsilon", Attribute::Float(1e-5f)).Attr("stash_type", Attribute::Int(1))
-                 .Infer(InferLayerNormLike));
+                 .Infer(InferLayerNormLike).Grad(GradLayerNormalization));
   r.Register(OpSchema("RMSNormalization").Since(23).Input("X").Input("scale").Output("Y")
                  .Attr("axis", Attribute::Int(-1)).Attr("epsilon", Attribute::Float(1e-5f))
                  .Attr("stash_type", Attribute::Int(1)).Infer(InferLayerNormLike));
   r.Register(OpSchema("InstanceNormalization").Since(13).Input("input").Input("scale").Input("B").Output("output")
-                 .Attr("epsilon", Attribute::Float(1e-5f)).Infer(InferChannelNorm));
+                 .Attr("epsilon", Attribute::Float(1e-5f)).Infer(InferChannelNorm)
+                 .Grad(GradInstanceNormalization));
   // Opset 18 takes scale/bias per group, opset 21 per channel; the kernel branches on the opset.
   r.Register(OpSchema("GroupNormalization").Since(18).Input("X").Input("scale").Input("bias").Output("Y")
                  .RequiredAttr("num_groups", AttrKind::kInt).Attr("epsilon", Attribute::Float(1e-5f))

@@ -4,6 +4,7 @@
 #include "graph/infer_util.h"
 #include "graph/ops/all_ops.h"
 #include "graph/ops/grad_rules.h"
+#include "graph/ops/nn_grad_rules.h"
 #include "graph/ops/spatial_util.h"
 
 namespace oneflow {
@@ -227,15 +228,17 @@ void InferAffineGrid(InferContext& ctx) {
 
 void RegisterSpatialOps(OpRegistry& r) {
   r.Register(PoolSchema("MaxPool", 13).OptionalOutput("Indices").Attr("storage_order", Attribute::Int(0))
-                 .Infer([](InferContext& ctx) { InferPool(ctx, false); }));
+                 .Infer([](InferContext& ctx) { InferPool(ctx, false); }).Grad(GradMaxPool));
   r.Register(PoolSchema("AveragePool", 13).Attr("count_include_pad", Attribute::Int(0))
-                 .Infer([](InferContext& ctx) { RequireFloatInput(ctx); InferPool(ctx, false); }));
+                 .Infer([](InferContext& ctx) { RequireFloatInput(ctx); InferPool(ctx, false); })
+                 .Grad(GradAveragePool));
   r.Register(PoolSchema("LpPool", 13).Attr("p", Attribute::Int(2))
                  .Infer([](InferContext& ctx) { RequireFloatInput(ctx); InferPool(ctx, false); }));
   r.Register(OpSchema("GlobalAveragePool").Since(13).Input("X").Output("Y")
-                 .Infer([](InferContext& ctx) { RequireFloatInput(ctx); InferPool(ctx, true); }));
+                 .Infer([](InferContext& ctx) { RequireFloatInput(ctx); InferPool(ctx, true); })
+                 .Grad(GradGlobalAveragePool));
   r.Register(OpSchema("GlobalMaxPool").Since(13).Input("X").Output("Y")
-                 .Infer([](InferContext& ctx) { InferPool(ctx, true); }));
+                 .Infer([](InferContext& ctx) { InferPool(ctx, true); }).Grad(GradGlobalMaxPool));
   r.Register(OpSchema("GlobalLpPool").Since(13).Input("X").Output("Y").Attr("p", Attribute::Int(2))
                  .Infer([](InferContext& ctx) { RequireFloatInput(ctx); InferPool(ctx, true); }));
   // One definition for Resize-13/18/19: the 18+ attributes simply keep their defaults in older models.

@@ -14,6 +14,7 @@ void RegisterCpuSpatialKernels(KernelRegistry& r);        // cpu/spatial.cc
 void RegisterCpuFusedKernels(KernelRegistry& r);          // cpu/fused.cc
 void RegisterCpuNhwcPoolKernels(KernelRegistry& r);       // cpu/pool_nhwc.cc (layout pass ops)
 void RegisterCpuGradKernels(KernelRegistry& r);           // cpu/grad.cc (ai.oneflow gradient ops)
+void RegisterCpuNnGradKernels(KernelRegistry& r);         // cpu/conv_grad.cc, pool_grad.cc, norm_grad.cc
 
 inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuElementwiseKernels(r);
@@ -25,6 +26,7 @@ inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuFusedKernels(r);
   RegisterCpuNhwcPoolKernels(r);
   RegisterCpuGradKernels(r);
+  RegisterCpuNnGradKernels(r);
 }
 
 }  // namespace oneflow

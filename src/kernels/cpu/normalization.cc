@@ -250,13 +250,46 @@ void LayerNormKernel(KernelContext& ctx) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// BatchNormalization, inference: y = x * a[c] + b[c] with a = scale / sqrt(var + eps).
+// BatchNormalization: y = x * a[c] + b[c] with a = scale / sqrt(var + eps). Inference mode uses the
+// given mean and var; training mode (opset 14+) the batch's own (biased variance, over N and the
+// spatial dims) and outputs running = input * momentum + batch * (1 - momentum) (ONNX-15).
+
+// Per channel mean and biased variance of x over (N, spatial), accumulated in double.
+void BatchStats(KernelContext& ctx, const Tensor& x, const AxisView& v, std::vector<double>& mean,
+                std::vector<double>& var) {
+  const int64_t c_dim = v.n;
+  DispatchFloating(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* px = x.data<T>();
+    ctx.pool().ParallelFor(c_dim, 3.0 * static_cast<double>(v.outer * v.inner), [&](int64_t lo, int64_t hi) {
+      for (int64_t c = lo; c < hi; ++c) {
+        double s = 0, q = 0;
+        for (int64_t o = 0; o < v.outer; ++o) {
+          const T* xr = px + (o * c_dim + c) * v.inner;
+          for (int64_t i = 0; i < v.inner; ++i) s += CastToDouble(xr[i]);
+        }
+        const double count = static_cast<double>(v.outer * v.inner);
+        const double m = count > 0 ? s / count : 0.0;
+        for (int64_t o = 0; o < v.outer; ++o) {
+          const T* xr = px + (o * c_dim + c) * v.inner;
+          for (int64_t i = 0; i < v.inner; ++i) {
+            const double d = CastToDouble(xr[i]) - m;
+            q += d * d;
+          }
+        }
+        mean[c] = m;
+        var[c] = count > 0 ? q / count : 0.0;
+      }
+    });
+  });
+}
 
 void BatchNormKernel(KernelContext& ctx) {
   const Tensor& x0 = ctx.input(0);
   const int64_t c_dim = x0.dim(1);
   const AxisView v = ViewAround(x0.shape(), 1, 2);
   const double eps = ctx.attrs().GetFloat("epsilon");
+  const bool training = ctx.attrs().GetInt("training_mode", 0) != 0;
   for (size_t i = 1; i < 5; ++i)
     OF_REQUIRE(ctx.input(i).numel() == c_dim, ctx.node_desc(), ": parameter input ", i, " must have C = ",
                c_dim, " elements");
@@ -264,8 +297,22 @@ void BatchNormKernel(KernelContext& ctx) {
   const std::string node = ctx.node_desc();
   const auto scale = ExpandParam<double>(ctx.input(1), cshape, node, "scale");
   const auto bias = ExpandParam<double>(ctx.input(2), cshape, node, "B");
-  const auto mean = ExpandParam<double>(ctx.input(3), cshape, node, "input_mean");
-  const auto var = ExpandParam<double>(ctx.input(4), cshape, node, "input_var");
+  auto mean = ExpandParam<double>(ctx.input(3), cshape, node, "input_mean");
+  auto var = ExpandParam<double>(ctx.input(4), cshape, node, "input_var");
+  if (training) {
+    std::vector<double> bmean(static_cast<size_t>(c_dim)), bvar(static_cast<size_t>(c_dim));
+    BatchStats(ctx, x0, v, bmean, bvar);
+    const double momentum = ctx.attrs().GetFloat("momentum");
+    for (size_t i = 1; i <= 2; ++i) {
+      if (!ctx.has_output(i)) continue;
+      std::vector<double> running(static_cast<size_t>(c_dim));
+      for (int64_t c = 0; c < c_dim; ++c)
+        running[c] = (i == 1 ? mean[c] : var[c]) * momentum + (i == 1 ? bmean[c] : bvar[c]) * (1.0 - momentum);
+      StoreStats(ctx, i, running);
+    }
+    mean.swap(bmean);
+    var.swap(bvar);
+  }
   if (x0.numel() != 0) {
     WithFloatStaging(x0, ctx.output(0), [&](const Tensor& x, Tensor& y) {
       DispatchFloat(x.dtype(), [&](auto tag) {
@@ -290,6 +337,7 @@ void BatchNormKernel(KernelContext& ctx) {
     });
   }
   // Inference mode: any wired running statistics are the given ones.
+  if (training) return;
   for (size_t i = 1; i <= 2; ++i)
     if (ctx.has_output(i)) std::memcpy(ctx.output(i).raw(), ctx.input(i + 2).raw(), ctx.output(i).nbytes());
 }
