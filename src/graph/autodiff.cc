@@ -114,12 +114,13 @@ GradientInfo BuildGradients(Graph& graph, const std::string& loss, const std::ve
     bool any_grad = false, any_need = false;
     {
       const Node& n = g.nodes[static_cast<size_t>(idx)];
-      for (int v : n.outputs) {
+      const std::vector<int> outputs = n.outputs, inputs = n.inputs;  // Accumulate may reallocate g.nodes
+      for (int v : outputs) {
         out_grads.push_back(active(v) ? Accumulate(g, parts[static_cast<size_t>(v)], g.values[static_cast<size_t>(v)].name)
                                       : std::string());
         any_grad = any_grad || !out_grads.back().empty();
       }
-      for (int v : n.inputs) {
+      for (int v : inputs) {
         needs.push_back(active(v) ? 1 : 0);
         any_need = any_need || needs.back();
       }
