@@ -3,8 +3,8 @@
  * cosine schedule, one progress line per epoch, test accuracy, a mid-run and a final checkpoint,
  * the trained model exported to the native format and a prediction served from the exported file.
  *
- *   train_digits DATA_DIR MODEL.onnx OUT_DIR [--epochs N] [--batch B] [--lr X] [--threads T]
- *                [--min-accuracy PCT] [--resume-check]
+ *   train_digits DATA_DIR MODEL.onnx OUT_DIR [--epochs N] [--batch B] [--lr X] [--weight-decay W]
+ *                [--threads T] [--seed S] [--min-accuracy PCT] [--resume-check]
  *
  * DATA_DIR holds train_x/train_y/test_x/test_y.npy (examples/c/make_digits_data.py); MODEL.onnx
  * maps "input" [N, 64] to "logits" [N, 10] (examples/c/make_digits_models.py). --resume-check
@@ -102,7 +102,7 @@ static double now_s(void) {
 
 typedef struct {
   int epochs, batch, threads;
-  float lr;
+  float lr, weight_decay;
   uint64_t seed;
 } Config;
 
@@ -119,7 +119,7 @@ static oneflow_session_t* create_session(const char* model_path, const Config* c
   to.labels_input = "labels";
   to.optimizer = ONEFLOW_OPTIMIZER_ADAMW;
   to.learning_rate = cfg->lr;
-  to.weight_decay = 1e-4f;
+  to.weight_decay = cfg->weight_decay;
   to.lr_schedule = ONEFLOW_LR_COSINE;
   to.warmup_steps = steps_total / 20;
   to.warmup_start_factor = 0.1f;
@@ -252,12 +252,12 @@ static void serve(const char* model_file, const Array* xte, const Array* yte, in
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: %s DATA_DIR MODEL.onnx OUT_DIR [--epochs N] [--batch B] [--lr X] [--threads T] "
-                    "[--min-accuracy PCT] [--resume-check]\n", argv[0]);
+    fprintf(stderr, "usage: %s DATA_DIR MODEL.onnx OUT_DIR [--epochs N] [--batch B] [--lr X] [--weight-decay W] "
+                    "[--threads T] [--seed S] [--min-accuracy PCT] [--resume-check]\n", argv[0]);
     return 2;
   }
   const char *data_dir = argv[1], *model = argv[2], *out_dir = argv[3];
-  Config cfg = {30, 32, 2, 3e-3f, 42};
+  Config cfg = {30, 32, 2, 3e-3f, 1e-4f, 42};
   double min_acc = 0;
   int resume_check = 0;
   for (int i = 4; i < argc; ++i) {
@@ -265,6 +265,8 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--batch") && i + 1 < argc) cfg.batch = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--lr") && i + 1 < argc) cfg.lr = (float)atof(argv[++i]);
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) cfg.threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--weight-decay") && i + 1 < argc) cfg.weight_decay = (float)atof(argv[++i]);
+    else if (!strcmp(argv[i], "--seed") && i + 1 < argc) cfg.seed = (uint64_t)atoll(argv[++i]);
     else if (!strcmp(argv[i], "--min-accuracy") && i + 1 < argc) min_acc = atof(argv[++i]);
     else if (!strcmp(argv[i], "--resume-check")) resume_check = 1;
     else { fprintf(stderr, "unknown argument %s\n", argv[i]); return 2; }
