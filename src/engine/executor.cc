@@ -88,7 +88,11 @@ std::shared_ptr<const Executor::Plan> Executor::StaticPlan() const {
     bytes[v] = static_cast<size_t>(NumElements(t.ToShape())) * DTypeSize(t.dtype);
   }
   std::vector<Shape> key;
-  for (int in : g.inputs) key.push_back(g.values[static_cast<size_t>(in)].type.ToShape());
+  for (int in : g.inputs) {
+    // Every intermediate can be static while an input is not (e.g. a scalar loss of a symbolic batch).
+    if (!g.values[static_cast<size_t>(in)].type.fully_known()) return nullptr;
+    key.push_back(g.values[static_cast<size_t>(in)].type.ToShape());
+  }
   auto plan = BuildPlan(bytes);
   plans_[key] = plan;
   return plan;

@@ -113,14 +113,15 @@ GradientInfo BuildGradients(Graph& graph, const std::string& loss, const std::ve
     std::vector<char> needs;
     bool any_grad = false, any_need = false;
     {
-      const Node& n = g.nodes[static_cast<size_t>(idx)];
-      const std::vector<int> outputs = n.outputs, inputs = n.inputs;  // Accumulate may reallocate g.nodes
-      for (int v : outputs) {
+      // Copies: Accumulate appends nodes, which moves g.nodes.
+      const std::vector<int> outs = g.nodes[static_cast<size_t>(idx)].outputs;
+      const std::vector<int> ins = g.nodes[static_cast<size_t>(idx)].inputs;
+      for (int v : outs) {
         out_grads.push_back(active(v) ? Accumulate(g, parts[static_cast<size_t>(v)], g.values[static_cast<size_t>(v)].name)
                                       : std::string());
         any_grad = any_grad || !out_grads.back().empty();
       }
-      for (int v : inputs) {
+      for (int v : ins) {
         needs.push_back(active(v) ? 1 : 0);
         any_need = any_need || needs.back();
       }

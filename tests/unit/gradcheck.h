@@ -44,6 +44,9 @@ struct GradCheckCase {
   AttrMap attrs;
   int num_outputs = 1;
   std::vector<int> skip_outputs;  // outputs left out of the loss (e.g. integer or unused ones)
+  // Declare the differentiable inputs with symbolic dims only (rank known): exercises the rules'
+  // run-time shape paths (Shape nodes instead of constants).
+  bool symbolic_shapes = false;
   double eps = 1e-6;
   double tol = 1e-6;  // on |analytic - numeric| / (1 + |numeric|)
 };

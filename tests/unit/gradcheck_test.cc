@@ -79,7 +79,10 @@ Graph BuildForward(const GradCheckCase& c, std::vector<std::string>* wrt) {
     } else if (g.FindValue(in.name) != kNoValue) {
       n.inputs.push_back(g.FindValue(in.name));  // the same value read twice
     } else if (in.differentiable) {
-      n.inputs.push_back(g.AddValue(in.name, TensorType::Of(in.value.dtype(), in.value.shape())));
+      TensorType t = TensorType::Of(in.value.dtype(), in.value.shape());
+      if (c.symbolic_shapes)
+        for (size_t d = 0; d < t.dims.size(); ++d) t.dims[d] = Dim::Symbol(in.name + "_d" + std::to_string(d));
+      n.inputs.push_back(g.AddValue(in.name, t));
       g.inputs.push_back(n.inputs.back());
       wrt->push_back(in.name);
     } else {

@@ -14,6 +14,7 @@ void RegisterSpatialOps(OpRegistry& r);        // ops/spatial.cc: pools, Resize,
 void RegisterFusedOps(OpRegistry& r);          // ops/fused.cc: ai.oneflow ops produced by fusion passes
 void RegisterGradOps(OpRegistry& r);           // ops/grad_ops.cc: ai.oneflow ops emitted by gradient rules
 void RegisterNnGradOps(OpRegistry& r);         // ops/nn_grad.cc: ai.oneflow backward ops of conv, pools, softmax, norms
+void RegisterLossOps(OpRegistry& r);           // ops/loss.cc: SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss
 
 inline void RegisterAllOps(OpRegistry& r) {
   RegisterElementwiseOps(r);
@@ -25,6 +26,7 @@ inline void RegisterAllOps(OpRegistry& r) {
   RegisterFusedOps(r);
   RegisterGradOps(r);
   RegisterNnGradOps(r);
+  RegisterLossOps(r);
 }
 
 }  // namespace oneflow

@@ -15,6 +15,7 @@ void RegisterCpuFusedKernels(KernelRegistry& r);          // cpu/fused.cc
 void RegisterCpuNhwcPoolKernels(KernelRegistry& r);       // cpu/pool_nhwc.cc (layout pass ops)
 void RegisterCpuGradKernels(KernelRegistry& r);           // cpu/grad.cc (ai.oneflow gradient ops)
 void RegisterCpuNnGradKernels(KernelRegistry& r);         // cpu/conv_grad.cc, pool_grad.cc, norm_grad.cc
+void RegisterCpuLossKernels(KernelRegistry& r);           // cpu/loss.cc (losses and their gradients)
 
 inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuElementwiseKernels(r);
@@ -27,6 +28,7 @@ inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuNhwcPoolKernels(r);
   RegisterCpuGradKernels(r);
   RegisterCpuNnGradKernels(r);
+  RegisterCpuLossKernels(r);
 }
 
 }  // namespace oneflow
