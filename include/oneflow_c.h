@@ -424,7 +424,8 @@ typedef enum oneflow_run_mode_t {
 
 /* The mode oneflow_session_run uses on a training session (a new one starts in TRAIN). In TRAIN
  * mode a run with no output names returns the model outputs then the loss (when it is not one of
- * them); in EVAL mode the model outputs. */
+ * them); in EVAL mode the model outputs. An appended loss is the output named "loss" (unless the
+ * model already has a value of that name) and is the session's last output either way. */
 ONEFLOW_API oneflow_status_t oneflow_session_set_run_mode(oneflow_session_t* session, oneflow_run_mode_t mode);
 
 /* Backward for the last train-mode run: adds its gradients to the accumulated ones and releases

@@ -34,10 +34,6 @@ struct ParamState {
   bool has_grad = false;  // false: the gradient is zero (slot.grad holds zeros)
 };
 
-// Appends options.appended_loss on options.logits_output and a new input options.labels_input;
-// returns the loss value id (a graph output).
-int AppendTrainingLoss(Graph& g, const TrainingOptions& options);
-
 struct TrainingSession::Impl {
   std::mutex mutex;
   Graph model;  // as given: what ExportModel returns with current parameter values

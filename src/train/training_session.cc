@@ -10,6 +10,7 @@
 
 #include "engine/session.h"
 #include "graph/autodiff.h"
+#include "graph/losses.h"
 #include "train/graph_split.h"
 #include "train/param_select.h"
 #include "train/training_impl.h"
@@ -120,10 +121,17 @@ TrainingSession::TrainingSession(const Graph& model, const TrainingOptions& opti
     loss = FindOutput(g, options.loss_output, "loss_output");
   } else {
     FindOutput(g, options.logits_output, "logits_output");
-    OF_REQUIRE(g.FindValue(options.labels_input) == kNoValue, "labels_input '", options.labels_input,
-               "' is already a value of the model; choose another name");
-    loss = AppendTrainingLoss(g, options);
+    const LossKind kind = options.appended_loss == AppendedLoss::kMse  ? LossKind::kMeanSquaredError
+                          : options.appended_loss == AppendedLoss::kL1 ? LossKind::kL1
+                                                                       : LossKind::kSoftmaxCrossEntropy;
+    loss = g.FindValue(AppendLoss(g, kind, options.logits_output, options.labels_input,
+                                  options.loss_sum ? LossReduction::kSum : LossReduction::kMean));
     data_inputs.push_back(g.FindValue(options.labels_input));
+    // A predictable name for callers: "loss" unless the model already uses it.
+    if (g.FindValue("loss") == kNoValue) {
+      g.values[static_cast<size_t>(loss)].name = "loss";
+      g.Reindex();
+    }
   }
   s.loss_name = g.values[static_cast<size_t>(loss)].name;
 
@@ -184,6 +192,12 @@ std::vector<std::pair<std::string, Tensor>> TrainingSession::Run(
     OF_REQUIRE(named.count(name) == 0, "input '", name, "' is given twice");
     CheckFeed(interface_.values[static_cast<size_t>(decl)], t);
     named[name] = t;
+  }
+  if (mode == RunMode::kTrain) {
+    for (int v : interface_.inputs) {
+      const std::string& name = interface_.values[static_cast<size_t>(v)].name;
+      OF_REQUIRE(named.count(name), "input '", name, "' is missing (a train-mode run needs every input, the labels too)");
+    }
   }
   const Part& part = mode == RunMode::kTrain ? *s.forward : *s.eval;
   for (int v : part.graph->inputs) {

@@ -32,7 +32,8 @@ struct TrainingOptions {
 
   // The loss: either a model output named `loss_output`, or `appended_loss` built on
   // `logits_output` and the new input `labels_input` (class indices, int64, for cross entropy;
-  // targets shaped like the logits for MSE/L1).
+  // targets shaped like the logits for MSE/L1). The appended loss is the output "loss" (unless the
+  // model has a value of that name) and always the last output of interface_graph().
   std::string loss_output;
   AppendedLoss appended_loss = AppendedLoss::kNone;
   std::string logits_output;

@@ -159,6 +159,17 @@ static void test_gradients_accumulation_and_sgd(void) {
   expect_error(oneflow_session_backward(s), ONEFLOW_INVALID_ARGUMENT, "train-mode run", "backward before run");
   expect_error(oneflow_session_step(s, NULL), ONEFLOW_INVALID_ARGUMENT, "backward", "step without gradients");
 
+  {
+    int64_t xs[2] = {5, 4};
+    oneflow_tensor_t* tx = NULL;
+    OK(oneflow_tensor_create_borrowed(ONEFLOW_DTYPE_F32, xs, 2, g_x, sizeof g_x, NULL, NULL, &tx));
+    const char* n1[1] = {"x"};
+    const oneflow_tensor_t* i1[1] = {tx};
+    oneflow_tensor_t* o1[2] = {NULL, NULL};
+    expect_error(oneflow_session_run(s, n1, i1, 1, NULL, 0, o1, 2), ONEFLOW_INVALID_ARGUMENT, "labels",
+                 "train-mode run without labels");
+    oneflow_tensor_release(tx);
+  }
   float loss = 0, *want_loss = read_file("loss.f32", 4);
   OK(run_batch(s, 5, 0, &loss));
   EXPECT(fabsf(loss - *want_loss) <= 1e-5f * fabsf(*want_loss) + 1e-6f, "loss %g, numpy %g", loss, *want_loss);
