@@ -3,6 +3,7 @@
 // c_api_*.cc file; all of them include this header and nothing outside src/c_api does.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <new>
 #include <string>
@@ -75,7 +76,7 @@ struct oneflow_session_s {
   IoInfo io;
   // Training sessions (oneflow_training_session_create) have this instead of `session`.
   std::unique_ptr<oneflow::train::TrainingSession> training;
-  oneflow::train::RunMode mode = oneflow::train::RunMode::kTrain;
+  std::atomic<oneflow::train::RunMode> mode{oneflow::train::RunMode::kTrain};  // set_run_mode may race a run
 };
 
 static_assert(static_cast<int>(ErrorCode::kInternal) == ONEFLOW_INTERNAL, "error codes must match the ABI");

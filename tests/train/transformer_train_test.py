@@ -6,6 +6,7 @@
 2. The loss falls on a synthetic task (reproduce the input sequence rolled by one position, which
    needs attention): Adam for 60 steps must cut it by at least half. With activation
    checkpointing on, the gradients are the same.
+3. Activation checkpointing cuts a 4-layer encoder's training-step memory by at least 40%.
 
     python3 transformer_train_test.py LIBONEFLOW WORK_DIR
 """
@@ -116,7 +117,25 @@ def main():
     print(f"{'ok  ' if ok else 'FAIL'} loss falls on the rolled-sequence task: {losses[0]:.4f} -> {losses[-1]:.4f} "
           f"after 60 Adam steps")
     tr.close()
-    print(f"{3 - failures} passed, {failures} failed")
+    # Activation checkpointing on a 4-layer encoder: the training step's planned memory (forward
+    # arena + kept activations + backward arena) must shrink by at least 40%.
+    deep = os.path.join(work, "deep_transformer.onnx")
+    make_train_models.make_transformer(deep, D=64, HEADS=4, FF=256, LAYERS=4, seed=6)
+    feeds = {"input": rng.standard_normal((4, 64, 64)).astype(np.float32),
+             "target": rng.standard_normal((4, 64, 64)).astype(np.float32)}
+    peaks = {}
+    for ckpt in (False, True):
+        tr = OneflowTrainer(lib, deep, 2, LOSS_MSE, "output", "target", checkpointing=ckpt)
+        tr.step(feeds)
+        peaks[ckpt] = tr.memory()
+        tr.close()
+    cut = 1 - peaks[True]["peak_bytes"] / peaks[False]["peak_bytes"]
+    ok = cut >= 0.40
+    failures += not ok
+    print(f"{'ok  ' if ok else 'FAIL'} activation checkpointing cuts the 4-layer encoder's step memory by {100 * cut:.1f}% "
+          f"({peaks[False]['peak_bytes']} -> {peaks[True]['peak_bytes']} bytes; kept activations "
+          f"{peaks[False]['saved_activation_bytes']} -> {peaks[True]['saved_activation_bytes']})")
+    print(f"{4 - failures} passed, {failures} failed")
     sys.exit(1 if failures else 0)
 
 
