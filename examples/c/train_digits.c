@@ -303,8 +303,22 @@ int main(int argc, char** argv) {
   oneflow_graph_t* trained = NULL;
   CHECK(oneflow_session_export_model(session, &trained));
   CHECK(oneflow_graph_save(trained, exported, NULL));
-  oneflow_graph_release(trained);
   printf("exported the trained model to %s\n", exported);
+  /* ONNX too, where the library has the ONNX exporter. */
+  char exported_onnx[4096];
+  snprintf(exported_onnx, sizeof exported_onnx, "%s/trained.onnx", out_dir);
+  oneflow_status_t onnx_st = oneflow_graph_save(trained, exported_onnx, NULL);
+  if (!onnx_st) {
+    printf("exported the trained model to %s\n", exported_onnx);
+  } else if (oneflow_status_code(onnx_st) == ONEFLOW_UNSUPPORTED) {
+    printf("ONNX export is not in this build: %s\n", oneflow_status_message(onnx_st));
+  } else {
+    fprintf(stderr, "ONNX export failed: %s\n", oneflow_status_message(onnx_st));
+    oneflow_status_free(onnx_st);
+    return 1;
+  }
+  oneflow_status_free(onnx_st);
+  oneflow_graph_release(trained);
   serve(exported, &xte, &yte, 0);
 
   int rc = 0;
