@@ -166,11 +166,14 @@ ONEFLOW_API void* oneflow_tensor_data(const oneflow_tensor_t* tensor);
 
 typedef struct oneflow_graph_s oneflow_graph_t;
 
-/* Loads an ONNX model from a file. External data files are resolved relative to the model's
- * directory and must stay inside it. */
+/* Loads a model from a file: ONNX or OneFlow native (.ofm), told apart by the file's first bytes
+ * (the native magic), not its name. External data files are resolved relative to the model's
+ * directory and must stay inside it. Native weights are mapped, not copied (see
+ * oneflow_graph_load_file_ex for options). */
 ONEFLOW_API oneflow_status_t oneflow_graph_load_file(const char* path, oneflow_graph_t** out_graph);
 
-/* Loads an ONNX model from memory; the bytes are copied, so `data` may be freed on return.
+/* Loads an ONNX or native model from memory (sniffed as for files); the bytes are copied, so
+ * `data` may be freed on return (oneflow_graph_load_memory_ex can use them in place).
  * `external_data_dir` (nullable) is where external data files live; when NULL a model that
  * references external data is refused. */
 ONEFLOW_API oneflow_status_t oneflow_graph_load_memory(const void* data, size_t size, const char* external_data_dir,
@@ -245,6 +248,252 @@ ONEFLOW_API oneflow_status_t oneflow_session_get_input_info(const oneflow_sessio
                                                             oneflow_value_info_t* out_info);
 ONEFLOW_API oneflow_status_t oneflow_session_get_output_info(const oneflow_session_t* session, size_t index,
                                                              oneflow_value_info_t* out_info);
+
+/* ---- Model files: saving, native format, load options -------------------------------------- */
+
+/* Model file formats. AUTO: by the file name's extension when saving (".ofm" native, ".onnx"
+ * ONNX), by the content's magic when loading. */
+typedef enum oneflow_model_format_t {
+  ONEFLOW_FORMAT_AUTO = 0,
+  ONEFLOW_FORMAT_ONNX = 1,
+  ONEFLOW_FORMAT_NATIVE = 2 /* OneFlow's flatbuffer container with mmapped weights (.ofm) */
+} oneflow_model_format_t;
+
+/* The format of a model image: ONEFLOW_FORMAT_NATIVE when it starts with the native magic,
+ * ONEFLOW_FORMAT_ONNX otherwise (ONNX has no magic; its parser judges the rest). Never fails;
+ * NULL or short data gives ONEFLOW_FORMAT_ONNX. Thread-safe. */
+ONEFLOW_API oneflow_model_format_t oneflow_model_format_of(const void* data, size_t size);
+
+typedef struct oneflow_save_options_t {
+  size_t struct_size;             /* set by oneflow_save_options_init */
+  oneflow_model_format_t format;  /* AUTO (default): by the path's extension */
+  /* Native only: when non-NULL, a plain file name (no directory) written next to the model that
+   * receives the weight segments. NULL (default): weights are stored in the model file. */
+  const char* external_data_file;
+  int32_t checksums;              /* native only: 1 (default) store per-tensor checksums */
+} oneflow_save_options_t;
+
+ONEFLOW_API void oneflow_save_options_init(oneflow_save_options_t* options);
+
+/* Saves a loaded graph (as loaded and validated; not a session's optimized form) to `path`.
+ * `options` may be NULL (defaults). The write is atomic: a temporary file in the same directory is
+ * written, flushed and renamed over `path`, so a failure or crash never leaves a damaged file.
+ * ONNX output needs the ONNX exporter; a build without it fails with ONEFLOW_UNSUPPORTED.
+ * Thread-safe with respect to other reads of the graph. */
+ONEFLOW_API oneflow_status_t oneflow_graph_save(const oneflow_graph_t* graph, const char* path,
+                                                const oneflow_save_options_t* options);
+
+typedef struct oneflow_load_options_t {
+  size_t struct_size;            /* set by oneflow_load_options_init */
+  /* Native: 1 (default) verify every weight checksum at load (reads all weight bytes once);
+   * 0 trusts the weight bytes, which then are not touched until used. The header and graph
+   * section are always verified. */
+  int32_t verify_checksums;
+  /* Memory loads of native models: 1 = use `data` in place, without a copy. The caller then
+   * promises `data` stays valid and unchanged for as long as the graph and every session created
+   * from it live, and `data` must be 64-byte aligned. 0 (default): the bytes are copied. ONNX
+   * models are always copied. */
+  int32_t borrow_memory;
+  /* Memory loads: where external data files live (NULL: external data is refused). */
+  const char* external_data_dir;
+} oneflow_load_options_t;
+
+ONEFLOW_API void oneflow_load_options_init(oneflow_load_options_t* options);
+
+/* As oneflow_graph_load_file / oneflow_graph_load_memory, with options (NULL: defaults). */
+ONEFLOW_API oneflow_status_t oneflow_graph_load_file_ex(const char* path, const oneflow_load_options_t* options,
+                                                        oneflow_graph_t** out_graph);
+ONEFLOW_API oneflow_status_t oneflow_graph_load_memory_ex(const void* data, size_t size,
+                                                          const oneflow_load_options_t* options,
+                                                          oneflow_graph_t** out_graph);
+
+/* ---- Training ------------------------------------------------------------------------------
+ *
+ * A training session is an oneflow_session_t created by oneflow_training_session_create: every
+ * session call works on it (oneflow_session_run, the input/output queries, peak bytes, release),
+ * and the calls below train it. The model's float initializers are its parameters (minus the
+ * frozen ones); they live in the session as f32 tensors the optimizer updates in place.
+ *
+ * One training step:
+ *    oneflow_session_run(...)        forward in train mode: keeps what backward needs
+ *    oneflow_session_backward(s)     adds d(loss)/d(parameter) to the accumulated gradients
+ *    oneflow_session_step(s, NULL)   optimizer update, gradients zeroed, step counter + 1
+ * Several run+backward pairs before one step accumulate gradients (larger effective batches).
+ *
+ * Bad input: backward without a train-mode run before it (or twice after one run) and step
+ * without a backward before it fail with ONEFLOW_INVALID_ARGUMENT; a session created by
+ * oneflow_session_create (no loss) answers every training call with ONEFLOW_INVALID_ARGUMENT.
+ * A batch whose shape differs from the previous one is re-planned (each input-shape set gets its
+ * own cached memory plan), so a short last batch works. NaN or Inf in the loss or a gradient:
+ * see oneflow_nonfinite_policy_t. Parameters are never left half-updated: a failed step or
+ * checkpoint load changes nothing.
+ *
+ * THREAD SAFETY: the calls on one training session are serialized internally (one at a time); a
+ * training session is a state machine, so concurrent runs on it gain nothing. */
+
+typedef enum oneflow_loss_t {
+  ONEFLOW_LOSS_MODEL_OUTPUT = 0,        /* the model computes its loss: name the output */
+  ONEFLOW_LOSS_MSE = 1,                 /* mean((logits - labels)^2), labels shaped like logits */
+  ONEFLOW_LOSS_L1 = 2,                  /* mean(|logits - labels|) */
+  ONEFLOW_LOSS_SOFTMAX_CROSS_ENTROPY = 3 /* logits [N, C] (or [N, C, ...]), labels int64 class ids [N] */
+} oneflow_loss_t;
+
+typedef enum oneflow_optimizer_t {
+  ONEFLOW_OPTIMIZER_SGD = 0,  /* momentum, dampening, nesterov, weight_decay (L2), as torch.optim.SGD */
+  ONEFLOW_OPTIMIZER_ADAM = 1, /* beta1, beta2, eps, weight_decay as an L2 term, as torch.optim.Adam */
+  ONEFLOW_OPTIMIZER_ADAMW = 2 /* Adam with decoupled weight decay, as torch.optim.AdamW */
+} oneflow_optimizer_t;
+
+/* The learning rate of update t (0-based) is learning_rate times: during a linear warm-up
+ * (t < warmup_steps) warmup_start_factor + (1 - warmup_start_factor) * t / warmup_steps; after it,
+ * with s = t - warmup_steps: CONSTANT 1; STEP gamma^floor(s / step_size); COSINE
+ * min_lr_factor + (1 - min_lr_factor) * (1 + cos(pi * min(s, decay_steps) / decay_steps)) / 2. */
+typedef enum oneflow_lr_schedule_t {
+  ONEFLOW_LR_CONSTANT = 0,
+  ONEFLOW_LR_STEP = 1,
+  ONEFLOW_LR_COSINE = 2
+} oneflow_lr_schedule_t;
+
+/* What oneflow_session_step does when the loss of an accumulated run or a gradient holds NaN/Inf.
+ * SKIP: no update, gradients dropped, the step counter unchanged, skipped_steps + 1, and step's
+ * out_applied = 0. REFUSE: the step fails with ONEFLOW_RUNTIME naming the parameter (or the loss);
+ * gradients stay for inspection until oneflow_session_zero_gradients. */
+typedef enum oneflow_nonfinite_policy_t {
+  ONEFLOW_NONFINITE_SKIP = 0,
+  ONEFLOW_NONFINITE_REFUSE = 1
+} oneflow_nonfinite_policy_t;
+
+typedef struct oneflow_training_options_t {
+  size_t struct_size;          /* set by oneflow_training_options_init */
+  /* Loss. */
+  oneflow_loss_t loss;         /* default ONEFLOW_LOSS_SOFTMAX_CROSS_ENTROPY */
+  const char* loss_output;     /* LOSS_MODEL_OUTPUT: the model output holding a one-element loss */
+  const char* logits_output;   /* appended losses: the model output they read */
+  const char* labels_input;    /* appended losses: the name of the new labels input ("labels") */
+  int32_t loss_reduction_sum;  /* appended losses: 1 = sum over the batch, 0 (default) = mean */
+  /* Optimizer (defaults: Adam, lr 1e-3, betas 0.9/0.999, eps 1e-8, no weight decay). */
+  oneflow_optimizer_t optimizer;
+  float learning_rate;
+  float weight_decay;
+  float momentum;              /* SGD */
+  float dampening;             /* SGD */
+  int32_t nesterov;            /* SGD: needs momentum > 0 and dampening 0 */
+  float beta1, beta2, eps;     /* Adam, AdamW */
+  /* Schedule (default constant, no warm-up). */
+  oneflow_lr_schedule_t lr_schedule;
+  int64_t warmup_steps;
+  float warmup_start_factor;
+  int64_t step_size;           /* STEP */
+  float gamma;                 /* STEP */
+  int64_t decay_steps;         /* COSINE */
+  float min_lr_factor;         /* COSINE */
+  /* Global gradient-norm clipping (torch.nn.utils.clip_grad_norm_); <= 0 (default) disables it. */
+  float max_grad_norm;
+  /* Parameters kept fixed: exact names or glob patterns ('*', '?'); each must match a float
+   * parameter. The array and strings are read during the create call only. */
+  const char* const* frozen;
+  size_t num_frozen;
+  /* Deterministic mode: the same seed, thread count and inputs give bit-identical parameters after
+   * N steps. Needs an explicit intra_op_threads in the session options. */
+  int32_t deterministic;
+  uint64_t seed;
+  oneflow_nonfinite_policy_t nonfinite_policy; /* default SKIP */
+  /* Recompute forward segments in backward instead of keeping their activations: less memory,
+   * about one extra forward of compute. */
+  int32_t activation_checkpointing;
+} oneflow_training_options_t;
+
+ONEFLOW_API void oneflow_training_options_init(oneflow_training_options_t* options);
+
+/* Builds a training session from `graph`: the loss (in the model or appended), the gradient graph,
+ * and compiled forward, backward and eval graphs. `env` and `session_options` may be NULL;
+ * `training_options` must not. Fails with ONEFLOW_INVALID_ARGUMENT for bad options (naming the
+ * field) or a model without a trainable parameter, and ONEFLOW_UNSUPPORTED naming the op when the
+ * loss does not differentiate back to the parameters. The graph may be released afterwards. This
+ * is a separate entry point because oneflow_session_create's signature is fixed by the ABI rules
+ * and an inference session has no loss, gradients or optimizer state. */
+ONEFLOW_API oneflow_status_t oneflow_training_session_create(oneflow_env_t* env, const oneflow_graph_t* graph,
+                                                             const oneflow_session_options_t* session_options,
+                                                             const oneflow_training_options_t* training_options,
+                                                             oneflow_session_t** out_session);
+
+typedef enum oneflow_run_mode_t {
+  ONEFLOW_RUN_TRAIN = 0, /* needs every input (labels too); keeps activations for backward */
+  ONEFLOW_RUN_EVAL = 1   /* needs only the inputs the model outputs read; keeps nothing */
+} oneflow_run_mode_t;
+
+/* The mode oneflow_session_run uses on a training session (a new one starts in TRAIN). In TRAIN
+ * mode a run with no output names returns the model outputs then the loss (when it is not one of
+ * them); in EVAL mode the model outputs. An appended loss is the output named "loss" (unless the
+ * model already has a value of that name) and is the session's last output either way. */
+ONEFLOW_API oneflow_status_t oneflow_session_set_run_mode(oneflow_session_t* session, oneflow_run_mode_t mode);
+
+/* Backward for the last train-mode run: adds its gradients to the accumulated ones and releases
+ * the activations it kept. */
+ONEFLOW_API oneflow_status_t oneflow_session_backward(oneflow_session_t* session);
+
+/* Clips, updates every trained parameter, zeroes the gradients and advances the step counter.
+ * `out_applied` (nullable) is set to 1, or 0 when the NaN/Inf policy skipped the update. */
+ONEFLOW_API oneflow_status_t oneflow_session_step(oneflow_session_t* session, int32_t* out_applied);
+
+/* Drops the accumulated gradients (and a NaN/Inf loss seen since the last step). */
+ONEFLOW_API oneflow_status_t oneflow_session_zero_gradients(oneflow_session_t* session);
+
+/* The trained parameters, in the model's initializer order. Names are owned by the session;
+ * oneflow_session_parameter_name returns NULL for an index out of range or a non-training session. */
+ONEFLOW_API size_t oneflow_session_parameter_count(const oneflow_session_t* session);
+ONEFLOW_API const char* oneflow_session_parameter_name(const oneflow_session_t* session, size_t index);
+
+/* Copies of a parameter's value and of its accumulated gradient (zeros when none), as new tensors
+ * owned by the caller. ONEFLOW_NOT_FOUND for a name that is not a trained parameter. */
+ONEFLOW_API oneflow_status_t oneflow_session_get_parameter(const oneflow_session_t* session, const char* name,
+                                                           oneflow_tensor_t** out_value);
+ONEFLOW_API oneflow_status_t oneflow_session_get_gradient(const oneflow_session_t* session, const char* name,
+                                                          oneflow_tensor_t** out_gradient);
+/* Overwrites a parameter with `value` (copied; same dtype and shape required). */
+ONEFLOW_API oneflow_status_t oneflow_session_set_parameter(oneflow_session_t* session, const char* name,
+                                                           const oneflow_tensor_t* value);
+
+typedef struct oneflow_training_state_t {
+  size_t struct_size;     /* set by oneflow_training_state_init */
+  int64_t step;           /* updates applied */
+  int64_t skipped_steps;  /* updates skipped by the NaN/Inf policy */
+  float learning_rate;    /* the rate the next step will use */
+  double last_loss;       /* the loss of the last train-mode run (NaN before the first) */
+  double last_grad_norm;  /* global gradient norm before clipping at the last step (NaN before) */
+} oneflow_training_state_t;
+
+ONEFLOW_API void oneflow_training_state_init(oneflow_training_state_t* state);
+ONEFLOW_API oneflow_status_t oneflow_session_get_training_state(const oneflow_session_t* session,
+                                                                oneflow_training_state_t* out_state);
+
+/* Intermediate memory of a training step, from the static plans of the last input shapes.
+ * oneflow_session_get_planned_peak_bytes returns peak_bytes for a training session. */
+typedef struct oneflow_training_memory_t {
+  size_t struct_size;              /* set by oneflow_training_memory_init */
+  uint64_t forward_arena_bytes;    /* the forward graph's arena */
+  uint64_t saved_activation_bytes; /* activations the last train-mode run kept for backward */
+  uint64_t backward_arena_bytes;   /* the backward graph's arena (recomputed segments included) */
+  uint64_t peak_bytes;             /* the sum of the three: what one step holds */
+} oneflow_training_memory_t;
+
+ONEFLOW_API void oneflow_training_memory_init(oneflow_training_memory_t* memory);
+ONEFLOW_API oneflow_status_t oneflow_session_get_training_memory(const oneflow_session_t* session,
+                                                                 oneflow_training_memory_t* out_memory);
+
+/* Writes a checkpoint (parameters, optimizer state, accumulated gradients, the step counter) in
+ * the native container, atomically: `path` has either its old contents or the complete new ones. */
+ONEFLOW_API oneflow_status_t oneflow_session_save_checkpoint(const oneflow_session_t* session, const char* path);
+/* Restores a checkpoint written by a session of the same model and optimizer. Everything is
+ * validated first; a checkpoint from another model fails with ONEFLOW_INVALID_ARGUMENT listing the
+ * mismatched names and shapes, a truncated or corrupt file with ONEFLOW_INVALID_MODEL or
+ * ONEFLOW_IO, and the session is then unchanged. */
+ONEFLOW_API oneflow_status_t oneflow_session_load_checkpoint(oneflow_session_t* session, const char* path);
+
+/* The model as loaded (without an appended loss or gradients) holding the current parameter
+ * values, as a new graph owned by the caller: create an inference session from it or save it. */
+ONEFLOW_API oneflow_status_t oneflow_session_export_model(const oneflow_session_t* session,
+                                                          oneflow_graph_t** out_graph);
 
 #ifdef __cplusplus
 } /* extern "C" */

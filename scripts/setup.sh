@@ -12,6 +12,8 @@ APT_PACKAGES+=(default-jdk-headless junit5)                                 # Ja
 APT_PACKAGES+=(golang-go)                                                   # Go binding
 PIP_PACKAGES=("numpy>=1.26" "onnx==1.23.2" "onnxruntime==1.31.1")
 PIP_PACKAGES+=("setuptools>=64" "wheel" "pytest")  # the Python binding's build and tests
+APT_PACKAGES+=(flatbuffers-compiler libflatbuffers-dev)                      # the native .ofm format
+PIP_PACKAGES+=("scikit-learn>=1.3")                 # the digits data of the training demo
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

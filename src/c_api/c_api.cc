@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "c_api/c_api_internal.h"
-#include "serialize/onnx_import.h"
+#include "serialize/model_io.h"
 
 #ifndef ONEFLOW_VERSION_STRING
 #define ONEFLOW_VERSION_STRING "0.0.0"
@@ -89,19 +89,11 @@ int64_t oneflow_tensor_element_count(const oneflow_tensor_t* t) { return t ? t->
 size_t oneflow_tensor_byte_size(const oneflow_tensor_t* t) { return t ? t->tensor.nbytes() : 0; }
 void* oneflow_tensor_data(const oneflow_tensor_t* t) { return t ? t->tensor.raw() : nullptr; }
 
-static oneflow_graph_t* WrapGraph(Graph g) {
-  PrepareGraph(g);
-  auto h = std::make_unique<oneflow_graph_s>();
-  h->graph = std::make_shared<const Graph>(std::move(g));
-  h->io.Build(*h->graph);
-  return h.release();
-}
-
 oneflow_status_t oneflow_graph_load_file(const char* path, oneflow_graph_t** out_graph) {
   return Guard([&] {
     OF_REQUIRE(path != nullptr, "path is NULL");
     OF_REQUIRE(out_graph != nullptr, "out_graph is NULL");
-    *out_graph = WrapGraph(LoadOnnxFile(path));
+    *out_graph = WrapGraph(LoadModelFile(path));
   });
 }
 
@@ -110,7 +102,7 @@ oneflow_status_t oneflow_graph_load_memory(const void* data, size_t size, const 
   return Guard([&] {
     OF_REQUIRE(data != nullptr, "data is NULL");
     OF_REQUIRE(out_graph != nullptr, "out_graph is NULL");
-    *out_graph = WrapGraph(LoadOnnxBytes(data, size, external_data_dir ? external_data_dir : ""));
+    *out_graph = WrapGraph(LoadModelMemory(data, size, external_data_dir ? external_data_dir : ""));
   });
 }
 
@@ -195,10 +187,13 @@ oneflow_status_t oneflow_session_run(oneflow_session_t* session, const char* con
       OF_REQUIRE(output_names[i] != nullptr, "output_names[", i, "] is NULL");
       fetches.emplace_back(output_names[i]);
     }
-    size_t expected = num_output_names ? num_output_names : session->session->optimized().outputs.size();
+    size_t expected = num_output_names        ? num_output_names
+                      : session->training ? session->training->DefaultFetchCount(session->mode)
+                                          : session->session->optimized().outputs.size();
     OF_REQUIRE(out_capacity >= expected, "out_outputs has room for ", out_capacity, " tensors but the run returns ",
                expected);
-    auto results = session->session->Run(feeds, fetches);
+    auto results = session->training ? session->training->Run(feeds, fetches, session->mode)
+                                     : session->session->Run(feeds, fetches);
     std::vector<std::unique_ptr<oneflow_tensor_s>> handles;
     for (auto& r : results) {
       handles.push_back(std::make_unique<oneflow_tensor_s>());
@@ -212,7 +207,7 @@ oneflow_status_t oneflow_session_get_planned_peak_bytes(const oneflow_session_t*
   return Guard([&] {
     OF_REQUIRE(session != nullptr, "session is NULL");
     OF_REQUIRE(out_bytes != nullptr, "out_bytes is NULL");
-    *out_bytes = session->session->planned_peak_bytes();
+    *out_bytes = session->training ? session->training->memory().peak() : session->session->planned_peak_bytes();
   });
 }
 

@@ -3,6 +3,7 @@
 // c_api_*.cc file; all of them include this header and nothing outside src/c_api does.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <new>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "engine/session.h"
 #include "oneflow_c.h"
+#include "train/training_session.h"
 
 using namespace oneflow;  // the ABI files are thin wrappers over the engine's namespace
 
@@ -70,8 +72,11 @@ struct oneflow_graph_s {
 };
 
 struct oneflow_session_s {
-  std::unique_ptr<Session> session;
+  std::unique_ptr<Session> session;  // inference sessions
   IoInfo io;
+  // Training sessions (oneflow_training_session_create) have this instead of `session`.
+  std::unique_ptr<oneflow::train::TrainingSession> training;
+  std::atomic<oneflow::train::RunMode> mode{oneflow::train::RunMode::kTrain};  // set_run_mode may race a run
 };
 
 static_assert(static_cast<int>(ErrorCode::kInternal) == ONEFLOW_INTERNAL, "error codes must match the ABI");
@@ -105,6 +110,15 @@ oneflow_status_t Guard(Fn&& fn) noexcept {
   } catch (...) {
     return MakeStatus(ONEFLOW_INTERNAL, "unknown internal error");
   }
+}
+
+// Validates a loaded graph and wraps it in a handle (every graph-loading entry point ends here).
+inline oneflow_graph_t* WrapGraph(Graph g) {
+  PrepareGraph(g);
+  auto h = std::make_unique<oneflow_graph_s>();
+  h->graph = std::make_shared<const Graph>(std::move(g));
+  h->io.Build(*h->graph);
+  return h.release();
 }
 
 inline Shape ToShape(const int64_t* shape, size_t rank) {

@@ -11,7 +11,10 @@ constexpr size_t kMaxCachedPlans = 16;
 }  // namespace
 
 Executor::Executor(std::shared_ptr<const Graph> graph, int num_threads)
-    : graph_(std::move(graph)), pool_(std::make_unique<ThreadPool>(num_threads)) {
+    : Executor(std::move(graph), std::make_shared<ThreadPool>(num_threads)) {}
+
+Executor::Executor(std::shared_ptr<const Graph> graph, std::shared_ptr<ThreadPool> pool)
+    : graph_(std::move(graph)), pool_(std::move(pool)) {
   const Graph& g = *graph_;
   const size_t nv = g.values.size();
   root_.resize(nv);

@@ -19,6 +19,9 @@ class Executor {
   // `graph` must have schemas resolved and shapes inferred. Creates every kernel up front so that
   // missing kernels are reported at session creation, not in the middle of a run.
   Executor(std::shared_ptr<const Graph> graph, int num_threads);
+  // The same, running kernels on a pool shared with other executors (a training session's forward
+  // and backward graphs): one set of spinning workers instead of one per graph.
+  Executor(std::shared_ptr<const Graph> graph, std::shared_ptr<ThreadPool> pool);
 
   // Runs the graph. `feeds[i]` is the tensor for graph input i (already validated by the caller).
   // Returns the graph outputs in declaration order; they never alias engine-owned memory.
@@ -44,7 +47,7 @@ class Executor {
   std::shared_ptr<const Plan> StaticPlan() const;  // from static shapes, when all are known
 
   std::shared_ptr<const Graph> graph_;
-  std::unique_ptr<ThreadPool> pool_;
+  std::shared_ptr<ThreadPool> pool_;
   std::vector<Step> steps_;
   std::vector<int> root_;        // value -> the value owning its bytes (views alias their input)
   std::vector<int> def_step_;    // value -> step that produces it (-1 for inputs/constants)

@@ -41,6 +41,7 @@ std::string SanitizeFileName(const std::string& name);
 int RunCommand(const std::vector<std::string>& args);
 int BenchCommand(const std::vector<std::string>& args);
 int InfoCommand(const std::vector<std::string>& args);
+int ConvertCommand(const std::vector<std::string>& args);
 
 }  // namespace cli
 }  // namespace oneflow

@@ -10,7 +10,7 @@
 #include "engine/session.h"
 #include "graph/op_schema.h"
 #include "kernels/kernel.h"
-#include "serialize/onnx_import.h"
+#include "serialize/model_io.h"
 
 namespace oneflow {
 namespace cli {
@@ -44,9 +44,10 @@ int InfoCommand(const std::vector<std::string>& args) {
   ParsedArgs a = ParseArgs("info", args, {});
   if (a.positionals.size() != 1) throw UsageError("'oneflow info' takes exactly one MODEL path");
   const std::string path = a.positionals[0];
-  Graph g = LoadOnnxFile(path);
+  Graph g = LoadModelFile(path);
 
   std::printf("model: %s\n", path.c_str());
+  std::printf("format: %s\n", ModelFormatName(SniffFileFormat(path)));
   if (!g.name.empty()) std::printf("graph: %s\n", g.name.c_str());
   if (!g.producer.empty()) std::printf("producer: %s\n", g.producer.c_str());
   std::printf("opset imports:");

@@ -32,9 +32,14 @@ static const char kUsage[] =
     "  info MODEL\n"
     "      Prints inputs, outputs, opset imports, an op histogram and the ops this build does not\n"
     "      support.\n"
+    "  convert IN OUT [--external-data FILE] [--no-checksums]\n"
+    "      Converts between ONNX (.onnx) and the native format (.ofm), chosen by OUT's extension\n"
+    "      (IN's format is read from its contents). --external-data writes a native model's weights\n"
+    "      to FILE next to OUT. The output is written atomically.\n"
     "  help                 this text\n"
     "  --version            the version\n"
     "\n"
+    "MODEL may be ONNX or native (.ofm); the format is read from the file's first bytes.\n"
     "Options take their value as the next argument or after '=' (--threads=4). --threads 0 (the\n"
     "default) uses one thread per core. Exit status: 0 success, 1 error, 2 usage error.\n";
 
@@ -50,7 +55,7 @@ static void PrintError(const std::string& prefix, const std::string& message) {
 static int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    PrintError("usage error: ", "no command given (commands: run, bench, info, help; see 'oneflow help')");
+    PrintError("usage error: ", "no command given (commands: run, bench, info, convert, help; see 'oneflow help')");
     return 2;
   }
   const std::string cmd = args[0];
@@ -67,7 +72,8 @@ static int Main(int argc, char** argv) {
     if (cmd == "run") return RunCommand(rest);
     if (cmd == "bench") return BenchCommand(rest);
     if (cmd == "info") return InfoCommand(rest);
-    throw UsageError("unknown command '" + cmd + "' (commands: run, bench, info, help; see 'oneflow help')");
+    if (cmd == "convert") return ConvertCommand(rest);
+    throw UsageError("unknown command '" + cmd + "' (commands: run, bench, info, convert, help; see 'oneflow help')");
   } catch (const UsageError& e) {
     PrintError("usage error: ", e.what());
     return 2;

@@ -14,7 +14,7 @@
 #include "cli.h"
 #include "engine/session.h"
 #include "npy.h"
-#include "serialize/onnx_import.h"
+#include "serialize/model_io.h"
 
 namespace oneflow {
 namespace cli {
@@ -35,7 +35,7 @@ std::string ModelPath(const ParsedArgs& a, const std::string& command) {
 }
 
 std::unique_ptr<Session> OpenSession(const std::string& path, const ParsedArgs& a) {
-  Graph g = LoadOnnxFile(path);
+  Graph g = LoadModelFile(path);
   PrepareGraph(g);
   SessionOptions opts;
   opts.intra_op_threads = a.GetInt("threads", 0, 0, 1024);
@@ -156,7 +156,7 @@ int BenchCommand(const std::vector<std::string>& args) {
   a.GetInt("opt-level", 2, 0, 2);
 
   auto t0 = Clock::now();
-  Graph g = LoadOnnxFile(model);
+  Graph g = LoadModelFile(model);
   PrepareGraph(g);
   double load_ms = MsSince(t0);
   SessionOptions opts;

@@ -1,0 +1,123 @@
+// TrainingSession checkpoints in the native container: parameters, optimizer state, accumulated
+// gradients, the step counter and the options that shape the state. Loading is all-or-nothing.
+#include <cstdlib>
+#include <cstring>
+
+#include "serialize/native_format.h"
+#include "train/training_impl.h"
+
+namespace oneflow::train {
+
+namespace {
+
+constexpr const char* kFormatKey = "oneflow.training";
+constexpr const char* kFormatValue = "1";
+
+std::string StateName(const std::string& param, const std::string& slot) { return param + "::" + slot; }
+
+// Lists up to `limit` problems, then how many more there are.
+std::string JoinProblems(const std::vector<std::string>& problems, size_t limit = 12) {
+  std::string out;
+  for (size_t i = 0; i < problems.size() && i < limit; ++i) out += "\n  " + problems[i];
+  if (problems.size() > limit) out += StrCat("\n  ... and ", problems.size() - limit, " more");
+  return out;
+}
+
+std::string Describe(const Tensor& t) { return StrCat(DTypeName(t.dtype()), ShapeToString(t.shape())); }
+
+}  // namespace
+
+void TrainingSession::SaveCheckpoint(const std::string& path) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const Impl& s = *impl_;
+  Checkpoint ck;
+  ck.step = s.step;
+  const std::vector<std::string> slots = OptimizerStateNames(options_.optimizer);
+  for (const ParamState& p : s.params) {
+    ck.tensors.push_back({p.name, TensorRole::kParameter, p.slot.value, "", ""});
+    for (size_t k = 0; k < slots.size(); ++k)
+      ck.tensors.push_back({StateName(p.name, slots[k]), TensorRole::kOptimizerState, p.slot.state[k], p.name, slots[k]});
+    if (p.has_grad) ck.tensors.push_back({StateName(p.name, "grad"), TensorRole::kGradient, p.slot.grad, p.name, ""});
+  }
+  ck.metadata[kFormatKey] = kFormatValue;
+  ck.metadata["optimizer"] = OptimizerKindName(options_.optimizer.kind);
+  ck.metadata["optimizer_state"] = [&] {
+    std::string j;
+    for (const std::string& x : slots) j += (j.empty() ? "" : ",") + x;
+    return j;
+  }();
+  ck.metadata["skipped_steps"] = std::to_string(s.skipped);
+  ck.metadata["seed"] = std::to_string(options_.seed);
+  ck.metadata["deterministic"] = options_.deterministic ? "1" : "0";
+  WriteCheckpoint(ck, path);
+}
+
+void TrainingSession::LoadCheckpoint(const std::string& path) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  Impl& s = *impl_;
+  Checkpoint ck = ReadCheckpoint(path);
+  auto meta = [&](const char* key) {
+    auto it = ck.metadata.find(key);
+    return it == ck.metadata.end() ? std::string() : it->second;
+  };
+  OF_REQUIRE(meta(kFormatKey) == kFormatValue, "'", path, "' is not a training checkpoint of this engine (metadata '",
+             kFormatKey, "' is '", meta(kFormatKey), "')");
+  const std::vector<std::string> slots = OptimizerStateNames(options_.optimizer);
+  std::string our_slots;
+  for (const std::string& x : slots) our_slots += (our_slots.empty() ? "" : ",") + x;
+  OF_REQUIRE(meta("optimizer") == OptimizerKindName(options_.optimizer.kind) && meta("optimizer_state") == our_slots,
+             "checkpoint '", path, "' holds state of optimizer '", meta("optimizer"), "' (", meta("optimizer_state"),
+             "); this session uses '", OptimizerKindName(options_.optimizer.kind), "' (", our_slots, ")");
+  OF_REQUIRE(ck.step >= 0, "checkpoint '", path, "' has a negative step ", ck.step);
+
+  // Validate everything first: a mismatch leaves the session untouched.
+  std::vector<std::string> problems;
+  std::set<std::string> ours;
+  auto check = [&](const std::string& name, const Tensor& want, bool required) -> const Tensor* {
+    ours.insert(name);
+    const CheckpointTensor* t = ck.Find(name);
+    if (!t) {
+      if (required) problems.push_back(StrCat("'", name, "' (", Describe(want), ") is missing from the checkpoint"));
+      return nullptr;
+    }
+    if (t->tensor.dtype() != want.dtype() || t->tensor.shape() != want.shape()) {
+      problems.push_back(StrCat("'", name, "' is ", Describe(t->tensor), " in the checkpoint, ", Describe(want),
+                                " in this model"));
+      return nullptr;
+    }
+    return &t->tensor;
+  };
+  struct Copy {
+    const Tensor* from;
+    Tensor* to;
+  };
+  std::vector<Copy> copies;
+  std::vector<std::pair<ParamState*, const Tensor*>> grads;
+  for (ParamState& p : s.params) {
+    if (const Tensor* t = check(p.name, p.slot.value, true)) copies.push_back({t, &p.slot.value});
+    for (size_t k = 0; k < slots.size(); ++k)
+      if (const Tensor* t = check(StateName(p.name, slots[k]), p.slot.state[k], true)) copies.push_back({t, &p.slot.state[k]});
+    grads.emplace_back(&p, check(StateName(p.name, "grad"), p.slot.value, false));
+  }
+  for (const CheckpointTensor& t : ck.tensors)
+    if (!ours.count(t.name))
+      problems.push_back(StrCat("'", t.name, "' (", Describe(t.tensor), ") is in the checkpoint but not a trained "
+                                "parameter of this model"));
+  OF_REQUIRE(problems.empty(), "checkpoint '", path, "' does not match this training session (", problems.size(),
+             " problem", problems.size() == 1 ? "" : "s", "):", JoinProblems(problems));
+
+  for (const Copy& c : copies) std::memcpy(c.to->raw(), c.from->raw(), c.from->nbytes());
+  s.ZeroGradients();
+  for (auto& [p, t] : grads) {
+    if (!t) continue;
+    std::memcpy(p->slot.grad.raw(), t->raw(), t->nbytes());
+    p->has_grad = true;
+    s.backward_count = 1;
+  }
+  s.step = ck.step;
+  s.skipped = std::atoll(meta("skipped_steps").c_str());
+  s.pending.clear();
+  s.has_pending = false;
+}
+
+}  // namespace oneflow::train

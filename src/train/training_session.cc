@@ -1,0 +1,414 @@
+// TrainingSession: graph preparation (parameters become inputs, loss, gradients, split), the
+// forward/backward/step state machine and parameter access. Checkpoints: training_checkpoint.cc.
+#include "train/training_session.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "engine/session.h"
+#include "graph/autodiff.h"
+#include "graph/losses.h"
+#include "train/graph_split.h"
+#include "train/param_select.h"
+#include "train/training_impl.h"
+
+namespace oneflow::train {
+
+namespace {
+
+void CheckOptions(const TrainingOptions& o) {
+  OF_REQUIRE(o.intra_op_threads >= 0 && o.intra_op_threads <= 1024, "intra_op_threads must be in [0, 1024], got ",
+             o.intra_op_threads);
+  OF_REQUIRE(o.optimization_level >= 0 && o.optimization_level <= 2, "optimization_level must be 0, 1 or 2, got ",
+             o.optimization_level);
+  OF_REQUIRE(!o.deterministic || o.intra_op_threads > 0,
+             "deterministic mode needs an explicit intra_op_threads (results are bit-identical for a given "
+             "thread count; 0 would mean the core count of whichever machine runs it)");
+  OF_REQUIRE(o.nonfinite == NonFinitePolicy::kSkip || o.nonfinite == NonFinitePolicy::kRefuse,
+             "unknown NaN/Inf policy ", static_cast<int>(o.nonfinite));
+  OF_REQUIRE(std::isfinite(o.max_grad_norm), "max_grad_norm must be finite");
+  const bool appended = o.appended_loss != AppendedLoss::kNone;
+  OF_REQUIRE(appended != !o.loss_output.empty(),
+             appended ? "give either loss_output or an appended loss, not both"
+                      : "training needs a loss: name the model's loss output or append a loss to a logits output");
+  if (appended) {
+    OF_REQUIRE(!o.logits_output.empty(), "an appended loss needs logits_output");
+    OF_REQUIRE(!o.labels_input.empty(), "an appended loss needs a labels_input name");
+  }
+  ValidateOptimizerConfig(o.optimizer);
+  ValidateLrSchedule(o.schedule);
+}
+
+int FindOutput(const Graph& g, const std::string& name, const char* what) {
+  for (int v : g.outputs)
+    if (g.values[static_cast<size_t>(v)].name == name) return v;
+  std::string names;
+  for (int v : g.outputs) names += (names.empty() ? "" : ", ") + g.values[static_cast<size_t>(v)].name;
+  Fail(ErrorCode::kInvalidArgument, what, " '", name, "' is not an output of the model (outputs: ", names, ")");
+}
+
+// Checks a feed against its declaration: dtype, rank, static dims.
+void CheckFeed(const Value& decl, const Tensor& t) {
+  OF_REQUIRE(t.defined(), "input '", decl.name, "' is an empty tensor handle");
+  OF_REQUIRE(decl.type.dtype == DType::kUndefined || t.dtype() == decl.type.dtype, "input '", decl.name,
+             "' has dtype ", DTypeName(t.dtype()), ", the model expects ", DTypeName(decl.type.dtype));
+  if (!decl.type.has_rank) return;
+  OF_REQUIRE(t.rank() == decl.type.rank(), "input '", decl.name, "' has shape ", ShapeToString(t.shape()),
+             ", the model expects ", decl.type.ToString());
+  for (size_t i = 0; i < decl.type.dims.size(); ++i)
+    OF_REQUIRE(!decl.type.dims[i].known() || decl.type.dims[i].value == t.shape()[i], "input '", decl.name,
+               "' has shape ", ShapeToString(t.shape()), ", the model expects ", decl.type.ToString());
+}
+
+}  // namespace
+
+std::unique_ptr<Part> CompilePart(Graph g, int level, const std::shared_ptr<ThreadPool>& pool) {
+  auto part = std::make_unique<Part>();
+  {
+    ThreadPool fold_pool(1);
+    OptimizeGraph(g, level, fold_pool);
+  }
+  part->graph = std::make_shared<Graph>(std::move(g));
+  part->executor = std::make_unique<Executor>(part->graph, pool);
+  return part;
+}
+
+std::vector<Tensor> Part::Run(const std::map<std::string, Tensor>& named) const {
+  std::vector<Tensor> feeds;
+  for (int v : graph->inputs) {
+    const std::string& name = graph->values[static_cast<size_t>(v)].name;
+    auto it = named.find(name);
+    OF_CHECK(it != named.end(), kInvalidArgument, "input '", name, "' is missing");
+    feeds.push_back(it->second);
+  }
+  return executor->Run(feeds);
+}
+
+TrainingSession::TrainingSession(const Graph& model, const TrainingOptions& options)
+    : impl_(std::make_unique<Impl>()), options_(options) {
+  CheckOptions(options);
+  Impl& s = *impl_;
+  s.model = model;
+  Graph g = model;
+
+  // Trained parameters become graph inputs: live tensors the optimizer updates in place, never
+  // constants that passes could fold or kernels pre-pack.
+  std::vector<int> params = SelectParameters(g, options.frozen);
+  OF_REQUIRE(!params.empty(), "the model has no trainable parameter (no float initializer, or all are frozen)");
+  std::vector<int> data_inputs = g.inputs;
+  std::vector<std::string> wrt;
+  for (int v : params) {
+    Value& val = g.values[static_cast<size_t>(v)];
+    ParamState p;
+    p.name = val.name;
+    p.slot.value = val.constant.Clone();
+    p.slot.grad = Tensor(DType::kFloat32, p.slot.value.shape());
+    for (size_t k = 0; k < OptimizerStateNames(options.optimizer).size(); ++k)
+      p.slot.state.push_back(Tensor(DType::kFloat32, p.slot.value.shape()));
+    s.params.push_back(std::move(p));
+    val.constant = Tensor();
+    g.inputs.push_back(v);
+    wrt.push_back(val.name);
+    param_names_.push_back(val.name);
+  }
+  std::vector<int> user_outputs = g.outputs;
+
+  int loss = kNoValue;
+  if (options.appended_loss == AppendedLoss::kNone) {
+    loss = FindOutput(g, options.loss_output, "loss_output");
+  } else {
+    FindOutput(g, options.logits_output, "logits_output");
+    const LossKind kind = options.appended_loss == AppendedLoss::kMse  ? LossKind::kMeanSquaredError
+                          : options.appended_loss == AppendedLoss::kL1 ? LossKind::kL1
+                                                                       : LossKind::kSoftmaxCrossEntropy;
+    loss = g.FindValue(AppendLoss(g, kind, options.logits_output, options.labels_input,
+                                  options.loss_sum ? LossReduction::kSum : LossReduction::kMean));
+    data_inputs.push_back(g.FindValue(options.labels_input));
+    // A predictable name for callers: "loss" unless the model already uses it.
+    if (g.FindValue("loss") == kNoValue) {
+      g.values[static_cast<size_t>(loss)].name = "loss";
+      g.Reindex();
+    }
+  }
+  s.loss_name = g.values[static_cast<size_t>(loss)].name;
+
+  GradientInfo info = BuildGradients(g, s.loss_name, wrt);
+  SplitRequest req;
+  req.first_backward_node = info.first_backward_node;
+  req.data_inputs = data_inputs;
+  req.params = params;
+  req.user_outputs = user_outputs;
+  req.loss = loss;
+  for (const std::string& w : wrt) req.gradients.push_back(g.FindValue(info.gradients.at(w)));
+  req.checkpointing = options.activation_checkpointing;
+  TrainingGraphs graphs = SplitForTraining(g, req);
+  s.saved_names = graphs.saved;
+  s.checkpoints = graphs.checkpoints;
+  s.recomputed_nodes = graphs.recomputed_nodes;
+
+  // The interface: what callers feed and fetch.
+  for (int v : data_inputs) {
+    const Value& val = g.values[static_cast<size_t>(v)];
+    interface_.inputs.push_back(interface_.AddValue(val.name, val.type));
+  }
+  for (int v : user_outputs) {
+    const Value& val = g.values[static_cast<size_t>(v)];
+    interface_.outputs.push_back(interface_.AddValue(val.name, val.type));
+  }
+  if (interface_.FindValue(s.loss_name) == kNoValue)
+    interface_.outputs.push_back(interface_.AddValue(s.loss_name, g.values[static_cast<size_t>(loss)].type));
+
+  s.pool = std::make_shared<ThreadPool>(options.intra_op_threads);
+  s.forward = CompilePart(std::move(graphs.forward), options.optimization_level, s.pool);
+  s.backward = CompilePart(std::move(graphs.backward), options.optimization_level, s.pool);
+  s.eval = CompilePart(std::move(graphs.eval), options.optimization_level, s.pool);
+  s.backward_reads_inputs.clear();
+  for (int v : s.backward->graph->inputs) {
+    const std::string& name = s.backward->graph->values[static_cast<size_t>(v)].name;
+    for (int d : data_inputs)
+      if (g.values[static_cast<size_t>(d)].name == name) s.backward_reads_inputs.insert(name);
+  }
+}
+
+TrainingSession::~TrainingSession() = default;
+
+std::vector<std::pair<std::string, Tensor>> TrainingSession::Run(
+    const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches, RunMode mode) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  Impl& s = *impl_;
+  std::map<std::string, Tensor> named;
+  for (const auto& [name, t] : feeds) {
+    int decl = interface_.FindValue(name);
+    bool is_input = false;
+    for (int v : interface_.inputs) is_input |= v == decl;
+    if (!is_input) {
+      std::string names;
+      for (int v : interface_.inputs) names += (names.empty() ? "" : ", ") + interface_.values[static_cast<size_t>(v)].name;
+      Fail(ErrorCode::kNotFound, "the training session has no input named '", name, "' (inputs: ", names, ")");
+    }
+    OF_REQUIRE(named.count(name) == 0, "input '", name, "' is given twice");
+    CheckFeed(interface_.values[static_cast<size_t>(decl)], t);
+    named[name] = t;
+  }
+  if (mode == RunMode::kTrain) {
+    for (int v : interface_.inputs) {
+      const std::string& name = interface_.values[static_cast<size_t>(v)].name;
+      OF_REQUIRE(named.count(name), "input '", name, "' is missing (a train-mode run needs every input, the labels too)");
+    }
+  }
+  const Part& part = mode == RunMode::kTrain ? *s.forward : *s.eval;
+  for (int v : part.graph->inputs) {
+    const std::string& name = part.graph->values[static_cast<size_t>(v)].name;
+    if (named.count(name)) continue;
+    if (const ParamState* p = s.Find(name)) {
+      named[name] = p->slot.value;
+      continue;
+    }
+    Fail(ErrorCode::kInvalidArgument, "input '", name, "' is missing",
+         mode == RunMode::kTrain ? " (a train-mode run needs every input, the labels too)" : "");
+  }
+  std::vector<Tensor> results = part.Run(named);
+
+  std::map<std::string, Tensor> by_name;
+  for (size_t i = 0; i < results.size(); ++i)
+    by_name[part.graph->values[static_cast<size_t>(part.graph->outputs[i])].name] = results[i];
+  if (mode == RunMode::kTrain) {
+    s.pending.clear();
+    s.saved_bytes = 0;
+    std::set<const Storage*> counted;
+    for (const std::string& name : s.saved_names) {
+      Tensor t = by_name.at(name);
+      if (t.storage() && counted.insert(t.storage().get()).second) s.saved_bytes += t.storage()->bytes();
+      s.pending[name] = std::move(t);
+    }
+    // Backward reads these inputs after the caller may have reused their buffers: keep copies.
+    for (const std::string& name : s.backward_reads_inputs) {
+      s.pending[name] = named.at(name).Clone();
+      s.saved_bytes += s.pending[name].nbytes();
+    }
+    const Tensor& loss = by_name.at(s.loss_name);
+    s.last_loss = loss.numel() == 1 ? loss.GetAsDouble(0) : std::numeric_limits<double>::quiet_NaN();
+    s.has_pending = true;
+  }
+
+  std::vector<std::pair<std::string, Tensor>> out;
+  if (fetches.empty()) {
+    for (int v : interface_.outputs) {
+      const std::string& name = interface_.values[static_cast<size_t>(v)].name;
+      if (by_name.count(name)) out.emplace_back(name, by_name[name]);
+    }
+    return out;
+  }
+  for (const std::string& name : fetches) {
+    auto it = by_name.find(name);
+    if (it == by_name.end() || interface_.FindValue(name) == kNoValue) {
+      OF_CHECK(!(name == s.loss_name && mode == RunMode::kEval), kInvalidArgument, "the loss '", name,
+               "' is not computed in eval mode");
+      Fail(ErrorCode::kNotFound, "the training session has no output named '", name, "'");
+    }
+    out.emplace_back(name, it->second);
+  }
+  return out;
+}
+
+void TrainingSession::Backward() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  Impl& s = *impl_;
+  OF_REQUIRE(s.has_pending, "backward needs a train-mode run first (every backward consumes the activations of "
+                            "one run)");
+  std::map<std::string, Tensor> named = s.pending;
+  for (const ParamState& p : s.params) named[p.name] = p.slot.value;
+  std::vector<Tensor> grads = s.backward->Run(named);
+  s.pending.clear();
+  s.has_pending = false;
+  if (!std::isfinite(s.last_loss)) s.nonfinite_loss = true;
+  std::set<const Storage*> taken;
+  for (size_t i = 0; i < s.params.size(); ++i) {
+    ParamSlot& slot = s.params[i].slot;
+    Tensor& g = grads[i];
+    OF_CHECK(g.dtype() == DType::kFloat32 && g.numel() == slot.value.numel(), kInternal, "gradient of '",
+             s.params[i].name, "' has dtype ", DTypeName(g.dtype()), " shape ", ShapeToString(g.shape()));
+    if (!s.params[i].has_grad) {
+      // Gradients are fresh tensors no one else holds: adopt them unless two share bytes.
+      slot.grad = taken.insert(g.storage().get()).second ? g.Reshaped(slot.value.shape()) : g.Clone().Reshaped(slot.value.shape());
+      s.params[i].has_grad = true;
+    } else {
+      float* acc = slot.grad.data<float>();
+      const float* add = g.data<float>();
+      s.pool->ParallelFor(g.numel(), 1.0, [&](int64_t b, int64_t e) {
+        for (int64_t j = b; j < e; ++j) acc[j] += add[j];
+      });
+    }
+  }
+  ++s.backward_count;
+}
+
+StepOutcome TrainingSession::Step() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  Impl& s = *impl_;
+  OF_REQUIRE(s.backward_count > 0, "step needs gradients: run backward after a train-mode run first");
+  std::vector<ParamSlot*> slots;
+  for (ParamState& p : s.params) slots.push_back(&p.slot);
+  GradientNorm norm = GlobalGradientNorm(slots, *s.pool);
+  s.last_grad_norm = norm.norm;
+  if (!norm.finite || s.nonfinite_loss) {
+    if (options_.nonfinite == NonFinitePolicy::kSkip) {
+      s.ZeroGradients();
+      ++s.skipped;
+      return StepOutcome::kSkipped;
+    }
+    std::string where = s.nonfinite_loss ? StrCat("the loss is ", s.last_loss) : "";
+    for (const ParamState& p : s.params) {
+      if (!where.empty()) break;
+      const float* g = p.slot.grad.data<float>();
+      for (int64_t j = 0; j < p.slot.grad.numel() && where.empty(); ++j)
+        if (!std::isfinite(g[j])) where = StrCat("the gradient of '", p.name, "' holds ", g[j], " at element ", j);
+    }
+    Fail(ErrorCode::kRuntime, "step refused: ", where,
+         "; parameters are unchanged and the gradients kept (zero them to go on)");
+  }
+  float lr = LearningRate(options_.schedule, options_.optimizer.lr, s.step);
+  ApplyUpdate(options_.optimizer, slots, lr, ClipScale(norm.norm, options_.max_grad_norm), s.step, *s.pool);
+  ++s.step;
+  s.ZeroGradients();
+  return StepOutcome::kApplied;
+}
+
+void TrainingSession::Impl::ZeroGradients() {
+  // slot.grad keeps its bytes for the next accumulation; has_grad = false means "zero".
+  for (ParamState& p : params) p.has_grad = false;
+  backward_count = 0;
+  nonfinite_loss = false;
+}
+
+void TrainingSession::ZeroGradients() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->ZeroGradients();
+}
+
+const ParamState* TrainingSession::Impl::Find(const std::string& name) const {
+  for (const ParamState& p : params)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+const ParamState& TrainingSession::Impl::Get(const std::string& name) const {
+  const ParamState* p = Find(name);
+  if (!p) {
+    const Value* v = nullptr;
+    int id = model.FindValue(name);
+    if (id != kNoValue) v = &model.values[static_cast<size_t>(id)];
+    Fail(ErrorCode::kNotFound, "'", name, "' is not a trained parameter",
+         v && v->is_parameter ? " (it is frozen or not float32)" : " of the model");
+  }
+  return *p;
+}
+
+Tensor TrainingSession::GetParameter(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->Get(name).slot.value.Clone();
+}
+
+void TrainingSession::SetParameter(const std::string& name, const Tensor& value) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  ParamState& p = const_cast<ParamState&>(impl_->Get(name));
+  OF_REQUIRE(value.defined() && value.dtype() == DType::kFloat32 && value.shape() == p.slot.value.shape(),
+             "parameter '", name, "' is float32", ShapeToString(p.slot.value.shape()), ", the new value is ",
+             value.defined() ? DTypeName(value.dtype()) : "undefined", ShapeToString(value.shape()));
+  std::memcpy(p.slot.value.raw(), value.raw(), value.nbytes());
+}
+
+Tensor TrainingSession::GetGradient(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const ParamState& p = impl_->Get(name);
+  return p.has_grad ? p.slot.grad.Clone() : Tensor(DType::kFloat32, p.slot.value.shape());
+}
+
+int64_t TrainingSession::step() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->step;
+}
+int64_t TrainingSession::skipped_steps() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->skipped;
+}
+float TrainingSession::learning_rate() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return LearningRate(options_.schedule, options_.optimizer.lr, impl_->step);
+}
+double TrainingSession::last_loss() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->last_loss;
+}
+double TrainingSession::last_grad_norm() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->last_grad_norm;
+}
+
+size_t TrainingSession::DefaultFetchCount(RunMode mode) const {
+  return mode == RunMode::kTrain ? interface_.outputs.size() : impl_->eval->graph->outputs.size();
+}
+
+TrainingMemory TrainingSession::memory() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const Impl& s = *impl_;
+  TrainingMemory m;
+  m.forward_arena = s.forward->executor->planned_peak_bytes();
+  m.backward_arena = s.backward->executor->planned_peak_bytes();
+  m.eval_arena = s.eval->executor->planned_peak_bytes();
+  m.saved_bytes = s.saved_bytes;
+  return m;
+}
+
+Graph TrainingSession::ExportModel() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  Graph g = impl_->model;
+  for (const ParamState& p : impl_->params)
+    g.values[static_cast<size_t>(g.FindValue(p.name))].constant = p.slot.value.Clone();
+  return g;
+}
+
+}  // namespace oneflow::train
