@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "serialize/onnx_export.h"
 #include "serialize/onnx_import.h"
 
 namespace oneflow {
@@ -68,8 +69,7 @@ void SaveModel(const Graph& g, const std::string& path, ModelFormat format, cons
   }
   switch (format) {
     case ModelFormat::kNative: WriteNativeModel(g, path, native_options); return;
-    case ModelFormat::kOnnx:
-      Fail(ErrorCode::kUnsupported, "cannot save '", path, "': this build has no ONNX exporter");
+    case ModelFormat::kOnnx: SaveOnnxModel(g, path); return;
     case ModelFormat::kAuto: break;
   }
   Fail(ErrorCode::kInvalidArgument, "unknown model format ", static_cast<int>(format));
