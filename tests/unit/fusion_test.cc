@@ -102,5 +102,42 @@ TEST(Fusion, GeluFromErfWithDivAndTrailingHalf) { CheckAgainstReference(Form::kD
 TEST(Fusion, GeluFromErfWithMulAndLeadingHalf) { CheckAgainstReference(Form::kMulInvSqrt2ThenHalfFirst, false); }
 TEST(Fusion, GeluPatternKeptWhenAnIntermediateIsObservable) { CheckAgainstReference(Form::kDivThenHalfLast, true); }
 
+// A training graph feeds its parameters as inputs: the bias Add and the Relu still fuse into the
+// MatMul when the bias is a graph input of static shape [N].
+TEST(Fusion, MatMulBiasFromAGraphInputFuses) {
+  Graph g;
+  g.opset_imports[""] = 17;
+  const int x = g.AddValue("X", TensorType::Of(DType::kFloat32, Shape{3, 5}));
+  const int w = g.AddValue("W", TensorType::Of(DType::kFloat32, Shape{5, 4}));
+  const int bias = g.AddValue("B", TensorType::Of(DType::kFloat32, Shape{4}));
+  g.inputs = {x, w, bias};
+  auto add_node = [&](const std::string& op, std::vector<int> inputs) {
+    Node n;
+    n.op_type = op;
+    n.opset = 17;
+    n.name = op + std::to_string(g.nodes.size());
+    n.inputs = std::move(inputs);
+    n.outputs = {g.AddValue(n.name + "_out")};
+    g.nodes.push_back(std::move(n));
+    return g.nodes.back().outputs[0];
+  };
+  g.outputs = {add_node("Relu", {add_node("Add", {add_node("MatMul", {x, w}), bias})})};
+  PrepareGraph(g);
+  Session s(g, SessionOptions{1, 2});
+  ASSERT_EQ(CountOps(s.optimized(), "FusedMatMul"), 1);
+  EXPECT_EQ(CountOps(s.optimized(), "Add") + CountOps(s.optimized(), "Relu"), 0);
+  Tensor xt(DType::kFloat32, {3, 5}), wt(DType::kFloat32, {5, 4}), bt(DType::kFloat32, {4});
+  for (int64_t i = 0; i < 15; ++i) xt.data<float>()[i] = static_cast<float>(std::cos(0.9 * static_cast<double>(i)));
+  for (int64_t i = 0; i < 20; ++i) wt.data<float>()[i] = static_cast<float>(std::sin(1.3 * static_cast<double>(i)));
+  for (int64_t i = 0; i < 4; ++i) bt.data<float>()[i] = 0.25f * static_cast<float>(i) - 0.4f;
+  const Tensor y = s.Run({{"X", xt}, {"W", wt}, {"B", bt}}, {})[0].second;
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 4; ++c) {
+      double h = bt.data<float>()[c];
+      for (int k = 0; k < 5; ++k) h += double(xt.data<float>()[r * 5 + k]) * wt.data<float>()[k * 4 + c];
+      EXPECT_NEAR(y.data<float>()[r * 4 + c], std::max(h, 0.0), 1e-5) << r << "," << c;
+    }
+}
+
 }  // namespace
 }  // namespace oneflow

@@ -110,17 +110,19 @@ bool FoldBatchNorm(Graph& g, const Uses& u, Node& conv, std::vector<char>& remov
   return true;
 }
 
-// MatMul -> Add(constant 1-D bias of length N): FusedMatMul(A, B, bias).
+// MatMul -> Add(1-D bias of length N, constant or not): FusedMatMul(A, B, bias).
 bool FuseMatMulBias(Graph& g, const Uses& u, Node& mm, std::vector<char>& removed) {
   if (!IsOp(mm, "MatMul") || !FusableDType(ValueDType(g, mm.outputs[0]))) return false;
   Node* add = SoleConsumer(g, u, mm.outputs[0]);
   if (!add || !IsOp(*add, "Add") || add->inputs.size() != 2) return false;
   const size_t other = add->inputs[0] == mm.outputs[0] ? 1 : 0;
-  const Tensor* bias = ConstantOf(g, *add, other);
+  // The bias need not be constant (a training graph feeds its parameters as inputs); its static
+  // type must make it a 1-D vector of length N, the only broadcast the epilogue implements.
+  const TensorType& b = g.values[static_cast<size_t>(add->inputs[other])].type;
   const TensorType& t = g.values[static_cast<size_t>(mm.outputs[0])].type;
-  if (!bias || bias->rank() != 1 || bias->dtype() != t.dtype || !t.has_rank || t.rank() < 1) return false;
+  if (!b.has_rank || b.rank() != 1 || b.dtype != t.dtype || !t.has_rank || t.rank() < 1) return false;
   const Dim& n = t.dims.back();
-  if (!n.known() || n.value != bias->numel()) return false;
+  if (!n.known() || !b.dims[0].known() || n.value != b.dims[0].value) return false;
   mm.inputs.resize(2);
   mm.inputs.push_back(add->inputs[other]);
   MakeFused(mm, "FusedMatMul");
