@@ -481,11 +481,12 @@ std::unique_ptr<Reader> OpenMemory(const void* data, size_t size, const NativeRe
   OF_REQUIRE(data != nullptr || size == 0, "model data is null");
   Region region;
   if (release) {
+    // The storage owns `release` from here on, so it runs on every failure below as well.
+    region.storage = Storage::Borrow(const_cast<void*>(data), size, std::move(release));
     OF_REQUIRE(reinterpret_cast<uintptr_t>(data) % kSegmentAlignment == 0,
                "a native model loaded from memory without a copy must be 64-byte aligned (weights are used in place)");
     region.data = static_cast<const unsigned char*>(data);
     region.size = size;
-    region.storage = Storage::Borrow(const_cast<void*>(data), size, std::move(release));
     region.label = "the model";
   } else {
     region = CopyRegion(data, size);
