@@ -61,6 +61,8 @@ NATIVE_ARTIFACTS=$BUILD/native-artifacts
 rm -rf "$NATIVE_SEEDS"
 mkdir -p "$NATIVE_SEEDS" "$NATIVE_CORPUS" "$NATIVE_ARTIFACTS"
 ASAN_OPTIONS=detect_leaks=0 "$BUILD/tests/fuzz/native_seed_writer" "$NATIVE_SEEDS" "$SEEDS"/*.onnx >/dev/null
+# Inputs that once found a defect, so every run re-checks them first (see the README there).
+cp "$ROOT"/tests/fuzz/native_regressions/*.bin "$NATIVE_SEEDS/"
 echo "fuzz-smoke: running native_loader_fuzzer for ${NATIVE_SECONDS}s"
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
