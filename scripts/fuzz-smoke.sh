@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the ONNX loader fuzzer (clang, libFuzzer + ASan + UBSan) in build-fuzz/ and runs it for
-# SECONDS (default 60) from a generated seed corpus. Exits non-zero on any finding; the crashing
-# input is left in build-fuzz/artifacts/. The seed is fixed (FUZZ_SEED, default 1) so CI runs repeat;
+# SECONDS (default 60) from a generated seed corpus, then the native (.ofm) loader fuzzer for
+# NATIVE_FUZZ_SECONDS (default 30) from the same seeds converted to .ofm. Exits non-zero on any
+# finding; the crashing input is left in build-fuzz/artifacts/ (native-artifacts/). The seed is fixed (FUZZ_SEED, default 1) so CI runs repeat;
 # set FUZZ_SEED=0 for a random one in longer local campaigns.
 #   usage: scripts/fuzz-smoke.sh [SECONDS]
 set -euo pipefail
@@ -23,7 +24,7 @@ if [ ! -f "$BUILD/build.ninja" ]; then
     -DONEFLOW_BUILD_FUZZERS=ON -DONEFLOW_BUILD_TESTS=OFF -DONEFLOW_WITH_DNNL=OFF >"$BUILD/configure.log" 2>&1 ||
     { cat "$BUILD/configure.log" >&2; exit 1; }
 fi
-ninja -C "$BUILD" -j"${FUZZ_JOBS:-2}" onnx_loader_fuzzer
+ninja -C "$BUILD" -j"${FUZZ_JOBS:-2}" onnx_loader_fuzzer native_loader_fuzzer native_seed_writer
 FUZZER=$BUILD/tests/fuzz/onnx_loader_fuzzer
 [ -x "$FUZZER" ] || { echo "fuzz-smoke: $FUZZER was not built" >&2; exit 1; }
 
@@ -50,3 +51,28 @@ UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
 }
 grep -E "^(stat::number_of_executed_units|stat::new_units_added|Done)" "$BUILD/fuzz.log" || true
 echo "fuzz-smoke: no findings in ${SECONDS_TO_RUN}s"
+
+# ---- The native-format loader: seeds are the ONNX seeds converted to .ofm, plus a checkpoint. ----
+NATIVE_SECONDS=${NATIVE_FUZZ_SECONDS:-30}
+NATIVE_FUZZER=$BUILD/tests/fuzz/native_loader_fuzzer
+NATIVE_SEEDS=$BUILD/native-seeds
+NATIVE_CORPUS=$BUILD/native-corpus
+NATIVE_ARTIFACTS=$BUILD/native-artifacts
+rm -rf "$NATIVE_SEEDS"
+mkdir -p "$NATIVE_SEEDS" "$NATIVE_CORPUS" "$NATIVE_ARTIFACTS"
+ASAN_OPTIONS=detect_leaks=0 "$BUILD/tests/fuzz/native_seed_writer" "$NATIVE_SEEDS" "$SEEDS"/*.onnx >/dev/null
+# Inputs that once found a defect, so every run re-checks them first (see the README there).
+cp "$ROOT"/tests/fuzz/native_regressions/*.bin "$NATIVE_SEEDS/"
+echo "fuzz-smoke: running native_loader_fuzzer for ${NATIVE_SECONDS}s"
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0} \
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+"$NATIVE_FUZZER" "$NATIVE_CORPUS" "$NATIVE_SEEDS" \
+  -seed="${FUZZ_SEED:-1}" -max_total_time="$NATIVE_SECONDS" -max_len=65536 -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+  -artifact_prefix="$NATIVE_ARTIFACTS/" -print_final_stats=1 2>"$BUILD/native-fuzz.log" || {
+  rc=$?
+  tail -n 80 "$BUILD/native-fuzz.log" >&2
+  echo "fuzz-smoke: native FINDING (exit $rc); inputs in $NATIVE_ARTIFACTS" >&2
+  exit 1
+}
+grep -E "^(stat::number_of_executed_units|stat::new_units_added|Done)" "$BUILD/native-fuzz.log" || true
+echo "fuzz-smoke: native loader: no findings in ${NATIVE_SECONDS}s"

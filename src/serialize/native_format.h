@@ -69,8 +69,8 @@ Graph ReadNativeModel(const std::string& path, const NativeReadOptions& options 
 
 // Loads a native model from memory. When `release` is given (borrow), tensors view `data`
 // directly; the caller promises the bytes stay valid and unchanged until `release` runs, which
-// happens when the last tensor viewing them is gone (pass a no-op to keep ownership).
-// `data` must then be 64-byte aligned. Without `release`, the bytes are copied once into an
+// happens when the last tensor viewing them is gone — or before this function throws, when the
+// load fails (pass a no-op to keep ownership). `data` must then be 64-byte aligned. Without `release`, the bytes are copied once into an
 // aligned buffer that the tensors share. `external_data_dir` resolves external segment files
 // (empty: a model with external segments is refused).
 Graph ReadNativeModelMemory(const void* data, size_t size, const NativeReadOptions& options = {},

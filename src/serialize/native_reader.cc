@@ -72,6 +72,15 @@ Region CopyRegion(const void* data, size_t size) {
 
 std::string Str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
 
+// A verified vector's elements, copied out with memcpy: the Verifier checks a vector's bounds but
+// only 4-byte alignment of its start, so 8-byte elements of a crafted file may be misaligned.
+template <typename T>
+std::vector<T> Elements(const flatbuffers::Vector<T>* v) {
+  std::vector<T> out(v ? v->size() : 0);
+  if (!out.empty()) std::memcpy(out.data(), v->Data(), out.size() * sizeof(T));
+  return out;
+}
+
 struct SegmentInfo {
   const ofm::Segment* fb = nullptr;
   std::string name;
@@ -207,13 +216,10 @@ void Reader::CheckSegments() {
     if (!IsKnownDType(s->dtype()) || DTypeSize(static_cast<DType>(s->dtype())) == 0)
       Bad(what, " has unknown or unstorable dtype ", s->dtype());
     info.dtype = static_cast<DType>(s->dtype());
-    if (s->dims()) {
-      if (s->dims()->size() > 64) Bad(what, " has rank ", s->dims()->size(), " (at most 64)");
-      for (int64_t d : *s->dims()) {
-        if (d < 0) Bad(what, " has negative dimension ", d);
-        info.shape.push_back(d);
-      }
-    }
+    if (s->dims() && s->dims()->size() > 64) Bad(what, " has rank ", s->dims()->size(), " (at most 64)");
+    info.shape = Elements(s->dims());
+    for (int64_t d : info.shape)
+      if (d < 0) Bad(what, " has negative dimension ", d);
     // dtype x shape must equal the stored length; computed without overflow.
     uint64_t expect = DTypeSize(info.dtype);
     for (int64_t d : info.shape) {
@@ -363,10 +369,8 @@ Attribute Reader::DecodeAttribute(const ofm::Attribute& a, const std::string& wh
       if (used) (*used)[static_cast<size_t>(seg)] = true;
       return Attribute::TensorValue(segments_[static_cast<size_t>(seg)].tensor);
     }
-    case ofm::AttrKind::Floats:
-      return Attribute::Floats(a.floats() ? std::vector<float>(a.floats()->begin(), a.floats()->end()) : std::vector<float>{});
-    case ofm::AttrKind::Ints:
-      return Attribute::Ints(a.ints() ? std::vector<int64_t>(a.ints()->begin(), a.ints()->end()) : std::vector<int64_t>{});
+    case ofm::AttrKind::Floats: return Attribute::Floats(Elements(a.floats()));
+    case ofm::AttrKind::Ints: return Attribute::Ints(Elements(a.ints()));
     case ofm::AttrKind::Strings: {
       std::vector<std::string> list;
       if (a.strings())
@@ -481,11 +485,12 @@ std::unique_ptr<Reader> OpenMemory(const void* data, size_t size, const NativeRe
   OF_REQUIRE(data != nullptr || size == 0, "model data is null");
   Region region;
   if (release) {
+    // The storage owns `release` from here on, so it runs on every failure below as well.
+    region.storage = Storage::Borrow(const_cast<void*>(data), size, std::move(release));
     OF_REQUIRE(reinterpret_cast<uintptr_t>(data) % kSegmentAlignment == 0,
                "a native model loaded from memory without a copy must be 64-byte aligned (weights are used in place)");
     region.data = static_cast<const unsigned char*>(data);
     region.size = size;
-    region.storage = Storage::Borrow(const_cast<void*>(data), size, std::move(release));
     region.label = "the model";
   } else {
     region = CopyRegion(data, size);

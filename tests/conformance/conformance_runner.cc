@@ -1,7 +1,10 @@
 // Runs materialized ONNX backend node tests through the engine and compares with the expected
 // outputs at each case's tolerance (numpy.allclose semantics, NaN equal to NaN).
 //
-//   oneflow_conformance DATA_DIR [--filter SUBSTR] [--expected FILE] [--write-passing FILE] [-v]
+//   oneflow_conformance DATA_DIR [--filter SUBSTR] [--expected FILE] [--write-passing FILE] [-v] [--via-native]
+//
+// --via-native also converts each model to the native format in memory, loads that, runs both, and
+// fails the case unless the native model's outputs are bit-identical to the ONNX model's.
 //
 // Each case runs in a forked child so a crash or a hang fails that case, not the suite. Prints
 // "passed N, failed N, unsupported N". With --expected, exits 1 when a listed case does not pass.
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "engine/session.h"
+#include "serialize/native_format.h"
 #include "serialize/onnx_import.h"
 
 namespace fs = std::filesystem;
@@ -29,6 +33,19 @@ using namespace oneflow;
 namespace {
 
 enum Outcome { kPass = 0, kFail = 1, kUnsupported = 2 };
+
+bool g_via_native = false;
+
+// "" when `a` and `b` have the same dtype, shape and bytes.
+std::string BitDiff(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape())
+    return StrCat(DTypeName(b.dtype()), ShapeToString(b.shape()), " != ", DTypeName(a.dtype()), ShapeToString(a.shape()));
+  const auto* x = static_cast<const unsigned char*>(a.raw());
+  const auto* y = static_cast<const unsigned char*>(b.raw());
+  for (size_t i = 0; i < a.nbytes(); ++i)
+    if (x[i] != y[i]) return StrCat("byte ", i, " differs");
+  return "";
+}
 
 std::string ReadFile(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -63,14 +80,27 @@ Outcome RunCase(const fs::path& dir, std::string& reason) {
     std::ifstream tol(dir / "tolerance.txt");
     if (tol) tol >> rtol >> atol;
   }
-  std::unique_ptr<Session> session;
+  std::unique_ptr<Session> session, native_session;
+  Graph loaded;
   try {
-    Graph g = LoadOnnxFile((dir / "model.onnx").string());
+    loaded = LoadOnnxFile((dir / "model.onnx").string());
+    Graph g = loaded;
     PrepareGraph(g);
     session = std::make_unique<Session>(g, SessionOptions{1, 2});
   } catch (const Error& e) {
     reason = e.what();
     return e.code() == ErrorCode::kUnsupported ? kUnsupported : kFail;
+  }
+  if (g_via_native) {
+    try {
+      std::string bytes = SerializeNativeModel(loaded);
+      Graph n = ReadNativeModelMemory(bytes.data(), bytes.size());
+      PrepareGraph(n);
+      native_session = std::make_unique<Session>(n, SessionOptions{1, 2});
+    } catch (const Error& e) {
+      reason = std::string("via native: ") + e.what();
+      return kFail;
+    }
   }
   const Graph& model = session->model();
   std::vector<fs::path> sets;
@@ -90,6 +120,22 @@ Outcome RunCase(const fs::path& dir, std::string& reason) {
     } catch (const Error& e) {
       reason = e.what();
       return e.code() == ErrorCode::kUnsupported ? kUnsupported : kFail;
+    }
+    if (native_session) {
+      std::vector<std::pair<std::string, Tensor>> native_results;
+      try {
+        native_results = native_session->Run(feeds, {});
+      } catch (const Error& e) {
+        reason = std::string("via native: ") + e.what();
+        return kFail;
+      }
+      for (size_t i = 0; i < results.size(); ++i) {
+        std::string diff = BitDiff(results[i].second, native_results[i].second);
+        if (!diff.empty()) {
+          reason = "via native: output '" + results[i].first + "' " + diff;
+          return kFail;
+        }
+      }
     }
     for (size_t i = 0; i < results.size(); ++i) {
       fs::path p = ds / ("output_" + std::to_string(i) + ".pb");
@@ -144,7 +190,7 @@ Outcome RunIsolated(const fs::path& dir, std::string& reason) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s DATA_DIR [--filter SUBSTR] [--expected FILE] [--write-passing FILE] [-v]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s DATA_DIR [--filter SUBSTR] [--expected FILE] [--write-passing FILE] [-v] [--via-native]\n", argv[0]);
     return 2;
   }
   fs::path data_dir = argv[1];
@@ -156,6 +202,7 @@ int main(int argc, char** argv) {
     else if (a == "--expected" && i + 1 < argc) expected_file = argv[++i];
     else if (a == "--write-passing" && i + 1 < argc) write_file = argv[++i];
     else if (a == "-v") verbose = true;
+    else if (a == "--via-native") g_via_native = true;
     else { std::fprintf(stderr, "unknown argument %s\n", a.c_str()); return 2; }
   }
   if (!fs::is_directory(data_dir)) {

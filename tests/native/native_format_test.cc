@@ -28,6 +28,16 @@ fs::path TempDir() {
   return dir;
 }
 
+// Removes the test's temporary directory after all tests ran.
+class TempDirCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(TempDir(), ec);
+  }
+};
+const ::testing::Environment* const kCleanup = ::testing::AddGlobalTestEnvironment(new TempDirCleanup);
+
 std::string ReadAll(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -276,6 +286,36 @@ TEST(NativeFormat, LoadedModelRunsLikeTheOriginal) {
   std::vector<float> ref = MlpReference(g, x, 2);
   ASSERT_EQ(out[0].second.numel(), 6);
   for (int i = 0; i < 6; ++i) EXPECT_NEAR(out[0].second.data<float>()[i], ref[static_cast<size_t>(i)], 1e-5f) << i;
+}
+
+TEST(NativeFormat, ExternalDataProblemsAreNamed) {
+  fs::path dir = TempDir() / "ext";
+  fs::create_directories(dir);
+  fs::path path = dir / "m.ofm";
+  WriteNativeModel(SmallMlp(), path.string(), {"m.weights"});
+  std::string weights = ReadAll(dir / "m.weights");
+  auto error_of = [&] {
+    try {
+      ReadNativeModel(path.string());
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  {
+    std::ofstream(dir / "m.weights", std::ios::binary) << weights.substr(0, weights.size() - 64);
+  }
+  EXPECT_NE(error_of().find("(truncated)"), std::string::npos) << error_of();
+  fs::remove(dir / "m.weights");
+  EXPECT_NE(error_of().find("m.weights"), std::string::npos) << error_of();
+  // From memory, external data needs a base directory.
+  std::string bytes = ReadAll(path);
+  EXPECT_THROW(ReadNativeModelMemory(bytes.data(), bytes.size()), Error);
+  {
+    std::ofstream(dir / "m.weights", std::ios::binary) << weights;
+  }
+  EXPECT_NO_THROW(ReadNativeModelMemory(bytes.data(), bytes.size(), {}, {}, dir.string()));
+  EXPECT_THROW(WriteNativeModel(SmallMlp(), path.string(), {"../escape.bin"}), Error);
 }
 
 TEST(NativeFormat, CheckpointRoundTripsRolesTargetsAndMetadata) {
