@@ -387,7 +387,15 @@ Graph Reader::BuildGraph(std::vector<bool>* used) const {
   if (!fg) Bad("the file holds no graph (is it a checkpoint?)");
   Graph g;
   g.name = Str(fg->name());
-  if (model_->metadata()) g.producer = Str(model_->metadata()->producer_name());
+  g.metadata.graph_doc_string = Str(fg->doc_string());
+  if (const ofm::Metadata* m = model_->metadata()) {
+    g.producer = Str(m->producer_name());
+    g.metadata.producer_version = Str(m->producer_version());
+    g.metadata.doc_string = Str(m->doc_string());
+    if (m->properties())
+      for (const ofm::KeyValue* kv : *m->properties())
+        if (kv->key()->str() != "written_by") g.metadata.metadata_props.emplace_back(kv->key()->str(), Str(kv->value()));
+  }
   if (fg->opset_imports())
     for (const ofm::OpsetImport* o : *fg->opset_imports()) {
       if (o->version() < 1 || o->version() > INT32_MAX) Bad("opset import '", Str(o->domain()), "' has version ", o->version());
@@ -424,6 +432,7 @@ Graph Reader::BuildGraph(std::vector<bool>* used) const {
       Node n;
       n.name = Str(fn->name());
       n.op_type = fn->op_type()->str();
+      n.doc_string = Str(fn->doc_string());
       n.domain = Str(fn->domain());
       n.opset = fn->opset();
       const std::string where = "node " + std::to_string(g.nodes.size()) + " (" + n.op_type + " '" + n.name + "')";

@@ -109,16 +109,20 @@ class Writer {
     std::vector<Offset<ofm::Node>> nodes;
     for (const Node& n : g.nodes) {
       std::vector<Offset<ofm::Attribute>> attrs;
-      for (const auto& [name, a] : n.attrs.all()) attrs.push_back(EncodeAttribute(b, n, name, a));
+      // Defaults filled in by schema resolution are left out, as the model did: loading resolves
+      // them again, and an ONNX export of the loaded graph must not gain attributes its opset lacks.
+      for (const auto& [name, a] : n.attrs.all())
+        if (!n.defaulted_attrs.count(name)) attrs.push_back(EncodeAttribute(b, n, name, a));
       nodes.push_back(ofm::CreateNode(b, b.CreateString(n.name), b.CreateString(n.op_type), b.CreateString(n.domain),
                                       n.opset, b.CreateVector(n.inputs), b.CreateVector(n.outputs),
-                                      b.CreateVector(attrs)));
+                                      b.CreateVector(attrs), b.CreateString(n.doc_string)));
     }
     std::vector<Offset<ofm::OpsetImport>> opsets;
     for (const auto& [domain, version] : g.opset_imports)
       opsets.push_back(ofm::CreateOpsetImport(b, b.CreateString(domain), version));
     return ofm::CreateGraph(b, b.CreateString(g.name), b.CreateVector(values), b.CreateVector(nodes),
-                            b.CreateVector(g.inputs), b.CreateVector(g.outputs), b.CreateVector(opsets));
+                            b.CreateVector(g.inputs), b.CreateVector(g.outputs), b.CreateVector(opsets),
+                            b.CreateString(g.metadata.graph_doc_string));
   }
 
   // Lays the segments out (64-byte aligned, in order) and computes their checksums.
@@ -206,8 +210,12 @@ void BuildFlatbuffer(const Contents& c, const NativeWriteOptions& options, const
   std::map<std::string, std::string> props = options.properties;
   props.emplace("written_by", "oneflow " ONEFLOW_VERSION_STRING);
   int64_t source_opset = 0;
-  std::string producer;
+  std::string producer, producer_version, doc_string = options.doc_string;
   if (c.graph) {
+    // The source model's metadata travels with it (ONNX metadata_props become properties).
+    producer_version = c.graph->metadata.producer_version;
+    if (doc_string.empty()) doc_string = c.graph->metadata.doc_string;
+    for (const auto& [key, value] : c.graph->metadata.metadata_props) props.emplace(key, value);
     graph = plan.writer.EncodeGraph(b, *c.graph);
     auto it = c.graph->opset_imports.find("");
     if (it != c.graph->opset_imports.end()) source_opset = it->second;
@@ -224,9 +232,9 @@ void BuildFlatbuffer(const Contents& c, const NativeWriteOptions& options, const
     }
   }
   plan.data_bytes = plan.writer.Layout(options.checksums);
-  auto metadata = ofm::CreateMetadata(b, b.CreateString(producer), b.CreateString(""),
+  auto metadata = ofm::CreateMetadata(b, b.CreateString(producer), b.CreateString(producer_version),
                                       b.CreateString(options.source_format), source_opset,
-                                      b.CreateString(options.doc_string), KeyValues(b, props));
+                                      b.CreateString(doc_string), KeyValues(b, props));
   const uint32_t file = external_name.empty() ? 0 : 1;
   auto segments = plan.writer.EncodeSegments(b, file, options.checksums);
   Offset<flatbuffers::Vector<Offset<ofm::ExternalFile>>> externals = 0;

@@ -20,6 +20,23 @@
 
 namespace oneflow {
 namespace {
+
+NativeWriteOptions ExternalData(const std::string& file) {
+  NativeWriteOptions o;
+  o.external_data_file = file;
+  return o;
+}
+
+CheckpointTensor CkptTensor(std::string name, TensorRole role, Tensor t, std::string target = "", std::string slot = "") {
+  CheckpointTensor c;
+  c.name = std::move(name);
+  c.role = role;
+  c.tensor = std::move(t);
+  c.target = std::move(target);
+  c.slot = std::move(slot);
+  return c;
+}
+
 namespace fs = std::filesystem;
 
 fs::path TempDir() {
@@ -128,13 +145,17 @@ void ExpectSameGraph(const Graph& a, const Graph& b) {
       const Attribute* y = nb.attrs.find(name);
       ASSERT_NE(y, nullptr) << name;
       EXPECT_EQ(x.kind, y->kind) << name;
-      if (x.kind == AttrKind::kFloat) EXPECT_EQ(std::memcmp(&x.f, &y->f, 4), 0) << name;  // bit-exact (NaN too)
+      if (x.kind == AttrKind::kFloat) {
+        EXPECT_EQ(std::memcmp(&x.f, &y->f, 4), 0) << name;  // bit-exact (NaN too)
+      }
       EXPECT_EQ(x.i, y->i) << name;
       EXPECT_EQ(x.s, y->s) << name;
       EXPECT_EQ(x.ints, y->ints) << name;
       EXPECT_EQ(x.strings, y->strings) << name;
       ASSERT_EQ(x.floats.size(), y->floats.size()) << name;
-      if (!x.floats.empty()) EXPECT_EQ(std::memcmp(x.floats.data(), y->floats.data(), 4 * x.floats.size()), 0);
+      if (!x.floats.empty()) {
+        EXPECT_EQ(std::memcmp(x.floats.data(), y->floats.data(), 4 * x.floats.size()), 0);
+      }
       ExpectSameTensor(x.t, y->t, name);
     }
   }
@@ -275,7 +296,7 @@ std::vector<float> MlpReference(const Graph& g, const std::vector<float>& x, int
 TEST(NativeFormat, LoadedModelRunsLikeTheOriginal) {
   Graph g = SmallMlp();
   fs::path path = TempDir() / "run.ofm";
-  WriteNativeModel(g, path.string(), {"mlp.weights"});
+  WriteNativeModel(g, path.string(), ExternalData("mlp.weights"));
   EXPECT_TRUE(fs::exists(path.parent_path() / "mlp.weights"));
   Graph loaded = LoadModelFile(path.string());
   PrepareGraph(loaded);
@@ -292,7 +313,7 @@ TEST(NativeFormat, ExternalDataProblemsAreNamed) {
   fs::path dir = TempDir() / "ext";
   fs::create_directories(dir);
   fs::path path = dir / "m.ofm";
-  WriteNativeModel(SmallMlp(), path.string(), {"m.weights"});
+  WriteNativeModel(SmallMlp(), path.string(), ExternalData("m.weights"));
   std::string weights = ReadAll(dir / "m.weights");
   auto error_of = [&] {
     try {
@@ -315,17 +336,17 @@ TEST(NativeFormat, ExternalDataProblemsAreNamed) {
     std::ofstream(dir / "m.weights", std::ios::binary) << weights;
   }
   EXPECT_NO_THROW(ReadNativeModelMemory(bytes.data(), bytes.size(), {}, {}, dir.string()));
-  EXPECT_THROW(WriteNativeModel(SmallMlp(), path.string(), {"../escape.bin"}), Error);
+  EXPECT_THROW(WriteNativeModel(SmallMlp(), path.string(), ExternalData("../escape.bin")), Error);
 }
 
 TEST(NativeFormat, CheckpointRoundTripsRolesTargetsAndMetadata) {
   Checkpoint c;
   c.step = 12345;
   c.metadata = {{"optimizer", "adam"}, {"lr", "0.001"}};
-  c.tensors.push_back({"w", TensorRole::kParameter, Make<float>(DType::kFloat32, {2}, {1.f, 2.f})});
-  c.tensors.push_back({"w.grad", TensorRole::kGradient, Make<float>(DType::kFloat32, {2}, {0.1f, 0.2f}), "w"});
-  c.tensors.push_back({"w.m", TensorRole::kOptimizerState, Make<float>(DType::kFloat32, {2}, {3.f, 4.f}), "w", "m"});
-  c.tensors.push_back({"bn.mean", TensorRole::kBuffer, Make<double>(DType::kFloat64, {1}, {0.5})});
+  c.tensors.push_back(CkptTensor("w", TensorRole::kParameter, Make<float>(DType::kFloat32, {2}, {1.f, 2.f})));
+  c.tensors.push_back(CkptTensor("w.grad", TensorRole::kGradient, Make<float>(DType::kFloat32, {2}, {0.1f, 0.2f}), "w"));
+  c.tensors.push_back(CkptTensor("w.m", TensorRole::kOptimizerState, Make<float>(DType::kFloat32, {2}, {3.f, 4.f}), "w", "m"));
+  c.tensors.push_back(CkptTensor("bn.mean", TensorRole::kBuffer, Make<double>(DType::kFloat64, {1}, {0.5})));
   fs::path path = TempDir() / "ckpt.ofm";
   for (bool with_graph : {false, true}) {
     if (with_graph) c.graph = std::make_shared<const Graph>(SmallMlp());
