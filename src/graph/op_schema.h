@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/attribute.h"
+#include "graph/sbp_signature.h"
 #include "graph/tensor_type.h"
 
 namespace oneflow {
@@ -83,8 +84,10 @@ struct OpSchema {
   std::vector<ParamSpec> outputs;
   std::vector<AttrSpec> attrs;
   InferFn infer;
-  // Reserved, filled by later issues in the same definition:
-  //   SbpFn sbp;   valid SBP signatures and their costs (global tensors)
+  // Valid SBP signatures (global tensors, graph/sbp_signature.h); empty: only "all B"
+  // (replicated compute). Costs are the planner's (engine/plan/cost_model.h), from shapes.
+  SbpFn sbp;
+  // Reserved, filled by a later issue in the same definition:
   //   GradFn grad; the reverse-mode gradient rule (training)
 
   // Builder: OpSchema("Relu").Since(14).Input("X").Output("Y").Infer(SameAsInput0)
@@ -102,6 +105,7 @@ struct OpSchema {
   OpSchema& RequiredAttr(std::string n, AttrKind kind);             // must be present
   OpSchema& OptionalAttr(std::string n, AttrKind kind);             // may be absent, no default
   OpSchema& Infer(InferFn fn) { infer = std::move(fn); return *this; }
+  OpSchema& Sbp(SbpFn fn) { sbp = std::move(fn); return *this; }
 };
 
 class OpRegistry {
@@ -114,6 +118,9 @@ class OpRegistry {
   // Any version of `op` in `domain` (for messages such as "supported from opset 17").
   std::vector<const OpSchema*> FindAllVersions(const std::string& domain, const std::string& op) const;
   std::vector<const OpSchema*> All() const;
+  // Attaches SBP signatures to every registered version of `op` (graph/ops/sbp_rules.cc keeps
+  // them per family so they merge cleanly beside the gradient rules). Throws kInternal if absent.
+  void SetSbp(const std::string& domain, const std::string& op, const SbpFn& fn);
 
  private:
   std::map<std::pair<std::string, std::string>, std::vector<OpSchema>> schemas_;

@@ -12,6 +12,8 @@ void RegisterTensorOps(OpRegistry& r);         // ops/tensor.cc: Reshape .. Slic
 void RegisterNnOps(OpRegistry& r);             // ops/nn.cc: MatMul, Gemm, Conv, ConvTranspose
 void RegisterSpatialOps(OpRegistry& r);        // ops/spatial.cc: pools, Resize, Einsum, LRN
 void RegisterFusedOps(OpRegistry& r);          // ops/fused.cc: ai.oneflow ops produced by fusion passes
+void RegisterBoxingOps(OpRegistry& r);         // ops/boxing.cc: ai.oneflow Boxing (collectives of a plan)
+void AttachSbpRules(OpRegistry& r);            // ops/sbp_rules.cc: SBP signatures of the families above
 
 inline void RegisterAllOps(OpRegistry& r) {
   RegisterElementwiseOps(r);
@@ -21,6 +23,8 @@ inline void RegisterAllOps(OpRegistry& r) {
   RegisterNnOps(r);
   RegisterSpatialOps(r);
   RegisterFusedOps(r);
+  RegisterBoxingOps(r);
+  AttachSbpRules(r);
 }
 
 }  // namespace oneflow

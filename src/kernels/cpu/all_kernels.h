@@ -13,6 +13,7 @@ void RegisterCpuNnKernels(KernelRegistry& r);             // cpu/nn.cc
 void RegisterCpuSpatialKernels(KernelRegistry& r);        // cpu/spatial.cc
 void RegisterCpuFusedKernels(KernelRegistry& r);          // cpu/fused.cc
 void RegisterCpuNhwcPoolKernels(KernelRegistry& r);       // cpu/pool_nhwc.cc (layout pass ops)
+void RegisterCpuBoxingKernels(KernelRegistry& r);         // cpu/boxing.cc (collectives of a plan)
 
 inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuElementwiseKernels(r);
@@ -23,6 +24,7 @@ inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuSpatialKernels(r);
   RegisterCpuFusedKernels(r);
   RegisterCpuNhwcPoolKernels(r);
+  RegisterCpuBoxingKernels(r);
 }
 
 }  // namespace oneflow
