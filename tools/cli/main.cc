@@ -32,6 +32,12 @@ static const char kUsage[] =
     "  info MODEL\n"
     "      Prints inputs, outputs, opset imports, an op histogram and the ops this build does not\n"
     "      support.\n"
+    "  plan MODEL --placement P [--mode data|manual|auto] [--json] [--shape NAME=8x784 ...]\n"
+    "             [--sbp VALUE=SBP ...] [--memory-budget-mb M] [--link-gbps G] [--latency-us U]\n"
+    "             [--gflops F]\n"
+    "      Plans the model as global tensors over placement P (cpu:0-3, cpu:[[0,1],[2,3]]) and\n"
+    "      explains it: the SBP of every op, each inserted collective with bytes and time,\n"
+    "      memory per device and the estimated step time (docs/distributed.md).\n"
     "  help                 this text\n"
     "  --version            the version\n"
     "\n"
@@ -50,7 +56,7 @@ static void PrintError(const std::string& prefix, const std::string& message) {
 static int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    PrintError("usage error: ", "no command given (commands: run, bench, info, help; see 'oneflow help')");
+    PrintError("usage error: ", "no command given (commands: run, bench, info, plan, help; see 'oneflow help')");
     return 2;
   }
   const std::string cmd = args[0];
@@ -67,7 +73,8 @@ static int Main(int argc, char** argv) {
     if (cmd == "run") return RunCommand(rest);
     if (cmd == "bench") return BenchCommand(rest);
     if (cmd == "info") return InfoCommand(rest);
-    throw UsageError("unknown command '" + cmd + "' (commands: run, bench, info, help; see 'oneflow help')");
+    if (cmd == "plan") return PlanCommand(rest);
+    throw UsageError("unknown command '" + cmd + "' (commands: run, bench, info, plan, help; see 'oneflow help')");
   } catch (const UsageError& e) {
     PrintError("usage error: ", e.what());
     return 2;

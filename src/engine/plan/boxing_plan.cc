@@ -65,26 +65,31 @@ std::vector<BoxingStep> PlanBoxing(const Shape& shape, DType dtype, const NdSbp&
     }
     cur = next;
   };
+  // A split placed on an inner axis must not block an outer axis still to be changed.
+  auto blocks_pending_outer = [&](size_t k, const Sbp& target) {
+    if (!target.is_split()) return false;
+    for (size_t i = 0; i < k; ++i)
+      if (cur[i] != to[i] && (Touches(cur[i], target.axis) || Touches(to[i], target.axis))) return true;
+    return false;
+  };
   for (int guard = 0; cur != to; ++guard) {
-    OF_ASSERT(guard < 4 * static_cast<int>(cur.size()) + 4);
+    OF_ASSERT(guard < 8 * static_cast<int>(cur.size()) + 8);
     bool progressed = false;
     for (size_t k = cur.size(); k-- > 0;) {
-      if (cur[k] == to[k] || !Safe(cur, k, to[k])) continue;
+      if (cur[k] == to[k] || !Safe(cur, k, to[k]) || blocks_pending_outer(k, to[k])) continue;
       emit(k, to[k]);
       progressed = true;
       break;
     }
     if (progressed) continue;
-    // Every pending axis is blocked by an inner split of the same tensor axis: gather the
-    // innermost blocking split first (always safe: nothing inside it splits that axis).
-    for (size_t k = cur.size(); k-- > 0 && !progressed;) {
-      if (cur[k] == to[k]) continue;
-      for (size_t j = cur.size(); j-- > k + 1;) {
-        if (cur[j].is_split() && (Touches(cur[k], cur[j].axis) || Touches(to[k], cur[j].axis))) {
-          emit(j, Sbp::B());
-          progressed = true;
-          break;
-        }
+    // The outermost pending axis is blocked by an inner split of a tensor axis it touches: gather
+    // the innermost such split first (always safe: nothing inside it splits that axis).
+    size_t k = 0;
+    while (cur[k] == to[k]) ++k;
+    for (size_t j = cur.size(); j-- > k + 1 && !progressed;) {
+      if (cur[j].is_split() && (Touches(cur[k], cur[j].axis) || Touches(to[k], cur[j].axis))) {
+        emit(j, Sbp::B());
+        progressed = true;
       }
     }
     OF_ASSERT(progressed);

@@ -10,6 +10,63 @@
 namespace oneflow {
 namespace {
 
+// Appends the Boxing node of one step for the device at `position`; returns the new local value.
+int EmitBoxingNode(Graph& out, const std::string& name, DType dtype, const Shape& shape, const BoxingStep& s,
+                   const Placement& P, int position, const std::string& key, int in_pid) {
+  const std::vector<int64_t> coord = P.Coord(position);
+  const size_t k = static_cast<size_t>(s.axis);
+  std::vector<int> members = P.AxisGroup(position, s.axis);
+  auto at = [&](const NdSbp& sbp, size_t m) {
+    std::vector<int64_t> c = coord;
+    c[k] = static_cast<int64_t>(m);
+    return LocalShape(shape, sbp, P.hierarchy, c);
+  };
+  Node n;
+  n.op_type = "Boxing";
+  n.domain = kOneflowDomain;
+  n.opset = kOneflowDomainVersion;
+  n.name = out.UniqueName(name + "/" + s.kind);
+  n.attrs.set("mode", Attribute::String(s.kind));
+  Shape local_out = LocalShape(shape, s.after, P.hierarchy, coord);
+  n.attrs.set("shape", Attribute::Ints(local_out));
+  std::vector<int64_t> group;
+  for (int m : members) group.push_back(P.devices[static_cast<size_t>(m)]);
+  n.attrs.set("group", Attribute::Ints(group));
+  n.attrs.set("comm", Attribute::String(key));
+  std::vector<int64_t> sizes, in_sizes, starts;
+  if (s.kind == "all_gather") {
+    n.attrs.set("axis", Attribute::Int(s.from.axis));
+    for (size_t m = 0; m < members.size(); ++m) sizes.push_back(at(s.before, m)[static_cast<size_t>(s.from.axis)]);
+  } else if (s.kind == "reduce_scatter") {
+    n.attrs.set("axis", Attribute::Int(s.to.axis));
+    for (size_t m = 0; m < members.size(); ++m) sizes.push_back(at(s.after, m)[static_cast<size_t>(s.to.axis)]);
+  } else if (s.kind == "all_to_all") {
+    n.attrs.set("axis", Attribute::Int(s.to.axis));
+    n.attrs.set("in_axis", Attribute::Int(s.from.axis));
+    for (size_t m = 0; m < members.size(); ++m) {
+      sizes.push_back(at(s.after, m)[static_cast<size_t>(s.to.axis)]);
+      in_sizes.push_back(at(s.before, m)[static_cast<size_t>(s.from.axis)]);
+    }
+  } else if (s.kind == "slice" || s.kind == "zero_pad") {
+    std::vector<Range> before = LocalBlock(shape, s.before, P.hierarchy, coord);
+    std::vector<Range> after = LocalBlock(shape, s.after, P.hierarchy, coord);
+    for (size_t d = 0; d < shape.size(); ++d)
+      starts.push_back(s.kind == "slice" ? after[d].start - before[d].start : before[d].start - after[d].start);
+  } else if (s.kind == "zero_fill") {
+    n.attrs.set("keep", Attribute::Int(coord[k] == 0 ? 1 : 0));
+  }
+  n.attrs.set("sizes", Attribute::Ints(sizes));
+  n.attrs.set("in_sizes", Attribute::Ints(in_sizes));
+  n.attrs.set("starts", Attribute::Ints(starts));
+  int pid = out.AddValue(out.UniqueName(name + "/" + NdSbpToString(s.after)),
+                          TensorType::Of(dtype, local_out));
+  n.inputs = {in_pid};
+  n.outputs = {pid};
+  out.nodes.push_back(std::move(n));
+  return pid;
+}
+
+
 class Builder {
  public:
   Builder(const Plan& plan, int position, const std::string& comm_key)
@@ -80,57 +137,7 @@ class Builder {
 
   int EmitBoxing(int id, int in_pid, const BoxingStep& s) {
     const Value& v = g_.values[static_cast<size_t>(id)];
-    const Shape shape = v.type.ToShape();
-    const size_t k = static_cast<size_t>(s.axis);
-    std::vector<int> members = P_.AxisGroup(pos_, s.axis);
-    auto at = [&](const NdSbp& sbp, size_t m) {
-      std::vector<int64_t> c = coord_;
-      c[k] = static_cast<int64_t>(m);
-      return LocalShape(shape, sbp, P_.hierarchy, c);
-    };
-    Node n;
-    n.op_type = "Boxing";
-    n.domain = kOneflowDomain;
-    n.opset = kOneflowDomainVersion;
-    n.name = out_.UniqueName(v.name + "/" + s.kind);
-    n.attrs.set("mode", Attribute::String(s.kind));
-    Shape local_out = LocalShape(shape, s.after, P_.hierarchy, coord_);
-    n.attrs.set("shape", Attribute::Ints(local_out));
-    std::vector<int64_t> group;
-    for (int m : members) group.push_back(P_.devices[static_cast<size_t>(m)]);
-    n.attrs.set("group", Attribute::Ints(group));
-    n.attrs.set("comm", Attribute::String(key_));
-    std::vector<int64_t> sizes, in_sizes, starts;
-    if (s.kind == "all_gather") {
-      n.attrs.set("axis", Attribute::Int(s.from.axis));
-      for (size_t m = 0; m < members.size(); ++m) sizes.push_back(at(s.before, m)[static_cast<size_t>(s.from.axis)]);
-    } else if (s.kind == "reduce_scatter") {
-      n.attrs.set("axis", Attribute::Int(s.to.axis));
-      for (size_t m = 0; m < members.size(); ++m) sizes.push_back(at(s.after, m)[static_cast<size_t>(s.to.axis)]);
-    } else if (s.kind == "all_to_all") {
-      n.attrs.set("axis", Attribute::Int(s.to.axis));
-      n.attrs.set("in_axis", Attribute::Int(s.from.axis));
-      for (size_t m = 0; m < members.size(); ++m) {
-        sizes.push_back(at(s.after, m)[static_cast<size_t>(s.to.axis)]);
-        in_sizes.push_back(at(s.before, m)[static_cast<size_t>(s.from.axis)]);
-      }
-    } else if (s.kind == "slice" || s.kind == "zero_pad") {
-      std::vector<Range> before = LocalBlock(shape, s.before, P_.hierarchy, coord_);
-      std::vector<Range> after = LocalBlock(shape, s.after, P_.hierarchy, coord_);
-      for (size_t d = 0; d < shape.size(); ++d)
-        starts.push_back(s.kind == "slice" ? after[d].start - before[d].start : before[d].start - after[d].start);
-    } else if (s.kind == "zero_fill") {
-      n.attrs.set("keep", Attribute::Int(coord_[k] == 0 ? 1 : 0));
-    }
-    n.attrs.set("sizes", Attribute::Ints(sizes));
-    n.attrs.set("in_sizes", Attribute::Ints(in_sizes));
-    n.attrs.set("starts", Attribute::Ints(starts));
-    int pid = out_.AddValue(out_.UniqueName(v.name + "/" + NdSbpToString(s.after)),
-                            TensorType::Of(v.type.dtype, local_out));
-    n.inputs = {in_pid};
-    n.outputs = {pid};
-    out_.nodes.push_back(std::move(n));
-    return pid;
+    return EmitBoxingNode(out_, v.name, v.type.dtype, v.type.ToShape(), s, P_, pos_, key_, in_pid);
   }
 
   // The value `id` in SBP `want`, boxing it once per distinct target.
@@ -216,6 +223,33 @@ Graph BuildPhysicalGraph(const Plan& plan, int position, const std::string& comm
              ": value '", g.values[i].name, "' is planned as ", planned[i].ToString(), " but its op computes ",
              got.ToString());
   }
+  return g;
+}
+
+Graph BuildBoxingGraph(const Shape& shape, DType dtype, const NdSbp& from, const NdSbp& to, const Placement& placement,
+                       int position, const std::string& comm_key, const CostModel& cost) {
+  const std::vector<int64_t> coord = placement.Coord(position);
+  Graph g;
+  g.name = "boxing";
+  g.opset_imports[""] = kMaxOnnxOpset;
+  g.opset_imports[kOneflowDomain] = kOneflowDomainVersion;
+  int pid = g.AddValue("x", TensorType::Of(dtype, LocalShape(shape, from, placement.hierarchy, coord)));
+  g.inputs.push_back(pid);
+  for (const BoxingStep& s : PlanBoxing(shape, dtype, from, to, placement, cost))
+    pid = EmitBoxingNode(g, "x", dtype, shape, s, placement, position, comm_key, pid);
+  if (g.nodes.empty()) {  // nothing to move: an Identity keeps input and output distinct values
+    Node n;
+    n.op_type = "Identity";
+    n.opset = kMaxOnnxOpset;
+    n.name = "identity";
+    n.inputs = {pid};
+    n.outputs = {g.AddValue("y", g.values[static_cast<size_t>(pid)].type)};
+    pid = n.outputs[0];
+    g.nodes.push_back(n);
+  }
+  g.outputs.push_back(pid);
+  ResolveSchemas(g);
+  InferShapes(g);
   return g;
 }
 

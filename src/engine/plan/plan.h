@@ -36,7 +36,7 @@ struct PlanOptions {
   int available_devices = 0;           // devices that exist; 0 = max device id + 1 of the placement
   std::map<std::string, NdSbp> sbp;    // manual annotations by value name (added to Value::sbp)
   std::map<std::string, Shape> input_shapes;  // concrete shapes for inputs with symbolic dims
-  int max_states = 4096;  // auto/manual search: frontier states kept per step (see docs/distributed.md)
+  int max_states = 1024;  // auto/manual search: frontier states kept per step (see docs/distributed.md)
 };
 
 // One step of boxing along one placement axis (docs/distributed.md lists the table).
@@ -92,6 +92,11 @@ std::vector<BoxingStep> PlanBoxing(const Shape& shape, DType dtype, const NdSbp&
 // carrying communicator key `comm_key`, constants pre-sliced. Graph inputs keep their names and
 // take the local block of the logical feed (see LocalFeed); outputs are all-B (whole) tensors.
 Graph BuildPhysicalGraph(const Plan& plan, int position, const std::string& comm_key);
+
+// A graph for the device at `position` that takes its local block of a tensor in SBP `from` and
+// returns its local block in `to` (the boxing steps alone): for tests and resharding.
+Graph BuildBoxingGraph(const Shape& shape, DType dtype, const NdSbp& from, const NdSbp& to, const Placement& placement,
+                       int position, const std::string& comm_key, const CostModel& cost = {});
 
 // The block of the logical tensor `feed` that graph input `input_index` takes at `position`.
 Tensor LocalFeed(const Plan& plan, size_t input_index, int position, const Tensor& feed);
