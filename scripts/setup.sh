@@ -4,7 +4,8 @@
 set -euo pipefail
 
 APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config
-              protobuf-compiler libprotobuf-dev libdnnl-dev libgtest-dev clang libclang-rt-dev)
+              protobuf-compiler libprotobuf-dev libdnnl-dev libgtest-dev clang libclang-rt-dev
+              libgloo-dev)
 PIP_PACKAGES=("numpy>=1.26" "onnx==1.23.2" "onnxruntime==1.31.1")
 
 missing=()

@@ -105,9 +105,10 @@ std::string SbpMisfit(const Shape& logical, const NdSbp& sbp, const std::vector<
     // The smallest piece after nesting: every device must get at least one element.
     int64_t smallest = extent[static_cast<size_t>(a)] / hierarchy[k];
     if (smallest < 1)
-      return StrCat(sbp[k].ToString(), " over ", hierarchy[k], " devices needs dim ", a, " of ",
-                    ShapeToString(logical), " to hold at least ", hierarchy[k], " elements per piece being split, it has ",
-                    extent[static_cast<size_t>(a)]);
+      return StrCat(sbp[k].ToString(), " over ", hierarchy[k], " devices needs at least ", hierarchy[k],
+                    " elements along axis ", a, " of ", ShapeToString(logical),
+                    extent[static_cast<size_t>(a)] == logical[static_cast<size_t>(a)] ? "" : " (after the outer splits)",
+                    ", there are ", extent[static_cast<size_t>(a)]);
     extent[static_cast<size_t>(a)] = smallest;
   }
   return "";

@@ -57,4 +57,13 @@ std::shared_ptr<Communicator> FindCommunicator(const std::string& key);  // thro
 // wait at most `timeout_ms` for the slowest member, then fail naming the ranks that never came.
 std::vector<std::shared_ptr<Communicator>> CreateInProcessGroup(int world_size, int64_t timeout_ms = 300000);
 
+// One rank of a multi-process job over Gloo (TCP), from the launcher's environment: rank and size
+// from RANK/WORLD_SIZE, OMPI_COMM_WORLD_RANK/_SIZE or SLURM_PROCID/SLURM_NTASKS; rendezvous through
+// a Gloo FileStore in ONEFLOW_GLOO_STORE (a directory every rank sees; default
+// /tmp/oneflow-gloo-<MASTER_ADDR>-<MASTER_PORT>); this host's address from ONEFLOW_GLOO_HOST
+// (default: MASTER_ADDR when it is local, else the host name). Collectives fail after
+// `timeout_ms` (ONEFLOW_COMM_TIMEOUT_MS overrides; default 5 minutes) naming the ranks found dead.
+// Throws kUnsupported when the library was built without Gloo.
+std::shared_ptr<Communicator> CreateGlooCommunicatorFromEnv(int64_t timeout_ms = 300000);
+
 }  // namespace oneflow

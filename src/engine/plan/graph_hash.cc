@@ -24,7 +24,7 @@ struct Hasher {
     Int(t.has_rank ? t.rank() : -1);
     for (const Dim& d : t.dims) { Int(d.value); Str(d.symbol); }
   }
-  void Tensor_(const Tensor& t) {
+  void Data(const Tensor& t) {
     Int(static_cast<int64_t>(t.dtype()));
     for (int64_t d : t.shape()) Int(d);
     if (t.defined() && t.nbytes()) Bytes(t.raw(), t.nbytes());
@@ -39,7 +39,7 @@ uint64_t GraphHash(const Graph& g) {
   for (const Value& v : g.values) {
     h.Type(v.type);
     h.Int(v.constant.defined());
-    if (v.constant.defined()) h.Tensor_(v.constant);
+    if (v.constant.defined()) h.Data(v.constant);
     for (const Sbp& s : v.sbp) h.Int(s.kind * 1000 + s.axis);
   }
   for (const Node& n : g.nodes) {
@@ -58,7 +58,7 @@ uint64_t GraphHash(const Graph& g) {
       for (int64_t x : a.ints) h.Int(x);
       for (float x : a.floats) h.Bytes(&x, sizeof x);
       for (const std::string& x : a.strings) h.Str(x);
-      if (a.t.defined()) h.Tensor_(a.t);
+      if (a.t.defined()) h.Data(a.t);
     }
   }
   for (int i : g.inputs) h.Int(i);
