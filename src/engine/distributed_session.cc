@@ -19,12 +19,14 @@ void CheckSameModel(Communicator& comm, uint64_t graph_hash, const std::vector<i
              " (graph hashes differ): every rank must load the same model, placement and plan mode");
 }
 
+// The devices this process runs (all of them in-process; its own rank with Gloo), per slot.
 struct DistributedSession::Compiled {
   std::shared_ptr<Plan> plan;
-  std::vector<std::shared_ptr<Communicator>> comms;  // per position
-  std::vector<std::string> keys;                     // registry keys, per position
-  std::vector<std::unique_ptr<Executor>> executors;  // per position
-  std::vector<std::shared_ptr<Graph>> graphs;        // per position
+  std::vector<int> positions;                        // per slot: position in the placement
+  std::vector<std::shared_ptr<Communicator>> comms;  // per slot
+  std::vector<std::string> keys;                     // registry keys, per slot
+  std::vector<std::unique_ptr<Executor>> executors;  // per slot
+  std::vector<std::shared_ptr<Graph>> graphs;        // per slot
   std::mutex run_mutex;
   bool checked = false;
   ~Compiled() {
@@ -39,7 +41,15 @@ DistributedSession::DistributedSession(const Graph& model, const SessionOptions&
     : model_(model), options_(options), dist_(std::move(dist)) {
   const Placement& P = dist_.plan.placement;
   OF_REQUIRE(!P.empty(), "a distributed session needs a placement");
-  OF_REQUIRE(P.device == "cpu", "in-process devices are cpu; placement '", P.ToString(), "' asks for ", P.device);
+  OF_REQUIRE(P.device == "cpu", "CPU devices only so far; placement '", P.ToString(), "' asks for ", P.device);
+  OF_REQUIRE(dist_.backend == "in-process" || dist_.backend == "gloo", "unknown communication backend '",
+             dist_.backend, "' (in-process or gloo)");
+  if (dist_.backend == "gloo") {
+    process_comm_ = CreateGlooCommunicatorFromEnv(dist_.timeout_ms);
+    dist_.num_devices = process_comm_->world_size();
+    OF_REQUIRE(std::find(P.devices.begin(), P.devices.end(), process_comm_->rank()) != P.devices.end(), "rank ",
+               process_comm_->rank(), " is not in placement ", P.ToString(), "; every rank must hold a device of it");
+  }
   if (dist_.num_devices == 0) dist_.num_devices = DevicesNeeded(P);
   OF_REQUIRE(dist_.num_devices >= 1 && dist_.num_devices <= 4096, "num_devices must be in [1, 4096], got ",
              dist_.num_devices);
@@ -63,16 +73,25 @@ std::shared_ptr<DistributedSession::Compiled> DistributedSession::Compile(
   po.input_shapes = input_shapes;
   c->plan = std::make_shared<Plan>(MakePlan(model_, po));
   const Placement& P = po.placement;
-  std::vector<std::shared_ptr<Communicator>> world = CreateInProcessGroup(dist_.num_devices, dist_.timeout_ms);
   std::string plan_id = id_ + "/plan" + std::to_string(cache_.size());
-  for (int pos = 0; pos < P.size(); ++pos) {
-    c->comms.push_back(world[static_cast<size_t>(P.devices[static_cast<size_t>(pos)])]);
-    c->keys.push_back(plan_id + "/rank" + std::to_string(P.devices[static_cast<size_t>(pos)]));
-    RegisterCommunicator(c->keys.back(), c->comms.back());
+  if (process_comm_) {
+    int me = process_comm_->rank();
+    c->positions.push_back(static_cast<int>(std::find(P.devices.begin(), P.devices.end(), me) - P.devices.begin()));
+    c->comms.push_back(process_comm_);
+  } else {
+    std::vector<std::shared_ptr<Communicator>> world = CreateInProcessGroup(dist_.num_devices, dist_.timeout_ms);
+    for (int pos = 0; pos < P.size(); ++pos) {
+      c->positions.push_back(pos);
+      c->comms.push_back(world[static_cast<size_t>(P.devices[static_cast<size_t>(pos)])]);
+    }
+  }
+  for (size_t slot = 0; slot < c->positions.size(); ++slot) {
+    c->keys.push_back(plan_id + "/rank" + std::to_string(P.devices[static_cast<size_t>(c->positions[slot])]));
+    RegisterCommunicator(c->keys.back(), c->comms[slot]);
   }
   ThreadPool fold_pool(1);
-  for (int pos = 0; pos < P.size(); ++pos) {
-    auto g = std::make_shared<Graph>(BuildPhysicalGraph(*c->plan, pos, c->keys[static_cast<size_t>(pos)]));
+  for (size_t slot = 0; slot < c->positions.size(); ++slot) {
+    auto g = std::make_shared<Graph>(BuildPhysicalGraph(*c->plan, c->positions[slot], c->keys[slot]));
     OptimizeGraph(*g, options_.optimization_level, fold_pool);
     c->graphs.push_back(g);
     c->executors.push_back(std::make_unique<Executor>(g, dist_.threads_per_device));
@@ -106,7 +125,7 @@ std::vector<std::pair<std::string, Tensor>> DistributedSession::Run(
     OF_REQUIRE(ordered[i].defined(), "input '", g.values[static_cast<size_t>(g.inputs[i])].name, "' was not fed");
   std::shared_ptr<Compiled> c = Compile(shapes);
   const Plan& plan = *c->plan;
-  const int n = plan.options.placement.size();
+  const int n = static_cast<int>(c->positions.size());
 
   std::lock_guard<std::mutex> lock(c->run_mutex);
   std::vector<std::vector<Tensor>> results(static_cast<size_t>(n));
@@ -115,8 +134,9 @@ std::vector<std::pair<std::string, Tensor>> DistributedSession::Run(
   std::vector<int> group;
   for (int d : plan.options.placement.devices) group.push_back(d);
   const bool check = !c->checked;
-  auto body = [&](int pos) {
-    size_t p = static_cast<size_t>(pos);
+  auto body = [&](int slot) {
+    size_t p = static_cast<size_t>(slot);
+    const int pos = c->positions[p];
     try {
       if (check) CheckSameModel(*c->comms[p], plan.graph_hash, group);
       std::vector<Tensor> local;
@@ -125,29 +145,30 @@ std::vector<std::pair<std::string, Tensor>> DistributedSession::Run(
     } catch (const Error& e) {
       errors[p] = e.what();
       codes[p] = e.code();
-      c->comms[p]->Abort(StrCat("rank ", plan.options.placement.devices[p], " failed: ", e.what()));
+      c->comms[p]->Abort(StrCat("rank ", plan.options.placement.devices[static_cast<size_t>(pos)], " failed: ", e.what()));
     } catch (const std::exception& e) {
       errors[p] = e.what();
       codes[p] = ErrorCode::kInternal;
-      c->comms[p]->Abort(StrCat("rank ", plan.options.placement.devices[p], " failed: ", e.what()));
+      c->comms[p]->Abort(StrCat("rank ", plan.options.placement.devices[static_cast<size_t>(pos)], " failed: ", e.what()));
     }
   };
   std::vector<std::thread> threads;
-  for (int pos = 1; pos < n; ++pos) threads.emplace_back(body, pos);
+  for (int slot = 1; slot < n; ++slot) threads.emplace_back(body, slot);
   body(0);
   for (auto& t : threads) t.join();
   // Report the root cause: a rank's own failure rather than its peers' aborted collectives.
   int first = -1;
-  for (int pos = 0; pos < n; ++pos)
-    if (codes[static_cast<size_t>(pos)] != ErrorCode::kOk &&
+  for (int slot = 0; slot < n; ++slot)
+    if (codes[static_cast<size_t>(slot)] != ErrorCode::kOk &&
         (first < 0 || (errors[static_cast<size_t>(first)].rfind("collective aborted", 0) == 0 &&
-                       errors[static_cast<size_t>(pos)].rfind("collective aborted", 0) != 0)))
-      first = pos;
+                       errors[static_cast<size_t>(slot)].rfind("collective aborted", 0) != 0)))
+      first = slot;
   if (first >= 0) {
     // A failed run leaves the in-process group aborted: drop this compilation so the next run starts fresh.
     std::lock_guard<std::mutex> cache_lock(mutex_);
     cache_.erase(shapes);
-    Fail(codes[static_cast<size_t>(first)], "device ", plan.options.placement.devices[static_cast<size_t>(first)], ": ",
+    Fail(codes[static_cast<size_t>(first)], "device ",
+         plan.options.placement.devices[static_cast<size_t>(c->positions[static_cast<size_t>(first)])], ": ",
          errors[static_cast<size_t>(first)]);
   }
   c->checked = true;

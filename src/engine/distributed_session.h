@@ -1,6 +1,7 @@
-// A session that runs a model as global tensors over a placement of in-process virtual CPU
-// devices: one physical graph and executor per device, each device on its own thread, boxing
-// through the in-process Communicator. Plans are made per input shapes and cached.
+// A session that runs a model as global tensors over a placement: one physical graph and
+// executor per device, boxing through a Communicator: in-process virtual CPU devices (a thread
+// each) or, with the Gloo backend, one device per process. Plans are made per input shapes and
+// cached.
 #pragma once
 
 #include <map>
@@ -22,6 +23,10 @@ struct DistributedOptions {
   int num_devices = 0;         // virtual CPU devices; 0 = enough for the placement
   int threads_per_device = 1;  // intra-op threads of each device's executor
   int64_t timeout_ms = 300000; // a collective waiting longer fails naming the missing ranks
+  // "in-process": every device of the placement is a thread of this process. "gloo": this process
+  // is one rank of a multi-process job (CreateGlooCommunicatorFromEnv); it runs its own device
+  // of the placement, every rank runs the same session, and every rank gets the whole outputs.
+  std::string backend = "in-process";
 };
 
 // Checks that every rank of `group` planned the same graph: all-gathers the hashes and throws
@@ -46,6 +51,7 @@ class DistributedSession {
 
   Graph model_;
   SessionOptions options_;
+  std::shared_ptr<Communicator> process_comm_;  // the Gloo backend: this process's rank
   DistributedOptions dist_;
   std::string id_;
   mutable std::mutex mutex_;

@@ -14,8 +14,6 @@
 #include "base/error.h"
 #include "engine/comm/communicator.h"
 #include "engine/distributed_session.h"
-#include "engine/executor.h"
-#include "graph/passes/passes.h"
 #include "serialize/onnx_import.h"
 
 using namespace oneflow;
@@ -87,33 +85,23 @@ static int Collectives(Communicator& c) {
   return 0;
 }
 
-// Data-parallel inference of a bench model across the processes vs this process's single run.
-static int Model(std::shared_ptr<Communicator> c, const std::string& path, const std::string& mode,
-                 const Shape& shape) {
+// Inference of a bench model as a DistributedSession on the Gloo backend (this process is one
+// rank) vs this process's single-device run.
+static int Model(const std::string& path, const std::string& mode, const Shape& shape) {
   Graph g = LoadOnnxFile(path);
   PrepareGraph(g);
-  PlanOptions o;
-  o.placement = Placement::Parse("cpu:0-" + std::to_string(c->world_size() - 1));
-  o.mode = ParsePlanMode(mode);
-  o.input_shapes["input"] = shape;
-  Plan plan = MakePlan(g, o);
-  std::vector<int> world;
-  for (int q = 0; q < c->world_size(); ++q) world.push_back(q);
-  CheckSameModel(*c, plan.graph_hash, world);
-  std::string key = "gloo/rank" + std::to_string(c->rank());
-  RegisterCommunicator(key, c);
-  auto pg = std::make_shared<Graph>(BuildPhysicalGraph(plan, c->rank(), key));
-  ThreadPool pool(1);
-  OptimizeGraph(*pg, 2, pool);
-  Executor ex(pg, 1);
-  std::mt19937 rng(11);  // every rank builds the same logical input
-  std::normal_distribution<float> d;
-  Tensor x(DType::kFloat32, shape);
-  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = d(rng);
-  Tensor got = ex.Run({LocalFeed(plan, 0, c->rank(), x)})[0];
-  UnregisterCommunicator(key);
   SessionOptions so;
   so.intra_op_threads = 1;
+  DistributedOptions d;
+  d.backend = "gloo";
+  d.plan.placement = Placement::Parse("cpu:0-3");
+  d.plan.mode = ParsePlanMode(mode);
+  DistributedSession ds(g, so, d);
+  std::mt19937 rng(11);  // every rank builds the same logical input
+  std::normal_distribution<float> dist;
+  Tensor x(DType::kFloat32, shape);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = dist(rng);
+  Tensor got = ds.Run({{"input", x}}, {})[0].second;
   Tensor want = Session(g, so).Run({{"input", x}}, {})[0].second;
   double num = 0, den = 0;
   for (int64_t i = 0; i < want.numel(); ++i) {
@@ -127,16 +115,16 @@ static int Model(std::shared_ptr<Communicator> c, const std::string& path, const
 int main(int argc, char** argv) {
   try {
     std::string mode = argc > 1 ? argv[1] : "";
-    auto c = CreateGlooCommunicatorFromEnv();
-    if (mode == "collectives") return Collectives(*c);
     if (mode == "model" && argc == 5) {
       Shape shape;
-      for (const char* p = argv[4]; *p;) {
-        shape.push_back(std::strtoll(p, const_cast<char**>(&p), 10));
+      for (char* p = argv[4]; *p;) {
+        shape.push_back(std::strtoll(p, &p, 10));
         if (*p == 'x') ++p;
       }
-      return Model(c, argv[2], argv[3], shape);
+      return Model(argv[2], argv[3], shape);
     }
+    auto c = CreateGlooCommunicatorFromEnv();
+    if (mode == "collectives") return Collectives(*c);
     if (mode == "die") {
       std::vector<int> world;
       for (int q = 0; q < c->world_size(); ++q) world.push_back(q);

@@ -208,25 +208,36 @@ class GlooComm final : public Communicator {
     return n > 0 && paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
   }
 
-  // Ranks of `group` whose recorded process has died on this host. A peer's connection closes
-  // while it exits, so this waits up to a second for the exit to show. Empty when none is known
-  // dead (e.g. a peer on another host).
-  std::string DeadRanks(const std::vector<int>& group) {
-    std::string dead;
-    for (int attempt = 0; attempt < 20 && dead.empty(); ++attempt) {
+  bool Exists(const std::string& key) {
+    try {
+      store_.wait({key}, std::chrono::milliseconds(1));
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+
+  // Ranks of `group` that were lost: their recorded process died on this host without reporting
+  // a failure of its own (ranks that failed because of a lost peer record "failed/<rank>" first),
+  // or they never joined. A peer's connection closes while it exits, so this waits up to a second
+  // for the exit to show. Empty when none is known (e.g. a peer on another host).
+  std::string LostRanks(const std::vector<int>& group) {
+    std::string lost;
+    for (int attempt = 0; attempt < 20 && lost.empty(); ++attempt) {
       if (attempt) usleep(50000);
       for (int r : group) {
         if (r == rank_) continue;
-        try {
-          std::vector<char> pid = store_.get("pid/" + std::to_string(r));
-          long p = std::strtol(std::string(pid.begin(), pid.end()).c_str(), nullptr, 10);
-          if (p > 0 && ProcessDead(p)) dead += (dead.empty() ? "" : ", ") + std::to_string(r);
-        } catch (const std::exception&) {
-          dead += (dead.empty() ? "" : ", ") + std::to_string(r) + " (never joined)";
+        std::string id = std::to_string(r);
+        if (!Exists("pid/" + id)) {
+          lost += (lost.empty() ? "" : ", ") + id + " (never joined)";
+          continue;
         }
+        std::vector<char> pid = store_.get("pid/" + id);
+        long p = std::strtol(std::string(pid.begin(), pid.end()).c_str(), nullptr, 10);
+        if (p > 0 && ProcessDead(p) && !Exists("failed/" + id)) lost += (lost.empty() ? "" : ", ") + id;
       }
     }
-    return dead;
+    return lost;
   }
 
   template <typename Fn>
@@ -239,7 +250,11 @@ class GlooComm final : public Communicator {
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
-      std::string dead = DeadRanks(group);
+      try {
+        store_.set("failed/" + std::to_string(rank_), std::vector<char>{'1'});
+      } catch (const std::exception&) {
+      }
+      std::string dead = LostRanks(group);
       aborted_ = StrCat(what, " on group ", GroupText(group), " failed: ", e.what());
       Fail(ErrorCode::kRuntime, "rank ", rank_, ": ", what, " on group ", GroupText(group), " failed",
            dead.empty() ? std::string(" (a peer failed or timed out)") : "; lost rank(s): " + dead, ": ", e.what());
