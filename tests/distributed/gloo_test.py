@@ -4,7 +4,8 @@
 Checks every collective, data-parallel and auto-planned inference of the bench MLP and
 transformer against each process's own single-device run, and that killing rank 3 in the middle
 of a step makes the other three fail with an error naming rank 3 within the timeout.
-Usage: gloo_test.py WORKER MODELS_DIR
+Also starts a job through `oneflow launch -n 4`.
+Usage: gloo_test.py WORKER MODELS_DIR ONEFLOW_CLI
 """
 import os
 import subprocess
@@ -37,7 +38,10 @@ def launch(worker, args, timeout_ms=60000, limit=240):
 
 
 def main():
-    worker, models = sys.argv[1], sys.argv[2]
+    worker, models, cli = sys.argv[1], sys.argv[2], sys.argv[3]
+    r = subprocess.run([cli, "launch", "-n", str(N), "--", worker, "collectives"], capture_output=True, text=True,
+                       timeout=240)
+    assert r.returncode == 0, r.stderr
     res, _ = launch(worker, ["collectives"])
     assert all(rc == 0 for rc, _ in res), res
     for model, mode, dims in [("mlp", "data", "6x784"), ("mlp", "auto", "8x784"),

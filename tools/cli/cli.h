@@ -40,6 +40,7 @@ std::string SanitizeFileName(const std::string& name);
 
 int RunCommand(const std::vector<std::string>& args);
 int PlanCommand(const std::vector<std::string>& args);
+int LaunchCommand(const std::vector<std::string>& args);
 int BenchCommand(const std::vector<std::string>& args);
 int InfoCommand(const std::vector<std::string>& args);
 
