@@ -263,6 +263,8 @@ typedef struct oneflow_plan_options_t {
   double link_latency_s;          /* 0 = default (10e-6) */
   int32_t num_devices;            /* in-process virtual CPU devices; 0 = enough for the placement */
   int32_t threads_per_device;     /* intra-op threads per device; 0 = 1 */
+  const char* backend;            /* sessions: "in-process" (NULL) or "gloo" (this process is one rank
+                                   * of a job started by `oneflow launch`, mpirun or srun) */
 } oneflow_plan_options_t;
 
 ONEFLOW_API void oneflow_plan_options_init(oneflow_plan_options_t* options);

@@ -15,7 +15,7 @@ namespace {
 
 DistributedOptions ToDistOptions(const oneflow_plan_options_t* o) {
   OF_REQUIRE(o != nullptr, "plan options are NULL");
-  OF_REQUIRE(o->struct_size >= offsetof(oneflow_plan_options_t, threads_per_device) + sizeof(int32_t),
+  OF_REQUIRE(o->struct_size >= offsetof(oneflow_plan_options_t, backend) + sizeof(const char*),
              "plan options struct_size is too small; initialize them with oneflow_plan_options_init");
   OF_REQUIRE(o->placement != nullptr, "plan options: placement is NULL (e.g. \"cpu:0-3\")");
   OF_REQUIRE(o->num_shape_specs == 0 || o->shape_specs != nullptr, "shape_specs is NULL with num_shape_specs > 0");
@@ -63,6 +63,7 @@ DistributedOptions ToDistOptions(const oneflow_plan_options_t* o) {
   d.num_devices = o->num_devices;
   p.available_devices = o->num_devices;
   d.threads_per_device = o->threads_per_device > 0 ? o->threads_per_device : 1;
+  if (o->backend) d.backend = o->backend;
   return d;
 }
 
