@@ -5,7 +5,10 @@
 // Also: plan determinism and bad input (missing devices, SBP not fitting, different models).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <functional>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -193,6 +196,37 @@ TEST(DistributedPlan, AutoIsNoWorseThanHandPlans) {
               a1.step_seconds * 1e3, best1 * 1e3, a2.step_seconds * 1e3, h2.step_seconds * 1e3,
               a2.search_truncated ? "beam" : "exact");
   if (!a2.search_truncated) EXPECT_LE(a2.step_seconds, h2.step_seconds * (1 + 1e-12));
+}
+
+// The cost model against measured runs of the transformer (median of 5, one thread per device):
+// one device, and data parallel on 4 in-process devices (which share this machine's cores, so the
+// measured time also pays for oversubscription). The errors are printed; the bound is loose
+// because the defaults are not calibrated per machine: a 10x miss means the model is broken.
+TEST(DistributedPlan, EstimateVersusMeasured) {
+  Graph g = LoadBench("transformer");
+  Tensor x = Random({4, 16, 256}, 9);
+  auto median_ms = [&](const std::function<void()>& run) {
+    run();
+    std::vector<double> t;
+    for (int i = 0; i < 5; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      run();
+      t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(t.begin(), t.end());
+    return t[2];
+  };
+  SessionOptions so;
+  so.intra_op_threads = 1;
+  for (const char* placement : {"cpu:0", "cpu:0-1", "cpu:0-3"}) {
+    DistributedSession ds(g, so, Options(placement, PlanMode::kDataParallel));
+    double measured = median_ms([&] { ds.Run({{"input", x}}, {}); });
+    double estimated = ds.PlanFor({{"input", x.shape()}})->step_seconds * 1e3;
+    std::printf("%s: estimated %.2f ms, measured %.2f ms (measured/estimated %.2f)\n", placement, estimated,
+                measured, measured / estimated);
+    EXPECT_LT(measured / estimated, 10.0) << placement;
+    EXPECT_GT(measured / estimated, 0.1) << placement;
+  }
 }
 
 TEST(DistributedPlan, Deterministic) {
