@@ -83,11 +83,14 @@ class World {
   void Send(int from, int to, const void* buf, size_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
     CheckAborted();
+    OF_REQUIRE(to >= 0 && to < n_ && to != from, "rank ", from, " cannot send to rank ", to, " of a ", n_, "-rank job");
     const char* p = static_cast<const char*>(buf);
     mail_[{from, to}].emplace_back(p, p + bytes);
     cv_.notify_all();
   }
   void Recv(int from, int to, void* buf, size_t bytes) {
+    OF_REQUIRE(from >= 0 && from < n_ && to != from, "rank ", to, " cannot receive from rank ", from, " of a ", n_,
+               "-rank job");
     std::unique_lock<std::mutex> lock(mutex_);
     auto& box = mail_[{from, to}];
     if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms_), [&] { return !box.empty() || !aborted_.empty(); }))
