@@ -173,5 +173,35 @@ TEST(SbpComm, LostRankIsNamedWithinTheTimeout) {
   for (const std::string& e : err) EXPECT_NE(e.find("lost rank(s): 3"), std::string::npos) << e;
 }
 
+// Point-to-point and the remaining collectives of the in-process backend, on sub-groups.
+TEST(SbpComm, SendRecvBroadcastBarrier) {
+  auto comms = CreateInProcessGroup(4, 20000);
+  std::vector<std::string> err(4);
+  std::vector<int> got(4, -1), bcast(4, -1);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 4; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        Communicator& c = *comms[static_cast<size_t>(r)];
+        int token = 100 + r;
+        c.Send(&token, sizeof token, (r + 1) % 4);  // mailboxes: sends do not block
+        c.Recv(&got[static_cast<size_t>(r)], sizeof(int), (r + 3) % 4);
+        std::vector<int> group = r < 2 ? std::vector<int>{0, 1} : std::vector<int>{2, 3};
+        bcast[static_cast<size_t>(r)] = r;
+        c.Broadcast(&bcast[static_cast<size_t>(r)], sizeof(int), 1, group);
+        c.Barrier({0, 1, 2, 3});
+      } catch (const std::exception& e) {
+        err[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(err[static_cast<size_t>(r)], "");
+    EXPECT_EQ(got[static_cast<size_t>(r)], 100 + (r + 3) % 4);
+    EXPECT_EQ(bcast[static_cast<size_t>(r)], r < 2 ? 1 : 3);
+  }
+  EXPECT_THROW(comms[0]->Send(&err, 1, 7), Error);  // no rank 7
+}
+
 }  // namespace
 }  // namespace oneflow
