@@ -494,6 +494,59 @@ ONEFLOW_API oneflow_status_t oneflow_session_load_checkpoint(oneflow_session_t* 
  * values, as a new graph owned by the caller: create an inference session from it or save it. */
 ONEFLOW_API oneflow_status_t oneflow_session_export_model(const oneflow_session_t* session,
                                                           oneflow_graph_t** out_graph);
+/* ---- Global tensors: plans over placements, in-process devices (docs/distributed.md) --------- */
+
+/* How to plan a model as global tensors. Strings are borrowed for the duration of the call only. */
+typedef struct oneflow_plan_options_t {
+  size_t struct_size;             /* set by oneflow_plan_options_init */
+  const char* placement;          /* required: "cpu:0-3", "cpu:[[0,1],[2,3]]", ... */
+  const char* mode;               /* "data" (the default when NULL), "manual" or "auto" */
+  const char* const* shape_specs; /* "NAME=8x784": concrete shapes of inputs with symbolic dims */
+  size_t num_shape_specs;
+  const char* const* sbp_specs;   /* "VALUE=SBP" annotations, e.g. "fc.weight=S(1)", "input=(S(0),B)" */
+  size_t num_sbp_specs;
+  int64_t memory_budget_bytes;    /* per device; 0 = unlimited */
+  double flops_per_s;             /* cost model per device; 0 = default (50e9) */
+  double link_bytes_per_s;        /* 0 = default (10e9) */
+  double link_latency_s;          /* 0 = default (10e-6) */
+  int32_t num_devices;            /* in-process virtual CPU devices; 0 = enough for the placement */
+  int32_t threads_per_device;     /* intra-op threads per device; 0 = 1 */
+  const char* backend;            /* sessions: "in-process" (NULL) or "gloo" (this process is one rank
+                                   * of a job started by `oneflow launch`, mpirun or srun) */
+} oneflow_plan_options_t;
+
+ONEFLOW_API void oneflow_plan_options_init(oneflow_plan_options_t* options);
+
+/* Plans `graph` under `options` and returns the explanation as JSON in `*out_json` (per op the SBP
+ * chosen, each collective with bytes and estimated time, memory per device, estimated step time;
+ * the same document as `oneflow plan --json`). The caller frees it with oneflow_string_free.
+ * Errors: a placement naming devices that do not exist, SBP not fitting a shape, symbolic input
+ * shapes without a shape_spec, no plan within the memory budget. Thread-safe. */
+ONEFLOW_API oneflow_status_t oneflow_plan_explain(const oneflow_graph_t* graph, const oneflow_plan_options_t* options,
+                                                  char** out_json);
+
+/* Frees a string returned by the library. NULL-safe. */
+ONEFLOW_API void oneflow_string_free(char* str);
+
+/* A session running `graph` as global tensors on in-process virtual CPU devices (one thread per
+ * device, collectives in shared memory). Created from a graph, session options (may be NULL) and
+ * plan options (required); the graph may be released afterwards. */
+typedef struct oneflow_dist_session_s oneflow_dist_session_t;
+
+ONEFLOW_API oneflow_status_t oneflow_dist_session_create(const oneflow_graph_t* graph,
+                                                         const oneflow_session_options_t* session_options,
+                                                         const oneflow_plan_options_t* plan_options,
+                                                         oneflow_dist_session_t** out_session);
+
+/* Releases a distributed session. NULL-safe. Must not race with a run on it. */
+ONEFLOW_API void oneflow_dist_session_release(oneflow_dist_session_t* session);
+
+/* As oneflow_session_run, with whole (logical) input and output tensors; runs on one session are
+ * serialized internally, so calling from several threads is safe. */
+ONEFLOW_API oneflow_status_t oneflow_dist_session_run(oneflow_dist_session_t* session, const char* const* input_names,
+                                                      const oneflow_tensor_t* const* inputs, size_t num_inputs,
+                                                      const char* const* output_names, size_t num_output_names,
+                                                      oneflow_tensor_t** out_outputs, size_t out_capacity);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "graph/attribute.h"
+#include "graph/placement.h"
+#include "graph/sbp.h"
 #include "graph/tensor_type.h"
 
 namespace oneflow {
@@ -21,6 +23,7 @@ struct Value {
   TensorType type;
   Tensor constant;         // defined() for initializers and folded constants
   bool is_parameter = false;  // an initializer from the model (trainable later), not a folded result
+  NdSbp sbp;                  // manual-plan annotation (one entry per placement axis); empty = free
 };
 
 constexpr int kNoValue = -1;  // an omitted optional input or output
@@ -66,6 +69,7 @@ class Graph {
   std::string name;
   std::string producer;
   ModelMetadata metadata;
+  Placement placement;  // where the graph runs as global tensors; empty = one device
 
   // Adds a value; its name must be unique (empty names get a generated one).
   int AddValue(const std::string& name, TensorType type = {});

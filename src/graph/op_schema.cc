@@ -84,3 +84,13 @@ std::vector<const OpSchema*> OpRegistry::All() const {
 }
 
 }  // namespace oneflow
+
+namespace oneflow {
+
+void OpRegistry::SetSbp(const std::string& domain, const std::string& op, const SbpFn& fn) {
+  auto it = schemas_.find({domain, op});
+  OF_CHECK(it != schemas_.end(), kInternal, "SBP rule for unregistered op '", op, "'");
+  for (OpSchema& s : it->second) s.sbp = fn;
+}
+
+}  // namespace oneflow

@@ -1,6 +1,6 @@
 // The op registry: one OpSchema per op holds its signature, attribute defaults, the ONNX opset
-// versions it covers, its type/shape inference and its reverse-mode gradient rule (GradFn, see
-// graph/grad_context.h). A later issue attaches SBP signatures to the same definition.
+// versions it covers, its type/shape inference, its reverse-mode gradient rule (GradFn, see
+// graph/grad_context.h) and its SBP signatures for global tensors (SbpFn, graph/sbp_signature.h).
 #pragma once
 
 #include <climits>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/attribute.h"
+#include "graph/sbp_signature.h"
 #include "graph/tensor_type.h"
 
 namespace oneflow {
@@ -89,8 +90,9 @@ struct OpSchema {
   std::vector<AttrSpec> attrs;
   InferFn infer;
   GradFn grad;  // empty: the op is not differentiable (autodiff names it when a path needs it)
-  // Reserved, filled by a later issue in the same definition:
-  //   SbpFn sbp;   valid SBP signatures and their costs (global tensors)
+  // Valid SBP signatures (global tensors, graph/sbp_signature.h); empty: only "all B"
+  // (replicated compute). Costs are the planner's (engine/plan/cost_model.h), from shapes.
+  SbpFn sbp;
 
   // Builder: OpSchema("Relu").Since(14).Input("X").Output("Y").Infer(SameAsInput0)
   explicit OpSchema(std::string n, std::string d = "") : name(std::move(n)), domain(std::move(d)) {}
@@ -108,6 +110,7 @@ struct OpSchema {
   OpSchema& OptionalAttr(std::string n, AttrKind kind);             // may be absent, no default
   OpSchema& Infer(InferFn fn) { infer = std::move(fn); return *this; }
   OpSchema& Grad(GradFn fn) { grad = std::move(fn); return *this; }
+  OpSchema& Sbp(SbpFn fn) { sbp = std::move(fn); return *this; }
 };
 
 class OpRegistry {
@@ -120,6 +123,9 @@ class OpRegistry {
   // Any version of `op` in `domain` (for messages such as "supported from opset 17").
   std::vector<const OpSchema*> FindAllVersions(const std::string& domain, const std::string& op) const;
   std::vector<const OpSchema*> All() const;
+  // Attaches SBP signatures to every registered version of `op` (graph/ops/sbp_rules.cc keeps
+  // them per family so they merge cleanly beside the gradient rules). Throws kInternal if absent.
+  void SetSbp(const std::string& domain, const std::string& op, const SbpFn& fn);
 
  private:
   std::map<std::pair<std::string, std::string>, std::vector<OpSchema>> schemas_;

@@ -39,6 +39,8 @@ std::pair<std::string, std::string> SplitAssignment(const std::string& option, c
 std::string SanitizeFileName(const std::string& name);
 
 int RunCommand(const std::vector<std::string>& args);
+int PlanCommand(const std::vector<std::string>& args);
+int LaunchCommand(const std::vector<std::string>& args);
 int BenchCommand(const std::vector<std::string>& args);
 int InfoCommand(const std::vector<std::string>& args);
 int ConvertCommand(const std::vector<std::string>& args);

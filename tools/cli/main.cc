@@ -36,6 +36,16 @@ static const char kUsage[] =
     "      Converts between ONNX (.onnx) and the native format (.ofm), chosen by OUT's extension\n"
     "      (IN's format is read from its contents). --external-data writes a native model's weights\n"
     "      to FILE next to OUT. The output is written atomically.\n"
+    "  plan MODEL --placement P [--mode data|manual|auto] [--json] [--shape NAME=8x784 ...]\n"
+    "             [--sbp VALUE=SBP ...] [--memory-budget-mb M] [--link-gbps G] [--latency-us U]\n"
+    "             [--gflops F]\n"
+    "      Plans the model as global tensors over placement P (cpu:0-3, cpu:[[0,1],[2,3]]) and\n"
+    "      explains it: the SBP of every op, each inserted collective with bytes and time,\n"
+    "      memory per device and the estimated step time (docs/distributed.md).\n"
+    "  launch -n N [--master-port P] [--grace-s S] -- PROGRAM [ARGS...]\n"
+    "      Starts N local processes of PROGRAM with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,\n"
+    "      MASTER_PORT and a shared Gloo store (ONEFLOW_GLOO_STORE); when one fails, the others\n"
+    "      are stopped after S seconds (default 10). Exits with the first failure's status.\n"
     "  help                 this text\n"
     "  --version            the version\n"
     "\n"
@@ -55,7 +65,7 @@ static void PrintError(const std::string& prefix, const std::string& message) {
 static int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    PrintError("usage error: ", "no command given (commands: run, bench, info, convert, help; see 'oneflow help')");
+    PrintError("usage error: ", "no command given (commands: run, bench, info, convert, plan, launch, help; see 'oneflow help')");
     return 2;
   }
   const std::string cmd = args[0];
@@ -73,7 +83,9 @@ static int Main(int argc, char** argv) {
     if (cmd == "bench") return BenchCommand(rest);
     if (cmd == "info") return InfoCommand(rest);
     if (cmd == "convert") return ConvertCommand(rest);
-    throw UsageError("unknown command '" + cmd + "' (commands: run, bench, info, convert, help; see 'oneflow help')");
+    if (cmd == "plan") return PlanCommand(rest);
+    if (cmd == "launch") return LaunchCommand(rest);
+    throw UsageError("unknown command '" + cmd + "' (commands: run, bench, info, convert, plan, launch, help; see 'oneflow help')");
   } catch (const UsageError& e) {
     PrintError("usage error: ", e.what());
     return 2;

@@ -15,6 +15,8 @@ void RegisterFusedOps(OpRegistry& r);          // ops/fused.cc: ai.oneflow ops p
 void RegisterGradOps(OpRegistry& r);           // ops/grad_ops.cc: ai.oneflow ops emitted by gradient rules
 void RegisterLossOps(OpRegistry& r);           // ops/loss.cc: SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss
 void RegisterNnGradOps(OpRegistry& r);         // ops/nn_grad.cc: ai.oneflow backward ops of conv, pools, softmax, norms
+void RegisterBoxingOps(OpRegistry& r);         // ops/boxing.cc: ai.oneflow Boxing (collectives of a plan)
+void AttachSbpRules(OpRegistry& r);            // ops/sbp_rules.cc: SBP signatures of the families above
 
 inline void RegisterAllOps(OpRegistry& r) {
   RegisterElementwiseOps(r);
@@ -27,6 +29,8 @@ inline void RegisterAllOps(OpRegistry& r) {
   RegisterGradOps(r);
   RegisterLossOps(r);
   RegisterNnGradOps(r);
+  RegisterBoxingOps(r);
+  AttachSbpRules(r);
 }
 
 }  // namespace oneflow

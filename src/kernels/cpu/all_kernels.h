@@ -16,6 +16,7 @@ void RegisterCpuNhwcPoolKernels(KernelRegistry& r);       // cpu/pool_nhwc.cc (l
 void RegisterCpuGradKernels(KernelRegistry& r);           // cpu/grad.cc (ai.oneflow gradient ops)
 void RegisterCpuLossKernels(KernelRegistry& r);           // cpu/loss.cc (losses and their gradients)
 void RegisterCpuNnGradKernels(KernelRegistry& r);         // cpu/conv_grad.cc, pool_grad.cc, norm_grad.cc
+void RegisterCpuBoxingKernels(KernelRegistry& r);         // cpu/boxing.cc (collectives of a plan)
 
 inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuElementwiseKernels(r);
@@ -29,6 +30,7 @@ inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuGradKernels(r);
   RegisterCpuLossKernels(r);
   RegisterCpuNnGradKernels(r);
+  RegisterCpuBoxingKernels(r);
 }
 
 }  // namespace oneflow

@@ -1,0 +1,303 @@
+// The Gloo backend: one process per rank, TCP pairs, rendezvous through a Gloo FileStore. Each
+// group of ranks gets its own Gloo context, connected on first use (every member reaches its
+// first collective on a group in the same order, so the lazy rendezvous is SPMD-safe).
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "base/error.h"
+#include "engine/comm/communicator.h"
+
+#ifdef ONEFLOW_WITH_GLOO
+#include <gloo/allgatherv.h>
+#include <gloo/allreduce.h>
+#include <gloo/alltoallv.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/transport/tcp/device.h>
+#endif
+
+namespace oneflow {
+namespace {
+
+int EnvInt(const char* const* names, int fallback) {
+  for (const char* const* n = names; *n; ++n) {
+    const char* v = std::getenv(*n);
+    if (v && *v) {
+      char* end = nullptr;
+      long x = std::strtol(v, &end, 10);
+      OF_REQUIRE(*end == '\0' && x >= 0 && x < (1 << 20), "environment variable ", *n, "='", v, "' is not a valid count");
+      return static_cast<int>(x);
+    }
+  }
+  return fallback;
+}
+
+std::string Env(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+}  // namespace
+
+#ifdef ONEFLOW_WITH_GLOO
+namespace {
+
+std::string GroupText(const std::vector<int>& group) {
+  std::string s = "[";
+  for (size_t i = 0; i < group.size(); ++i) s += (i ? "," : "") + std::to_string(group[i]);
+  return s + "]";
+}
+
+class GlooComm final : public Communicator {
+ public:
+  GlooComm(int rank, int size, const std::string& store_dir, const std::string& host, int64_t timeout_ms)
+      : rank_(rank), size_(size), timeout_(timeout_ms), store_(store_dir) {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = host;
+    device_ = gloo::transport::tcp::CreateDevice(attr);
+    // Every rank records its pid so that, after a failure, peers on this host can name the dead.
+    std::string pid = std::to_string(getpid());
+    store_.set("pid/" + std::to_string(rank_), std::vector<char>(pid.begin(), pid.end()));
+  }
+  int rank() const override { return rank_; }
+  int world_size() const override { return size_; }
+  std::string backend() const override { return "gloo"; }
+
+  void AllReduceSum(void* buf, int64_t count, DType dtype, const std::vector<int>& group) override {
+    Run("all-reduce", group, [&](const std::shared_ptr<gloo::Context>& ctx) {
+      gloo::AllreduceOptions o(ctx);
+      o.setTimeout(timeout_);
+      switch (dtype) {
+        case DType::kFloat32: Reduce<float>(o, buf, count); break;
+        case DType::kFloat64: Reduce<double>(o, buf, count); break;
+        case DType::kInt32: Reduce<int32_t>(o, buf, count); break;
+        case DType::kInt64: Reduce<int64_t>(o, buf, count); break;
+        default: Fail(ErrorCode::kUnsupported, "sum collectives support float32/64 and int32/64, not ", DTypeName(dtype));
+      }
+      gloo::allreduce(o);
+    });
+  }
+
+  void AllGather(const void* send, void* recv, const std::vector<size_t>& sizes, const std::vector<int>& group) override {
+    Run("all-gather", group, [&](const std::shared_ptr<gloo::Context>& ctx) {
+      gloo::AllgathervOptions o(ctx);
+      o.setTimeout(timeout_);
+      o.setInput(static_cast<uint8_t*>(const_cast<void*>(send)), sizes[Index(group)]);
+      o.setOutput(static_cast<uint8_t*>(recv), sizes);
+      gloo::allgatherv(o);
+    });
+  }
+
+  // Gloo's reduce-scatter is an old-style algorithm class; a full all-reduce of a copy and taking
+  // our segment is correct and simple (2x the bytes of a ring reduce-scatter).
+  void ReduceScatterSum(const void* send, void* recv, const std::vector<int64_t>& counts, DType dtype,
+                        const std::vector<int>& group) override {
+    int64_t total = 0, before = 0;
+    size_t me = Index(group);
+    for (size_t i = 0; i < counts.size(); ++i) {
+      if (i < me) before += counts[i];
+      total += counts[i];
+    }
+    const size_t es = DTypeSize(dtype);
+    std::vector<char> tmp(static_cast<size_t>(total) * es);
+    std::memcpy(tmp.data(), send, tmp.size());
+    AllReduceSum(tmp.data(), total, dtype, group);
+    std::memcpy(recv, tmp.data() + static_cast<size_t>(before) * es, static_cast<size_t>(counts[me]) * es);
+  }
+
+  void AllToAll(const void* send, const std::vector<size_t>& send_sizes, void* recv,
+                const std::vector<size_t>& recv_sizes, const std::vector<int>& group) override {
+    Run("all-to-all", group, [&](const std::shared_ptr<gloo::Context>& ctx) {
+      gloo::AlltoallvOptions o(ctx);
+      o.setTimeout(timeout_);
+      o.setInput(static_cast<uint8_t*>(const_cast<void*>(send)), std::vector<int64_t>(send_sizes.begin(), send_sizes.end()));
+      o.setOutput(static_cast<uint8_t*>(recv), std::vector<int64_t>(recv_sizes.begin(), recv_sizes.end()));
+      gloo::alltoallv(o);
+    });
+  }
+
+  void Broadcast(void* buf, size_t bytes, int root_index, const std::vector<int>& group) override {
+    Run("broadcast", group, [&](const std::shared_ptr<gloo::Context>& ctx) {
+      gloo::BroadcastOptions o(ctx);
+      o.setTimeout(timeout_);
+      o.setOutput(static_cast<uint8_t*>(buf), bytes);
+      o.setRoot(root_index);
+      gloo::broadcast(o);
+    });
+  }
+
+  void Send(const void* buf, size_t bytes, int peer) override {
+    Run("send", World(), [&](const std::shared_ptr<gloo::Context>& ctx) {
+      auto ub = ctx->createUnboundBuffer(const_cast<void*>(buf), bytes);
+      ub->send(peer, Slot(rank_, peer));
+      OF_CHECK(ub->waitSend(timeout_), kRuntime, "send to rank ", peer, " timed out");
+    });
+  }
+  void Recv(void* buf, size_t bytes, int peer) override {
+    Run("recv", World(), [&](const std::shared_ptr<gloo::Context>& ctx) {
+      auto ub = ctx->createUnboundBuffer(buf, bytes);
+      ub->recv(peer, Slot(peer, rank_));
+      OF_CHECK(ub->waitRecv(timeout_), kRuntime, "receive from rank ", peer, " timed out");
+    });
+  }
+  void Barrier(const std::vector<int>& group) override {
+    Run("barrier", group, [&](const std::shared_ptr<gloo::Context>& ctx) {
+      gloo::BarrierOptions o(ctx);
+      o.setTimeout(timeout_);
+      gloo::barrier(o);
+    });
+  }
+  void Abort(const std::string& why) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    aborted_ = why.empty() ? "aborted" : why;
+  }
+
+ private:
+  template <typename T>
+  static void Reduce(gloo::AllreduceOptions& o, void* buf, int64_t count) {
+    o.setOutput(static_cast<T*>(buf), static_cast<size_t>(count));
+    void (*fn)(void*, const void*, const void*, size_t) = &gloo::sum<T>;
+    o.setReduceFunction(fn);
+  }
+  std::vector<int> World() const {
+    std::vector<int> w;
+    for (int r = 0; r < size_; ++r) w.push_back(r);
+    return w;
+  }
+  size_t Index(const std::vector<int>& group) const {
+    for (size_t i = 0; i < group.size(); ++i)
+      if (group[i] == rank_) return i;
+    Fail(ErrorCode::kInvalidArgument, "rank ", rank_, " called a collective on group ", GroupText(group),
+         " it is not part of");
+  }
+  // Send/recv slots: one per ordered pair, advanced per message.
+  uint64_t Slot(int from, int to) { return (static_cast<uint64_t>(from) * 4096 + to) * 65536 + (seq_[{from, to}]++ % 65536); }
+
+  std::shared_ptr<gloo::Context> Context(const std::vector<int>& group) {
+    auto it = contexts_.find(group);
+    if (it != contexts_.end()) return it->second;
+    auto ctx = std::make_shared<gloo::rendezvous::Context>(static_cast<int>(Index(group)), static_cast<int>(group.size()));
+    ctx->setTimeout(timeout_);
+    gloo::rendezvous::PrefixStore prefix("group" + GroupText(group), store_);
+    ctx->connectFullMesh(prefix, device_);
+    contexts_[group] = ctx;
+    return ctx;
+  }
+
+  // A process that is gone or a zombie (exited, not yet reaped by its parent).
+  static bool ProcessDead(long pid) {
+    if (kill(static_cast<pid_t>(pid), 0) != 0) return errno == ESRCH;
+    std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+    if (!f) return false;
+    char buf[512] = {0};
+    size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    const char* paren = std::strrchr(buf, ')');
+    return n > 0 && paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+  }
+
+  bool Exists(const std::string& key) {
+    try {
+      store_.wait({key}, std::chrono::milliseconds(1));
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+
+  // Ranks of `group` that were lost: their recorded process died on this host without reporting
+  // a failure of its own (ranks that failed because of a lost peer record "failed/<rank>" first),
+  // or they never joined. A peer's connection closes while it exits, so this waits up to a second
+  // for the exit to show. Empty when none is known (e.g. a peer on another host).
+  std::string LostRanks(const std::vector<int>& group) {
+    std::string lost;
+    for (int attempt = 0; attempt < 20 && lost.empty(); ++attempt) {
+      if (attempt) usleep(50000);
+      for (int r : group) {
+        if (r == rank_) continue;
+        std::string id = std::to_string(r);
+        if (!Exists("pid/" + id)) {
+          lost += (lost.empty() ? "" : ", ") + id + " (never joined)";
+          continue;
+        }
+        std::vector<char> pid = store_.get("pid/" + id);
+        long p = std::strtol(std::string(pid.begin(), pid.end()).c_str(), nullptr, 10);
+        if (p > 0 && ProcessDead(p) && !Exists("failed/" + id)) lost += (lost.empty() ? "" : ", ") + id;
+      }
+    }
+    return lost;
+  }
+
+  template <typename Fn>
+  void Run(const char* what, const std::vector<int>& group, Fn&& fn) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!aborted_.empty()) Fail(ErrorCode::kRuntime, "collective aborted: ", aborted_);
+    Index(group);
+    try {
+      fn(Context(group));
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      try {
+        store_.set("failed/" + std::to_string(rank_), std::vector<char>{'1'});
+      } catch (const std::exception&) {
+      }
+      std::string dead = LostRanks(group);
+      aborted_ = StrCat(what, " on group ", GroupText(group), " failed: ", e.what());
+      Fail(ErrorCode::kRuntime, "rank ", rank_, ": ", what, " on group ", GroupText(group), " failed",
+           dead.empty() ? std::string(" (a peer failed or timed out)") : "; lost rank(s): " + dead, ": ", e.what());
+    }
+  }
+
+  const int rank_, size_;
+  const std::chrono::milliseconds timeout_;
+  gloo::rendezvous::FileStore store_;
+  std::shared_ptr<gloo::transport::Device> device_;
+  std::map<std::vector<int>, std::shared_ptr<gloo::Context>> contexts_;
+  std::map<std::pair<int, int>, uint64_t> seq_;
+  std::mutex mutex_;
+  std::string aborted_;
+};
+
+}  // namespace
+#endif  // ONEFLOW_WITH_GLOO
+
+std::shared_ptr<Communicator> CreateGlooCommunicatorFromEnv(int64_t timeout_ms) {
+  static const char* const kRank[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", nullptr};
+  static const char* const kSize[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", nullptr};
+  static const char* const kTimeout[] = {"ONEFLOW_COMM_TIMEOUT_MS", nullptr};
+  int rank = EnvInt(kRank, -1), size = EnvInt(kSize, -1);
+  OF_REQUIRE(rank >= 0 && size >= 1, "no rank/world size in the environment (set RANK and WORLD_SIZE, or launch with "
+             "mpirun or srun)");
+  OF_REQUIRE(rank < size, "RANK ", rank, " is not below WORLD_SIZE ", size);
+  timeout_ms = EnvInt(kTimeout, static_cast<int>(std::min<int64_t>(timeout_ms, 1 << 30)));
+  OF_REQUIRE(timeout_ms > 0, "the collective timeout must be positive");
+  std::string master = Env("MASTER_ADDR", "127.0.0.1");
+  std::string store = Env("ONEFLOW_GLOO_STORE", "/tmp/oneflow-gloo-" + master + "-" + Env("MASTER_PORT", "29500"));
+  std::string host = Env("ONEFLOW_GLOO_HOST", master == "localhost" || master == "127.0.0.1" ? "127.0.0.1" : "");
+  if (host.empty()) {
+    char name[256] = {0};
+    gethostname(name, sizeof name - 1);
+    host = name;
+  }
+#ifdef ONEFLOW_WITH_GLOO
+  return std::make_shared<GlooComm>(rank, size, store, host, timeout_ms);
+#else
+  Fail(ErrorCode::kUnsupported, "this build of OneFlow has no Gloo backend (install libgloo-dev and rebuild); rank ",
+       rank, " of ", size, " cannot join ", store, " via ", host);
+#endif
+}
+
+}  // namespace oneflow

@@ -1,0 +1,194 @@
+// DistributedSession: compiles a plan into per-device executors and runs them on threads.
+#include "engine/distributed_session.h"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "base/error.h"
+
+namespace oneflow {
+
+void CheckSameModel(Communicator& comm, uint64_t graph_hash, const std::vector<int>& group) {
+  std::vector<uint64_t> all(group.size());
+  comm.AllGather(&graph_hash, all.data(), std::vector<size_t>(group.size(), sizeof(uint64_t)), group);
+  std::string differ;
+  for (size_t i = 1; i < group.size(); ++i)
+    if (all[i] != all[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(group[i]);
+  OF_REQUIRE(differ.empty(), "rank(s) ", differ, " planned a different model than rank ", group[0],
+             " (graph hashes differ): every rank must load the same model, placement and plan mode");
+}
+
+// The devices this process runs (all of them in-process; its own rank with Gloo), per slot.
+struct DistributedSession::Compiled {
+  std::shared_ptr<Plan> plan;
+  std::vector<int> positions;                        // per slot: position in the placement
+  std::vector<std::shared_ptr<Communicator>> comms;  // per slot
+  std::vector<std::string> keys;                     // registry keys, per slot
+  std::vector<std::unique_ptr<Executor>> executors;  // per slot
+  std::vector<std::shared_ptr<Graph>> graphs;        // per slot
+  std::mutex run_mutex;
+  bool checked = false;
+  ~Compiled() {
+    executors.clear();
+    for (const std::string& k : keys) UnregisterCommunicator(k);
+  }
+};
+
+static int DevicesNeeded(const Placement& p) { return *std::max_element(p.devices.begin(), p.devices.end()) + 1; }
+
+DistributedSession::DistributedSession(const Graph& model, const SessionOptions& options, DistributedOptions dist)
+    : model_(model), options_(options), dist_(std::move(dist)) {
+  const Placement& P = dist_.plan.placement;
+  OF_REQUIRE(!P.empty(), "a distributed session needs a placement");
+  OF_REQUIRE(P.device == "cpu", "CPU devices only so far; placement '", P.ToString(), "' asks for ", P.device);
+  OF_REQUIRE(dist_.backend == "in-process" || dist_.backend == "gloo", "unknown communication backend '",
+             dist_.backend, "' (in-process or gloo)");
+  if (dist_.backend == "gloo") {
+    process_comm_ = CreateGlooCommunicatorFromEnv(dist_.timeout_ms);
+    dist_.num_devices = process_comm_->world_size();
+    OF_REQUIRE(std::find(P.devices.begin(), P.devices.end(), process_comm_->rank()) != P.devices.end(), "rank ",
+               process_comm_->rank(), " is not in placement ", P.ToString(), "; every rank must hold a device of it");
+  }
+  if (dist_.num_devices == 0) dist_.num_devices = DevicesNeeded(P);
+  OF_REQUIRE(dist_.num_devices >= 1 && dist_.num_devices <= 4096, "num_devices must be in [1, 4096], got ",
+             dist_.num_devices);
+  P.CheckDevicesExist(dist_.num_devices);
+  dist_.plan.available_devices = dist_.num_devices;
+  OF_REQUIRE(dist_.threads_per_device >= 1 && dist_.threads_per_device <= 256,
+             "threads_per_device must be in [1, 256], got ", dist_.threads_per_device);
+  static std::atomic<uint64_t> counter{0};
+  id_ = "session" + std::to_string(counter++);
+}
+
+DistributedSession::~DistributedSession() = default;
+
+std::shared_ptr<DistributedSession::Compiled> DistributedSession::Compile(
+    const std::map<std::string, Shape>& input_shapes) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = cache_.find(input_shapes);
+  if (it != cache_.end()) return it->second;
+  auto c = std::make_shared<Compiled>();
+  PlanOptions po = dist_.plan;
+  po.input_shapes = input_shapes;
+  c->plan = std::make_shared<Plan>(MakePlan(model_, po));
+  const Placement& P = po.placement;
+  std::string plan_id = id_ + "/plan" + std::to_string(cache_.size());
+  if (process_comm_) {
+    int me = process_comm_->rank();
+    c->positions.push_back(static_cast<int>(std::find(P.devices.begin(), P.devices.end(), me) - P.devices.begin()));
+    c->comms.push_back(process_comm_);
+  } else {
+    std::vector<std::shared_ptr<Communicator>> world = CreateInProcessGroup(dist_.num_devices, dist_.timeout_ms);
+    for (int pos = 0; pos < P.size(); ++pos) {
+      c->positions.push_back(pos);
+      c->comms.push_back(world[static_cast<size_t>(P.devices[static_cast<size_t>(pos)])]);
+    }
+  }
+  for (size_t slot = 0; slot < c->positions.size(); ++slot) {
+    c->keys.push_back(plan_id + "/rank" + std::to_string(P.devices[static_cast<size_t>(c->positions[slot])]));
+    RegisterCommunicator(c->keys.back(), c->comms[slot]);
+  }
+  ThreadPool fold_pool(1);
+  for (size_t slot = 0; slot < c->positions.size(); ++slot) {
+    auto g = std::make_shared<Graph>(BuildPhysicalGraph(*c->plan, c->positions[slot], c->keys[slot]));
+    OptimizeGraph(*g, options_.optimization_level, fold_pool);
+    c->graphs.push_back(g);
+    c->executors.push_back(std::make_unique<Executor>(g, dist_.threads_per_device));
+  }
+  if (cache_.size() < 16) cache_[input_shapes] = c;
+  return c;
+}
+
+std::shared_ptr<const Plan> DistributedSession::PlanFor(const std::map<std::string, Shape>& input_shapes) const {
+  return Compile(input_shapes)->plan;
+}
+
+std::vector<std::pair<std::string, Tensor>> DistributedSession::Run(
+    const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches) const {
+  const Graph& g = model_;
+  std::vector<Tensor> ordered(g.inputs.size());
+  std::map<std::string, Shape> shapes;
+  for (const auto& [name, t] : feeds) {
+    size_t slot = g.inputs.size();
+    for (size_t i = 0; i < g.inputs.size(); ++i)
+      if (g.values[static_cast<size_t>(g.inputs[i])].name == name) slot = i;
+    OF_CHECK(slot < g.inputs.size(), kNotFound, "the model has no input named '", name, "'");
+    OF_REQUIRE(t.defined(), "input '", name, "' is an empty tensor handle");
+    const TensorType& decl = g.values[static_cast<size_t>(g.inputs[slot])].type;
+    OF_REQUIRE(decl.dtype == DType::kUndefined || decl.dtype == t.dtype(), "input '", name, "' has dtype ",
+               DTypeName(t.dtype()), ", the model expects ", DTypeName(decl.dtype));
+    ordered[slot] = t;
+    shapes[name] = t.shape();
+  }
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    OF_REQUIRE(ordered[i].defined(), "input '", g.values[static_cast<size_t>(g.inputs[i])].name, "' was not fed");
+  std::shared_ptr<Compiled> c = Compile(shapes);
+  const Plan& plan = *c->plan;
+  const int n = static_cast<int>(c->positions.size());
+
+  std::lock_guard<std::mutex> lock(c->run_mutex);
+  std::vector<std::vector<Tensor>> results(static_cast<size_t>(n));
+  std::vector<std::string> errors(static_cast<size_t>(n));
+  std::vector<ErrorCode> codes(static_cast<size_t>(n), ErrorCode::kOk);
+  std::vector<int> group;
+  for (int d : plan.options.placement.devices) group.push_back(d);
+  const bool check = !c->checked;
+  auto body = [&](int slot) {
+    size_t p = static_cast<size_t>(slot);
+    const int pos = c->positions[p];
+    try {
+      if (check) CheckSameModel(*c->comms[p], plan.graph_hash, group);
+      std::vector<Tensor> local;
+      for (size_t i = 0; i < ordered.size(); ++i) local.push_back(LocalFeed(plan, i, pos, ordered[i]));
+      results[p] = c->executors[p]->Run(local);
+    } catch (const Error& e) {
+      errors[p] = e.what();
+      codes[p] = e.code();
+      c->comms[p]->Abort(StrCat("rank ", plan.options.placement.devices[static_cast<size_t>(pos)], " failed: ", e.what()));
+    } catch (const std::exception& e) {
+      errors[p] = e.what();
+      codes[p] = ErrorCode::kInternal;
+      c->comms[p]->Abort(StrCat("rank ", plan.options.placement.devices[static_cast<size_t>(pos)], " failed: ", e.what()));
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int slot = 1; slot < n; ++slot) threads.emplace_back(body, slot);
+  body(0);
+  for (auto& t : threads) t.join();
+  // Report the root cause: a rank's own failure rather than its peers' aborted collectives.
+  int first = -1;
+  for (int slot = 0; slot < n; ++slot)
+    if (codes[static_cast<size_t>(slot)] != ErrorCode::kOk &&
+        (first < 0 || (errors[static_cast<size_t>(first)].rfind("collective aborted", 0) == 0 &&
+                       errors[static_cast<size_t>(slot)].rfind("collective aborted", 0) != 0)))
+      first = slot;
+  if (first >= 0) {
+    // A failed run leaves the in-process group aborted: drop this compilation so the next run starts fresh.
+    std::lock_guard<std::mutex> cache_lock(mutex_);
+    cache_.erase(shapes);
+    Fail(codes[static_cast<size_t>(first)], "device ",
+         plan.options.placement.devices[static_cast<size_t>(c->positions[static_cast<size_t>(first)])], ": ",
+         errors[static_cast<size_t>(first)]);
+  }
+  c->checked = true;
+
+  std::vector<std::pair<std::string, Tensor>> out;
+  const Graph& pg = *c->graphs[0];
+  auto fetch = [&](size_t i) {
+    out.emplace_back(pg.values[static_cast<size_t>(pg.outputs[i])].name, results[0][i]);
+  };
+  if (fetches.empty()) {
+    for (size_t i = 0; i < pg.outputs.size(); ++i) fetch(i);
+  } else {
+    for (const std::string& name : fetches) {
+      size_t i = 0;
+      while (i < pg.outputs.size() && pg.values[static_cast<size_t>(pg.outputs[i])].name != name) ++i;
+      OF_CHECK(i < pg.outputs.size(), kNotFound, "the model has no output named '", name, "'");
+      fetch(i);
+    }
+  }
+  return out;
+}
+
+}  // namespace oneflow
