@@ -195,7 +195,9 @@ TEST(DistributedPlan, AutoIsNoWorseThanHandPlans) {
   std::printf("auto 1-D %.3f ms (best hand %.3f ms); auto 2x2 %.3f ms (hand %.3f ms, %s search)\n",
               a1.step_seconds * 1e3, best1 * 1e3, a2.step_seconds * 1e3, h2.step_seconds * 1e3,
               a2.search_truncated ? "beam" : "exact");
-  if (!a2.search_truncated) EXPECT_LE(a2.step_seconds, h2.step_seconds * (1 + 1e-12));
+  if (!a2.search_truncated) {
+    EXPECT_LE(a2.step_seconds, h2.step_seconds * (1 + 1e-12));
+  }
 }
 
 // The cost model against measured runs of the transformer (median of 5, one thread per device):
