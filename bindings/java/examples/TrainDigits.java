@@ -91,7 +91,7 @@ public class TrainDigits {
     long stepsTotal = (long) epochs * ((n + batch - 1) / batch);
     TrainingOptions options = new TrainingOptions()
         .loss(TrainingOptions.Loss.SOFTMAX_CROSS_ENTROPY).logitsOutput("logits").labelsInput("labels")
-        .optimizer(TrainingOptions.Optimizer.ADAMW).learningRate(3e-3f).weightDecay(1e-4f)
+        .optimizer(TrainingOptions.Optimizer.ADAMW).learningRate(1e-2f).weightDecay(1e-4f)
         .lrSchedule(TrainingOptions.LrSchedule.COSINE).warmup(stepsTotal / 20, 0.1f)
         .cosineSchedule(stepsTotal - stepsTotal / 20, 0.05f).maxGradNorm(5f);
     Path exported = outDir.resolve("trained_java.ofm");
