@@ -183,7 +183,9 @@ func (s *TrainingSession) Parameter(name string) (*Tensor, error) { return s.fet
 func (s *TrainingSession) Gradient(name string) (*Tensor, error) { return s.fetch(name, true) }
 
 // ParameterValues is a parameter's value as a row-major slice.
-func (s *TrainingSession) ParameterValues(name string) ([]float32, error) { return s.values(name, false) }
+func (s *TrainingSession) ParameterValues(name string) ([]float32, error) {
+	return s.values(name, false)
+}
 
 // GradientValues is a parameter's accumulated gradient as a row-major slice.
 func (s *TrainingSession) GradientValues(name string) ([]float32, error) { return s.values(name, true) }

@@ -12,9 +12,9 @@ import "unsafe"
 type Loss int
 
 const (
-	LossModelOutput         Loss = C.ONEFLOW_LOSS_MODEL_OUTPUT         // the model computes it: set LossOutput
-	LossMSE                 Loss = C.ONEFLOW_LOSS_MSE                  // mean((logits - labels)^2)
-	LossL1                  Loss = C.ONEFLOW_LOSS_L1                   // mean(|logits - labels|)
+	LossModelOutput         Loss = C.ONEFLOW_LOSS_MODEL_OUTPUT          // the model computes it: set LossOutput
+	LossMSE                 Loss = C.ONEFLOW_LOSS_MSE                   // mean((logits - labels)^2)
+	LossL1                  Loss = C.ONEFLOW_LOSS_L1                    // mean(|logits - labels|)
 	LossSoftmaxCrossEntropy Loss = C.ONEFLOW_LOSS_SOFTMAX_CROSS_ENTROPY // logits [N, C], int64 labels [N]
 )
 
