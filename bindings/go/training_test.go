@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // The training fixture (tests/train/make_train_fixture.py, dir in ONEFLOW_TEST_TRAIN): mlp.onnx
@@ -289,5 +290,49 @@ func TestTrainingErrors(t *testing.T) {
 	}
 	if err := g.Save(filepath.Join(t.TempDir(), "closed.ofm"), nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Save of a closed graph: %v", err)
+	}
+}
+
+// TestTrainingConcurrentCallsAndClose drives one session's state machine from several goroutines
+// while Close runs: every call works, reports the engine's state error, or returns ErrClosed.
+func TestTrainingConcurrentCallsAndClose(t *testing.T) {
+	s := newTraining(t, "mlp.onnx", sgdOptions(0.01))
+	xs := readRaw[float32](t, trainFixture(t, "x.f32"))
+	ys := readRaw[int64](t, trainFixture(t, "y.i64"))
+	x := must(NewTensor(xs, 5, 4))(t)
+	y := must(NewTensor(ys, 5))(t)
+	defer closeAll(x, y)
+	errs := make(chan error, 3)
+	for g := 0; g < 3; g++ {
+		go func() {
+			for {
+				outs, err := s.Run(map[string]*Tensor{"x": x, "labels": y})
+				for _, o := range outs {
+					o.Close()
+				}
+				if err == nil {
+					err = s.Backward()
+				}
+				if err == nil {
+					_, err = s.Step()
+				}
+				switch {
+				case err == nil || errors.Is(err, ErrInvalidArgument):
+				case errors.Is(err, ErrClosed):
+					errs <- nil
+					return
+				default:
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond)
+	s.Close()
+	for g := 0; g < 3; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -12,8 +12,14 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.oneflow.OneflowException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.oneflow.Graph;
@@ -239,5 +245,42 @@ class TrainingTest {
     g.close();
     assertThrows(IllegalStateException.class, () -> new TrainingSession(g, null, sgd(0.1f)));
     assertThrows(IllegalStateException.class, () -> g.save(dir.resolve("closed.ofm")));
+  }
+
+  /**
+   * Threads drive one session's state machine at once while another closes it: every call either
+   * works, reports the engine's state error (INVALID_ARGUMENT), or finds the session closed; the
+   * parameters stay finite.
+   */
+  @Test
+  void concurrentCallsAndCloseEndCleanly() throws Exception {
+    ExecutorService pool = Executors.newFixedThreadPool(4);
+    TrainingSession s = session("mlp.onnx", sgd(0.01f));
+    try {
+      List<Future<?>> done = new ArrayList<>();
+      for (int t = 0; t < 3; t++) {
+        done.add(pool.submit(() -> {
+          while (true) { // until the close below ends it
+            try {
+              runBatch(s);
+              s.backward();
+              s.step();
+              for (float v : s.parameterFloats("fc1.weight")) assertTrue(Float.isFinite(v));
+            } catch (OneflowException e) {
+              assertEquals(StatusCode.INVALID_ARGUMENT, e.code(), e.getMessage());
+            } catch (IllegalStateException e) {
+              assertTrue(e.getMessage().contains("closed"), e.getMessage());
+              return;
+            }
+          }
+        }));
+      }
+      Thread.sleep(100);
+      s.close();
+      for (Future<?> f : done) f.get(120, TimeUnit.SECONDS); // rethrows any assertion failure
+      assertTrue(s.isClosed());
+    } finally {
+      pool.shutdownNow();
+    }
   }
 }
