@@ -97,36 +97,10 @@ public final class TrainingSession extends NativeHandle {
    * @see Session#run
    */
   public Outputs run(Map<String, Tensor> feeds, String... outputNames) {
-    int n = feeds.size();
-    byte[][] names = new byte[n][];
-    Tensor[] tensors = new Tensor[n];
-    int i = 0;
-    for (Map.Entry<String, Tensor> e : feeds.entrySet()) {
-      names[i] = Utf8.encode(e.getKey(), "input name");
-      if (e.getValue() == null) throw new NullPointerException("input '" + e.getKey() + "' is null");
-      tensors[i++] = e.getValue();
-    }
-    byte[][] outNames = null;
-    if (outputNames.length > 0) {
-      outNames = new byte[outputNames.length][];
-      for (int k = 0; k < outputNames.length; k++) outNames[k] = Utf8.encode(outputNames[k], "output name");
-    }
-    long[] handles = new long[n];
-    int locked = 0;
     long s = lock();
     try {
-      for (; locked < n; locked++) handles[locked] = tensors[locked].lock();
-      long[] out = Native.sessionRun(s, names, handles, outNames);
-      List<String> resultNames = new ArrayList<>(out.length);
-      if (outputNames.length > 0) {
-        resultNames.addAll(Arrays.asList(outputNames));
-      } else {
-        // EVAL mode returns a prefix: the model outputs come first in outputs().
-        for (int k = 0; k < out.length; k++) resultNames.add(outputs.get(k).name());
-      }
-      return new Outputs(resultNames, out);
+      return Session.runLocked(s, outputs, feeds, outputNames);
     } finally {
-      for (int k = 0; k < locked; k++) tensors[k].unlock();
       unlock();
     }
   }
