@@ -1,7 +1,9 @@
-// Package oneflow runs ONNX models with the OneFlow engine through its C ABI (liboneflow.so).
+// Package oneflow runs and trains ONNX (and native .ofm) models with the OneFlow engine through its C
+// ABI (liboneflow.so).
 //
 // It is a thin cgo layer: it converts Go values to C arguments and statuses to errors, and holds no
-// engine logic. Inference only, for now.
+// engine logic. Session serves a model; TrainingSession (NewTrainingSession with TrainingOptions)
+// trains one with Run, Backward and Step, and exports it as a Graph that Graph.Save writes.
 //
 //	sess, err := oneflow.NewSession("model.onnx", oneflow.WithIntraOpThreads(1))
 //	if err != nil { ... }
@@ -21,7 +23,7 @@
 //
 // # Lifetimes
 //
-// Env, Graph, Session and Tensor own C handles. Call Close when done (it is idempotent); a finalizer
+// Env, Graph, Session, TrainingSession and Tensor own C handles. Call Close when done (it is idempotent); a finalizer
 // releases a forgotten handle once the object is unreachable, but the Go GC cannot see C memory, so
 // do not rely on it. Any use after Close returns an error matching ErrClosed.
 //

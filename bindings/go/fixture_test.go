@@ -9,7 +9,8 @@ import (
 )
 
 // fixture is the path of name in the directory the environment variable env names (set by ctest:
-// ONEFLOW_TEST_FIXTURE for tests/c_api/make_c_api_fixture.py, ONEFLOW_TEST_DTYPES for
+// ONEFLOW_TEST_FIXTURE for tests/c_api/make_c_api_fixture.py, ONEFLOW_TEST_TRAIN for
+// tests/train/make_train_fixture.py, ONEFLOW_TEST_DTYPES for
 // tests/c_api/make_dtype_fixture.py). Without it the test is skipped, saying why.
 func fixture(t testing.TB, env, name string) string {
 	t.Helper()

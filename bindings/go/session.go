@@ -74,6 +74,29 @@ func NewSessionFromBytes(model []byte, opts ...Option) (*Session, error) {
 
 // NewSessionFromGraph compiles a loaded graph; the graph may be closed afterwards.
 func NewSessionFromGraph(g *Graph, opts ...Option) (*Session, error) {
+	h, err := createSession(g, opts, func(eh *C.oneflow_env_t, gh *C.oneflow_graph_t,
+		so *C.oneflow_session_options_t, out **C.oneflow_session_t) C.oneflow_status_t {
+		return C.oneflow_session_create(eh, gh, so, out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{h: h}
+	runtime.SetFinalizer(s, func(s *Session) { s.Close() })
+	if s.inputs, err = s.info(false); err == nil {
+		s.outputs, err = s.info(true)
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// createSession applies opts to the session options and calls create with the graph and env handles
+// locked (an inference or a training session create call).
+func createSession(g *Graph, opts []Option, create func(*C.oneflow_env_t, *C.oneflow_graph_t,
+	*C.oneflow_session_options_t, **C.oneflow_session_t) C.oneflow_status_t) (*C.oneflow_session_t, error) {
 	var cfg sessionConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -101,25 +124,19 @@ func NewSessionFromGraph(g *Graph, opts ...Option) (*Session, error) {
 		eh = cfg.env.h
 	}
 	var h *C.oneflow_session_t
-	if err := statusError(C.oneflow_session_create(eh, gh, &options, &h)); err != nil {
+	if err := statusError(create(eh, gh, &options, &h)); err != nil {
 		return nil, err
 	}
-	s := &Session{h: h}
-	runtime.SetFinalizer(s, func(s *Session) { s.Close() })
-	if s.inputs, err = s.info(false); err == nil {
-		s.outputs, err = s.info(true)
-	}
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
+	return h, nil
 }
 
-func (s *Session) info(outputs bool) ([]ValueInfo, error) {
-	n := C.oneflow_session_input_count(s.h)
+func (s *Session) info(outputs bool) ([]ValueInfo, error) { return sessionInfo(s.h, outputs) }
+
+// sessionInfo describes the inputs or outputs of a live session (inference or training).
+func sessionInfo(h *C.oneflow_session_t, outputs bool) ([]ValueInfo, error) {
+	n := C.oneflow_session_input_count(h)
 	if outputs {
-		n = C.oneflow_session_output_count(s.h)
+		n = C.oneflow_session_output_count(h)
 	}
 	infos := make([]ValueInfo, 0, int(n))
 	for i := C.size_t(0); i < n; i++ {
@@ -127,9 +144,9 @@ func (s *Session) info(outputs bool) ([]ValueInfo, error) {
 		C.oneflow_value_info_init(&c)
 		var st C.oneflow_status_t
 		if outputs {
-			st = C.oneflow_session_get_output_info(s.h, i, &c)
+			st = C.oneflow_session_get_output_info(h, i, &c)
 		} else {
-			st = C.oneflow_session_get_input_info(s.h, i, &c)
+			st = C.oneflow_session_get_input_info(h, i, &c)
 		}
 		if err := statusError(st); err != nil {
 			return nil, err
@@ -173,7 +190,14 @@ func (s *Session) run(inputs map[string]*Tensor, outputNames []string) ([]*Tenso
 		return nil, err
 	}
 	defer s.mu.RUnlock()
+	return runSession(sh, inputs, outputNames, len(s.outputs))
+}
 
+// runSession runs the live session sh (its lock held by the caller). With no output names it makes room
+// for numOutputs results and returns those the engine filled (a training session in eval mode fills
+// fewer: the model outputs, not the loss).
+func runSession(sh *C.oneflow_session_t, inputs map[string]*Tensor, outputNames []string,
+	numOutputs int) ([]*Tensor, error) {
 	// C strings and handles: Go slices holding C pointers, which cgo lets C read.
 	var cstrings []*C.char
 	defer func() {
@@ -218,13 +242,16 @@ func (s *Session) run(inputs map[string]*Tensor, outputNames []string) ([]*Tenso
 	}
 	n := len(outputNames)
 	if n == 0 {
-		n = len(s.outputs)
+		n = numOutputs
 	}
 	outs := make([]*C.oneflow_tensor_t, n+1) // +1: never an empty slice, the engine wants a non-NULL pointer
 	st := C.oneflow_session_run(sh, (**C.char)(dataPointer(names)), (**C.oneflow_tensor_t)(dataPointer(handles)),
 		C.size_t(len(handles)), (**C.char)(dataPointer(outNames)), C.size_t(len(outNames)), &outs[0], C.size_t(n))
 	if err := statusError(st); err != nil {
 		return nil, err
+	}
+	for n > 0 && outs[n-1] == nil {
+		n--
 	}
 	result := make([]*Tensor, n)
 	for i := range result {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "oneflow_c.h"
+#include "oneflow_jni_internal.h"
 
 static JavaVM* g_vm;
 static jclass g_exception_class;   /* org.oneflow.OneflowException */
@@ -39,13 +40,13 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void* reserved) {
   return JNI_VERSION_1_8;
 }
 
-static void throw_class(JNIEnv* env, const char* class_name, const char* message) {
+void throw_class(JNIEnv* env, const char* class_name, const char* message) {
   jclass cls = (*env)->FindClass(env, class_name);
   if (cls) (*env)->ThrowNew(env, cls, message);
 }
 
 /* A Java byte[] holding the bytes of `s` (no terminator); NULL with an exception pending on failure. */
-static jbyteArray utf8_bytes(JNIEnv* env, const char* s) {
+jbyteArray utf8_bytes(JNIEnv* env, const char* s) {
   jsize n = (jsize)strlen(s);
   jbyteArray arr = (*env)->NewByteArray(env, n);
   if (arr) (*env)->SetByteArrayRegion(env, arr, 0, n, (const jbyte*)s);
@@ -53,7 +54,7 @@ static jbyteArray utf8_bytes(JNIEnv* env, const char* s) {
 }
 
 /* Turns a non-NULL status into a pending OneflowException and frees it. Returns 1 when it threw. */
-static int throw_status(JNIEnv* env, oneflow_status_t st) {
+int throw_status(JNIEnv* env, oneflow_status_t st) {
   jbyteArray msg;
   jobject ex;
   if (!st) return 0;
@@ -67,7 +68,7 @@ static int throw_status(JNIEnv* env, oneflow_status_t st) {
 }
 
 /* A malloc'd copy of a NUL-terminated UTF-8 byte[] made by the Java side; NULL for a null array. */
-static char* c_string(JNIEnv* env, jbyteArray bytes) {
+char* c_string(JNIEnv* env, jbyteArray bytes) {
   jsize n;
   char* s;
   if (!bytes) return NULL;
@@ -82,7 +83,7 @@ static char* c_string(JNIEnv* env, jbyteArray bytes) {
   return s;
 }
 
-static void free_strings(char** strings, jsize n) {
+void free_strings(char** strings, jsize n) {
   jsize i;
   if (!strings) return;
   for (i = 0; i < n; ++i) free(strings[i]);
@@ -91,7 +92,7 @@ static void free_strings(char** strings, jsize n) {
 
 /* Copies a byte[][] of UTF-8 names into a malloc'd char* array. Returns 0 with an exception pending
  * on failure (nothing left allocated). */
-static int c_strings(JNIEnv* env, jobjectArray arr, char*** out, jsize* out_n) {
+int c_strings(JNIEnv* env, jobjectArray arr, char*** out, jsize* out_n) {
   jsize n = arr ? (*env)->GetArrayLength(env, arr) : 0, i;
   char** strings = (char**)calloc((size_t)n + 1, sizeof(char*));
   if (!strings) {
@@ -124,8 +125,6 @@ static int64_t* c_shape(JNIEnv* env, jlongArray shape, size_t* rank) {
   *rank = (size_t)n;
   return dims;
 }
-
-#define HANDLE(type, h) ((type*)(intptr_t)(h))
 
 /* ---- library ------------------------------------------------------------------------------- */
 
@@ -507,6 +506,8 @@ JNIEXPORT jlongArray JNICALL Java_org_oneflow_Native_sessionRun(JNIEnv* env, jcl
   st = oneflow_session_run(s, (const char* const*)in_names, inputs, (size_t)n_in, (const char* const*)out_names,
                            (size_t)n_out_names, outputs, n_out);
   if (throw_status(env, st)) goto done;
+  /* With no names, a training session in EVAL mode fills fewer slots (the model outputs, not the loss). */
+  while (n_out > 0 && !outputs[n_out - 1]) --n_out;
   for (i = 0; i < (jsize)n_out; ++i) handles[i] = (jlong)(intptr_t)outputs[i];
   result = (*env)->NewLongArray(env, (jsize)n_out);
   if (result) {

@@ -15,7 +15,12 @@ public final class Graph extends NativeHandle {
     super("Graph", handle, Native::graphRelease);
   }
 
-  /** Loads an ONNX file; external data files are resolved next to it (and must stay inside its directory). */
+  /** Takes ownership of a graph handle the engine returned (e.g. a training session's export). */
+  static Graph adopt(long handle) {
+    return new Graph(handle);
+  }
+
+  /** Loads a model file (ONNX or native .ofm, told apart by content); external data files are resolved next to it (and must stay inside its directory). */
   public static Graph load(Path path) {
     return new Graph(Native.graphLoadFile(Utf8.encode(path.toString(), "path")));
   }
@@ -33,6 +38,34 @@ public final class Graph extends NativeHandle {
     if (model == null) throw new NullPointerException("model is null");
     byte[] dir = externalDataDir == null ? null : Utf8.encode(externalDataDir.toString(), "externalDataDir");
     return new Graph(Native.graphLoadMemory(model, dir));
+  }
+
+  /**
+   * Saves the model as loaded (not a session's optimized form) to {@code path}, in the format its
+   * extension names ({@code .ofm} native, otherwise ONNX). The write is atomic: a failure never
+   * leaves a damaged file.
+   */
+  public void save(Path path) {
+    save(path, ModelFormat.AUTO, null, true);
+  }
+
+  /**
+   * Saves with options (oneflow_save_options_t). {@code externalDataFile} (native only, nullable): a
+   * plain file name next to the model that receives the weights; null stores them in the model file.
+   * {@code checksums} (native only): store per-tensor checksums.
+   *
+   * @throws OneflowException e.g. IO when the file cannot be written, UNSUPPORTED for ONNX output
+   *     from a build without the exporter
+   */
+  public void save(Path path, ModelFormat format, String externalDataFile, boolean checksums) {
+    byte[] p = Utf8.encode(path.toString(), "path");
+    byte[] ext = externalDataFile == null ? null : Utf8.encode(externalDataFile, "externalDataFile");
+    long h = lock();
+    try {
+      Native.graphSave(h, p, format.code(), ext, checksums);
+    } finally {
+      unlock();
+    }
   }
 
   public List<ValueInfo> inputs() {

@@ -64,4 +64,36 @@ final class Native {
   static native long sessionPlannedPeakBytes(long session);
 
   static native long[] sessionRun(long session, byte[][] inputNames, long[] inputs, byte[][] outputNames);
+
+  // Training sessions and model saving (native/oneflow_jni_train.c).
+
+  static native byte[] trainingOptionsDefaults(int[] ints, float[] floats, long[] longs);
+
+  static native long trainingSessionCreate(long env, long graph, int setMask, int intraOpThreads,
+      int optimizationLevel, int[] ints, float[] floats, long[] longs, byte[] lossOutput, byte[] logitsOutput,
+      byte[] labelsInput, byte[][] frozen);
+
+  static native void trainSetRunMode(long session, int mode);
+
+  static native void trainBackward(long session);
+
+  static native boolean trainStep(long session);
+
+  static native void trainZeroGradients(long session);
+
+  static native byte[][] trainParameterNames(long session);
+
+  static native long trainGetParameter(long session, byte[] name, boolean gradient);
+
+  static native void trainSetParameter(long session, byte[] name, long tensor);
+
+  static native void trainState(long session, long[] longs, double[] doubles);
+
+  static native long[] trainMemory(long session);
+
+  static native void trainCheckpoint(long session, byte[] path, boolean load);
+
+  static native long trainExportModel(long session);
+
+  static native void graphSave(long graph, byte[] path, int format, byte[] externalDataFile, boolean checksums);
 }

@@ -82,6 +82,20 @@ public final class Session extends NativeHandle {
    * @throws IllegalStateException when this session or an input tensor is closed
    */
   public Outputs run(Map<String, Tensor> feeds, String... outputNames) {
+    long s = lock();
+    try {
+      return runLocked(s, outputs, feeds, outputNames);
+    } finally {
+      unlock();
+    }
+  }
+
+  /**
+   * Runs the live session {@code session} (its owner's lock held by the caller): locks the input
+   * tensors, runs, and names the results: {@code outputNames}, or with none the first results of
+   * {@code outputs} (a training session in EVAL mode returns the model outputs, a prefix of them).
+   */
+  static Outputs runLocked(long session, List<ValueInfo> outputs, Map<String, Tensor> feeds, String[] outputNames) {
     int n = feeds.size();
     byte[][] names = new byte[n][];
     Tensor[] tensors = new Tensor[n];
@@ -98,20 +112,18 @@ public final class Session extends NativeHandle {
     }
     long[] handles = new long[n];
     int locked = 0;
-    long s = lock();
     try {
       for (; locked < n; locked++) handles[locked] = tensors[locked].lock();
-      long[] out = Native.sessionRun(s, names, handles, outNames);
+      long[] out = Native.sessionRun(session, names, handles, outNames);
       List<String> resultNames = new ArrayList<>(out.length);
       if (outputNames.length > 0) {
         resultNames.addAll(Arrays.asList(outputNames));
       } else {
-        for (ValueInfo v : outputs) resultNames.add(v.name());
+        for (int k = 0; k < out.length; k++) resultNames.add(outputs.get(k).name());
       }
       return new Outputs(resultNames, out);
     } finally {
       for (int k = 0; k < locked; k++) tensors[k].unlock();
-      unlock();
     }
   }
 
