@@ -58,8 +58,8 @@ class Session(_oneflow._Session):
     {output name: numpy.ndarray}; `run_tensors` returns oneflow.Tensor objects instead. Inputs that are
     C-contiguous, aligned numpy arrays of a supported dtype are read in place; other array-likes are
     copied first. Outputs are the engine's own buffers, not copies. `run` releases the GIL and may be
-    called from several threads at once. Use as a context manager or call close(); later calls raise
-    ValueError."""
+    called from several threads at once. `planned_peak_bytes()` is the intermediate memory of a run for
+    the last input shapes. Use as a context manager or call close(); later calls raise ValueError."""
 
     inputs: Tuple[ValueInfo, ...]
     outputs: Tuple[ValueInfo, ...]
