@@ -1,5 +1,6 @@
 /* module.c — the `oneflow._oneflow` extension module: loads liboneflow.so (`_load`), resolves the C ABI
- * function table, defines the exception class of every status code and maps dtypes to numpy. */
+ * function table, defines the exception class of every status code, maps dtypes to numpy and registers
+ * the types (Tensor, _Session, _TrainingSession) and module functions. */
 #define OFPY_MODULE_MAIN
 #include "ofpy.h"
 
@@ -148,6 +149,8 @@ static PyMethodDef module_methods[] = {
     {"api_version", module_api_version, METH_NOARGS, "api_version() -> int: the loaded library's C ABI version."},
     {"_tensor_from_capsule", ofpy_tensor_from_capsule, METH_O,
      "_tensor_from_capsule(capsule) -> Tensor: imports a DLPack capsule without copying."},
+    {"_save_model", ofpy_save_model, METH_VARARGS,
+     "_save_model(model, is_path, external_data_dir, path, format, external_data_file, checksums) -> None"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "oneflow._oneflow",
@@ -174,7 +177,9 @@ static int add_errors(PyObject* m) {
 
 PyMODINIT_FUNC PyInit__oneflow(void) {
   import_array();
-  if (PyType_Ready(&ofpy_TensorType) < 0 || PyType_Ready(&ofpy_SessionType) < 0) return NULL;
+  if (PyType_Ready(&ofpy_TensorType) < 0 || PyType_Ready(&ofpy_SessionType) < 0 ||
+      PyType_Ready(&ofpy_TrainingSessionType) < 0)
+    return NULL;
   PyObject* m = PyModule_Create(&module_def);
   if (m == NULL) return NULL;
   if (add_errors(m) < 0 || PyModule_AddIntConstant(m, "HEADER_API_VERSION", ONEFLOW_API_VERSION) < 0) goto fail;
@@ -186,6 +191,11 @@ PyMODINIT_FUNC PyInit__oneflow(void) {
   Py_INCREF(&ofpy_SessionType);
   if (PyModule_AddObject(m, "_Session", (PyObject*)&ofpy_SessionType) < 0) {
     Py_DECREF(&ofpy_SessionType);
+    goto fail;
+  }
+  Py_INCREF(&ofpy_TrainingSessionType);
+  if (PyModule_AddObject(m, "_TrainingSession", (PyObject*)&ofpy_TrainingSessionType) < 0) {
+    Py_DECREF(&ofpy_TrainingSessionType);
     goto fail;
   }
   return m;

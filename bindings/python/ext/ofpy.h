@@ -27,7 +27,16 @@
   X(oneflow_value_info_init) X(oneflow_session_options_init) X(oneflow_session_create)           \
   X(oneflow_session_release) X(oneflow_session_run) X(oneflow_session_input_count)               \
   X(oneflow_session_output_count) X(oneflow_session_get_input_info)                              \
-  X(oneflow_session_get_output_info)
+  X(oneflow_session_get_output_info) X(oneflow_session_get_planned_peak_bytes)                  \
+  X(oneflow_save_options_init) X(oneflow_graph_save)                                             \
+  X(oneflow_training_options_init) X(oneflow_training_session_create)                            \
+  X(oneflow_session_set_run_mode) X(oneflow_session_backward) X(oneflow_session_step)            \
+  X(oneflow_session_zero_gradients) X(oneflow_session_parameter_count)                           \
+  X(oneflow_session_parameter_name) X(oneflow_session_get_parameter)                             \
+  X(oneflow_session_get_gradient) X(oneflow_session_set_parameter) X(oneflow_training_state_init) \
+  X(oneflow_session_get_training_state) X(oneflow_training_memory_init)                          \
+  X(oneflow_session_get_training_memory) X(oneflow_session_save_checkpoint)                      \
+  X(oneflow_session_load_checkpoint) X(oneflow_session_export_model)
 
 #define OFPY_DECLARE_FN(name) __typeof__(&name) name;
 typedef struct {
@@ -60,6 +69,47 @@ typedef struct {
 
 extern PyTypeObject ofpy_TensorType;
 extern PyTypeObject ofpy_SessionType;
+extern PyTypeObject ofpy_TrainingSessionType;
+
+/* oneflow._oneflow._Session (session.c) and its subtype _TrainingSession (training.c), which adds
+ * the training calls and no fields. */
+typedef struct {
+  PyObject_HEAD
+  oneflow_session_t* handle; /* NULL before __init__ and once released */
+  Py_ssize_t active_calls;   /* engine calls in flight (GIL released); close() defers the release to the last */
+  int closed;
+  int initializing;       /* __init__ is loading the model (GIL released) */
+  PyObject* output_names; /* tuple of str: the keys when every output is returned */
+} ofpy_SessionObject;
+
+/* The shared __init__ of both types: loads `model` (a path when `is_path`, else bytes-like), creates an
+ * inference session (`training` NULL) or a training session, with the GIL released. */
+int ofpy_session_init(ofpy_SessionObject* self, PyObject* model, int is_path, PyObject* threads, PyObject* level,
+                      PyObject* ext_dir, const oneflow_training_options_t* training);
+/* Brackets an engine call that may release the GIL: ofpy_session_enter raises ValueError unless the
+ * session is open, else counts the call in flight; ofpy_session_leave uncounts it and performs a close()
+ * that came meanwhile. */
+int ofpy_session_enter(ofpy_SessionObject* self);
+void ofpy_session_leave(ofpy_SessionObject* self);
+
+/* Loads a model (a path when `is_path`, else bytes-like with external data under `ext_dir` or None)
+ * with the GIL released. Returns NULL with an exception set on failure. */
+oneflow_graph_t* ofpy_load_graph(PyObject* model, int is_path, PyObject* ext_dir);
+/* Saves `graph` to `path` (str/os.PathLike) with the GIL released; `format` (int oneflow_model_format_t),
+ * `external_data_file` (str) and `checksums` (bool) are None for the engine's default. 0 or -1. */
+int ofpy_save_graph(const oneflow_graph_t* graph, PyObject* path, PyObject* format, PyObject* external_data_file,
+                    PyObject* checksums);
+/* oneflow._oneflow._save_model(model, is_path, external_data_dir, path, format, external_data_file,
+ * checksums): loads a model and saves it (module function). */
+PyObject* ofpy_save_model(PyObject* module, PyObject* args);
+
+/* An engine tensor for `value`: a oneflow.Tensor's own handle, or a borrowed tensor over a C-contiguous,
+ * aligned, native-byte-order numpy array (the value itself when it already is one, else a copy).
+ * *keep receives the object whose memory the tensor reads (keep it alive while the tensor is used);
+ * *owned receives the borrowed tensor this call created (release it), NULL for a oneflow.Tensor.
+ * `kind` and `name` (a str) name the value in errors ("input 'x'"). 0 or -1. */
+int ofpy_tensor_from_value(PyObject* value, const char* kind, PyObject* name, PyObject** keep,
+                           const oneflow_tensor_t** tensor, oneflow_tensor_t** owned);
 
 /* A new Tensor object taking ownership of `handle` (released on failure). */
 PyObject* ofpy_tensor_wrap(oneflow_tensor_t* handle, int readonly);

@@ -1,18 +1,12 @@
 /* session.c — oneflow._oneflow._Session: a compiled model (one oneflow_session_t) and its run(), which
  * converts numpy arrays to borrowed engine tensors, runs with the GIL released and returns the outputs
- * as numpy arrays that own the engine's tensors. Python's oneflow.Session derives from it. */
+ * as numpy arrays that own the engine's tensors. Python's oneflow.Session derives from it; the training
+ * calls are in training.c (the subtype _TrainingSession). */
 #include <string.h>
 
 #include "ofpy.h"
 
-typedef struct {
-  PyObject_HEAD
-  oneflow_session_t* handle; /* NULL before __init__ and once released */
-  Py_ssize_t active_runs;    /* runs in flight (GIL released); close() defers the release to the last */
-  int closed;
-  int initializing;       /* __init__ is loading the model (GIL released) */
-  PyObject* output_names; /* tuple of str: the keys when every output is returned */
-} SessionObject;
+typedef ofpy_SessionObject SessionObject;
 
 static void session_release_handle(SessionObject* self) {
   oneflow_session_t* handle = self->handle;
@@ -22,7 +16,7 @@ static void session_release_handle(SessionObject* self) {
 
 /* The Python subclass adds __dict__, weak references and GC; this base holds no Python containers. */
 static void session_dealloc(SessionObject* self) {
-  if (self->handle) session_release_handle(self); /* a run holds a reference: none can be in flight */
+  if (self->handle) session_release_handle(self); /* a call holds a reference: none can be in flight */
   Py_CLEAR(self->output_names);
   Py_TYPE(self)->tp_free(self);
 }
@@ -34,9 +28,17 @@ static int session_require_open(SessionObject* self) {
   return -1;
 }
 
-/* Loads the model (a path or bytes) and compiles it, with the GIL released during both. */
-static oneflow_session_t* load_and_compile(PyObject* model, int is_path, PyObject* ext_dir,
-                                           const oneflow_session_options_t* options) {
+int ofpy_session_enter(SessionObject* self) {
+  if (session_require_open(self) < 0) return -1;
+  self->active_calls++;
+  return 0;
+}
+
+void ofpy_session_leave(SessionObject* self) {
+  if (--self->active_calls == 0 && self->closed && self->handle) session_release_handle(self);
+}
+
+oneflow_graph_t* ofpy_load_graph(PyObject* model, int is_path, PyObject* ext_dir) {
   oneflow_graph_t* graph = NULL;
   oneflow_status_t st;
   if (is_path) {
@@ -61,10 +63,20 @@ static oneflow_session_t* load_and_compile(PyObject* model, int is_path, PyObjec
     PyBuffer_Release(&buf);
     Py_XDECREF(dir);
   }
-  if (ofpy_check(st) < 0) return NULL;
+  return ofpy_check(st) < 0 ? NULL : graph;
+}
+
+/* Loads the model and compiles it (for training when `training` is not NULL), with the GIL released. */
+static oneflow_session_t* load_and_compile(PyObject* model, int is_path, PyObject* ext_dir,
+                                           const oneflow_session_options_t* options,
+                                           const oneflow_training_options_t* training) {
+  oneflow_graph_t* graph = ofpy_load_graph(model, is_path, ext_dir);
+  if (graph == NULL) return NULL;
   oneflow_session_t* session = NULL;
+  oneflow_status_t st;
   Py_BEGIN_ALLOW_THREADS
-  st = OF(oneflow_session_create)(NULL, graph, options, &session);
+  st = training ? OF(oneflow_training_session_create)(NULL, graph, options, training, &session)
+                : OF(oneflow_session_create)(NULL, graph, options, &session);
   OF(oneflow_graph_release)(graph); /* the session keeps its own copy */
   Py_END_ALLOW_THREADS
   return ofpy_check(st) < 0 ? NULL : session;
@@ -83,15 +95,8 @@ static int int32_option(PyObject* value, const char* name, int32_t* out) {
   return 0;
 }
 
-/* _Session.__init__(model, is_path, intra_op_threads=None, optimization_level=None, external_data_dir=None):
- * `model` is a path (str/os.PathLike) when `is_path`, else a bytes-like object holding the ONNX model. */
-static int session_init(SessionObject* self, PyObject* args, PyObject* kwargs) {
-  static char* kwlist[] = {"model", "is_path", "intra_op_threads", "optimization_level", "external_data_dir", NULL};
-  PyObject *model, *threads = Py_None, *level = Py_None, *ext_dir = Py_None;
-  int is_path;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Op|OOO:_Session", kwlist, &model, &is_path, &threads, &level,
-                                   &ext_dir))
-    return -1;
+int ofpy_session_init(SessionObject* self, PyObject* model, int is_path, PyObject* threads, PyObject* level,
+                      PyObject* ext_dir, const oneflow_training_options_t* training) {
   if (ofpy_require_loaded() < 0) return -1;
   if (self->handle || self->closed || self->initializing) {
     PyErr_SetString(PyExc_RuntimeError, "a session is initialized once");
@@ -103,7 +108,7 @@ static int session_init(SessionObject* self, PyObject* args, PyObject* kwargs) {
       int32_option(level, "optimization_level", &options.optimization_level) < 0)
     return -1;
   self->initializing = 1;
-  oneflow_session_t* session = load_and_compile(model, is_path, ext_dir, &options);
+  oneflow_session_t* session = load_and_compile(model, is_path, ext_dir, &options, training);
   self->initializing = 0;
   if (session == NULL) return -1;
 
@@ -124,6 +129,18 @@ static int session_init(SessionObject* self, PyObject* args, PyObject* kwargs) {
   self->handle = session;
   self->output_names = names;
   return 0;
+}
+
+/* _Session.__init__(model, is_path, intra_op_threads=None, optimization_level=None, external_data_dir=None):
+ * `model` is a path (str/os.PathLike) when `is_path`, else a bytes-like object holding the ONNX model. */
+static int session_init(SessionObject* self, PyObject* args, PyObject* kwargs) {
+  static char* kwlist[] = {"model", "is_path", "intra_op_threads", "optimization_level", "external_data_dir", NULL};
+  PyObject *model, *threads = Py_None, *level = Py_None, *ext_dir = Py_None;
+  int is_path;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Op|OOO:_Session", kwlist, &model, &is_path, &threads, &level,
+                                   &ext_dir))
+    return -1;
+  return ofpy_session_init(self, model, is_path, threads, level, ext_dir, NULL);
 }
 
 /* One value_info as (name, dtype name, shape) where shape is None for an unknown rank, else a tuple
@@ -212,16 +229,11 @@ static void frame_free(RunFrame* f) {
   PyMem_Free(f->heap);
 }
 
-/* Makes input `i` from `value`: an oneflow.Tensor is fed as is; anything else becomes a C-contiguous,
- * aligned, native-byte-order numpy array (the caller's array itself when it already is one, else a copy)
- * viewed by a borrowed engine tensor. */
-static int frame_set_input(RunFrame* f, Py_ssize_t i, PyObject* key, PyObject* value) {
-  f->keep[2 * i] = Py_NewRef(key);
-  f->in_names[i] = PyUnicode_AsUTF8(key);
-  if (f->in_names[i] == NULL) return -1;
+int ofpy_tensor_from_value(PyObject* value, const char* kind, PyObject* name, PyObject** keep,
+                           const oneflow_tensor_t** tensor, oneflow_tensor_t** owned) {
   if (Py_IS_TYPE(value, &ofpy_TensorType)) {
-    f->keep[2 * i + 1] = Py_NewRef(value);
-    f->inputs[i] = ((ofpy_TensorObject*)value)->handle;
+    *keep = Py_NewRef(value);
+    *tensor = ((ofpy_TensorObject*)value)->handle;
     return 0;
   }
   PyArrayObject* arr;
@@ -237,10 +249,10 @@ static int frame_set_input(RunFrame* f, Py_ssize_t i, PyObject* key, PyObject* v
     arr = (PyArrayObject*)PyArray_FromAny(value, descr, 0, 0, NPY_ARRAY_IN_ARRAY, NULL);
     if (arr == NULL) return -1;
   }
-  f->keep[2 * i + 1] = (PyObject*)arr;
+  *keep = (PyObject*)arr;
   oneflow_dtype_t dtype = ofpy_engine_dtype(PyArray_DESCR(arr));
   if (dtype == ONEFLOW_DTYPE_UNDEFINED) {
-    PyErr_Format(PyExc_TypeError, "input '%U': numpy dtype %R has no oneflow counterpart", key,
+    PyErr_Format(PyExc_TypeError, "%s '%U': numpy dtype %R has no oneflow counterpart", kind, name,
                  (PyObject*)PyArray_DESCR(arr));
     return -1;
   }
@@ -248,10 +260,18 @@ static int frame_set_input(RunFrame* f, Py_ssize_t i, PyObject* key, PyObject* v
   Py_BUILD_ASSERT(sizeof(npy_intp) == sizeof(int64_t));
   if (ofpy_check(OF(oneflow_tensor_create_borrowed)(dtype, (const int64_t*)PyArray_SHAPE(arr),
                                                     (size_t)PyArray_NDIM(arr), PyArray_DATA(arr),
-                                                    (size_t)PyArray_NBYTES(arr), NULL, NULL, &f->borrowed[i])) < 0)
+                                                    (size_t)PyArray_NBYTES(arr), NULL, NULL, owned)) < 0)
     return -1;
-  f->inputs[i] = f->borrowed[i];
+  *tensor = *owned;
   return 0;
+}
+
+/* Makes input `i` from `value` (ofpy_tensor_from_value). */
+static int frame_set_input(RunFrame* f, Py_ssize_t i, PyObject* key, PyObject* value) {
+  f->keep[2 * i] = Py_NewRef(key);
+  f->in_names[i] = PyUnicode_AsUTF8(key);
+  if (f->in_names[i] == NULL) return -1;
+  return ofpy_tensor_from_value(value, "input", key, &f->keep[2 * i + 1], &f->inputs[i], &f->borrowed[i]);
 }
 
 /* Whether another Python thread exists, in any interpreter: only then can releasing the GIL during a run
@@ -341,8 +361,8 @@ static PyObject* session_run_impl(SessionObject* self, PyObject* const* args, Py
   }
 
   oneflow_status_t st;
+  if (ofpy_session_enter(self) < 0) goto done; /* converting the inputs may have run code that closed it */
   oneflow_session_t* handle = self->handle;
-  self->active_runs++;
   if (other_python_threads()) {
     Py_BEGIN_ALLOW_THREADS
     st = run_engine(handle, &f);
@@ -350,11 +370,13 @@ static PyObject* session_run_impl(SessionObject* self, PyObject* const* args, Py
   } else {
     st = run_engine(handle, &f); /* no thread to hand the GIL to (see other_python_threads) */
   }
-  if (--self->active_runs == 0 && self->closed && self->handle) session_release_handle(self);
+  ofpy_session_leave(self);
   if (ofpy_check(st) < 0) goto done;
 
+  /* With no names asked for, a training session in eval mode returns fewer outputs than it declares
+   * (not the loss, which is declared last): the returned ones are the leading entries. */
   result = PyDict_New();
-  for (Py_ssize_t k = 0; result && k < f.n_out; ++k) {
+  for (Py_ssize_t k = 0; result && k < f.n_out && f.outputs[k]; ++k) {
     PyObject* tensor = ofpy_tensor_wrap(f.outputs[k], 0);
     f.outputs[k] = NULL; /* owned by `tensor` (or released) now */
     PyObject* out = tensor;
@@ -382,11 +404,19 @@ static PyObject* session_run_tensors(SessionObject* self, PyObject* const* args,
 /* close(): idempotent. Runs in flight on other threads finish first; the last one releases. */
 static PyObject* session_close(SessionObject* self, PyObject* unused) {
   self->closed = 1;
-  if (self->handle && self->active_runs == 0) session_release_handle(self);
+  if (self->handle && self->active_calls == 0) session_release_handle(self);
   Py_RETURN_NONE;
 }
 
 static PyObject* session_get_closed(SessionObject* self, void* closure) { return PyBool_FromLong(self->closed); }
+
+/* planned_peak_bytes() -> int: oneflow_session_get_planned_peak_bytes. */
+static PyObject* session_planned_peak_bytes(SessionObject* self, PyObject* unused) {
+  if (session_require_open(self) < 0) return NULL;
+  uint64_t bytes = 0;
+  if (ofpy_check(OF(oneflow_session_get_planned_peak_bytes)(self->handle, &bytes)) < 0) return NULL;
+  return PyLong_FromUnsignedLongLong(bytes);
+}
 
 static PyMethodDef session_methods[] = {
     {"run", (PyCFunction)(void (*)(void))session_run, METH_FASTCALL | METH_KEYWORDS,
@@ -394,6 +424,8 @@ static PyMethodDef session_methods[] = {
     {"run_tensors", (PyCFunction)(void (*)(void))session_run_tensors, METH_FASTCALL | METH_KEYWORDS,
      "run_tensors(feeds, outputs=None) -> dict[str, oneflow.Tensor]"},
     {"close", (PyCFunction)session_close, METH_NOARGS, "close() -> None: releases the engine session."},
+    {"planned_peak_bytes", (PyCFunction)session_planned_peak_bytes, METH_NOARGS,
+     "planned_peak_bytes() -> int: the intermediate memory of a run (a training step) for the last input shapes."},
     {"_io_info", (PyCFunction)session_io_info, METH_O, NULL},
     {NULL, NULL, 0, NULL}};
 

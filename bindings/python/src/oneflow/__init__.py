@@ -4,6 +4,11 @@
     with oneflow.Session("model.onnx", oneflow.SessionOptions(threads=2)) as s:
         y = s.run({"x": np.ones((1, 4), np.float32)})["y"]
 
+    opts = oneflow.TrainingOptions(logits_output="logits", optimizer="sgd", learning_rate=0.1)
+    with oneflow.TrainingSession("model.onnx", opts) as t:
+        loss = t.run({"input": x, "labels": y})["loss"]; t.backward(); t.step()
+        t.export_model("trained.ofm")
+
 The engine library is the one bundled in this package at build time, or the file the environment
 variable ONEFLOW_LIBRARY names (read once, at import).
 """
@@ -37,7 +42,9 @@ from ._oneflow import (  # noqa: E402
     Tensor,
     UnsupportedError,
 )
+from ._model_io import save_model  # noqa: E402
 from ._session import Session, SessionOptions, ValueInfo  # noqa: E402
+from ._training import TrainingMemory, TrainingOptions, TrainingSession, TrainingState  # noqa: E402
 
 #: The loaded library's version (the package bundles the library it was built with).
 __version__: str = _oneflow.version()
@@ -46,6 +53,7 @@ ABI_VERSION: int = _oneflow.api_version()
 
 __all__ = [
     "ABI_VERSION", "ExecutionError", "InternalError", "InvalidArgumentError", "InvalidModelError", "IoError",
-    "NotFoundError", "OneflowError", "OutOfMemoryError", "Session", "SessionOptions", "Tensor",
-    "UnsupportedError", "ValueInfo", "__version__", "from_dlpack",
+    "NotFoundError", "OneflowError", "OutOfMemoryError", "Session", "SessionOptions", "Tensor", "TrainingMemory",
+    "TrainingOptions", "TrainingSession", "TrainingState", "UnsupportedError", "ValueInfo", "__version__",
+    "from_dlpack", "save_model",
 ]
