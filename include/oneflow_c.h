@@ -57,8 +57,9 @@ extern "C" {
 
 /* ---- Versions ------------------------------------------------------------------------------ */
 
-/* The ABI version this header describes. Bumped when functions are added (never removed). */
-#define ONEFLOW_API_VERSION 1
+/* The ABI version this header describes. Bumped when functions are added (never removed):
+ * 1 inference; 2 model saving and the native format, training, global-tensor plans. */
+#define ONEFLOW_API_VERSION 2
 
 /* The library's version string, e.g. "0.1.0". Static storage; never NULL. */
 ONEFLOW_API const char* oneflow_version(void);
