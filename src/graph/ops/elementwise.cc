@@ -103,7 +103,9 @@ void RegisterElementwiseOps(OpRegistry& r) {
   r.Register(OpSchema("Pow").Since(13).Input("X").Input("Y").Output("Z").Infer(InferBroadcastDType0).Grad(GradPow));
   r.Register(OpSchema("PRelu").Since(13).Input("X").Input("slope").Output("Y").Infer(InferSameAsInput0SameDType)
                  .Grad(GradPRelu));
-  for (auto [op, grad] : {std::pair{"Min", GradMinMax}, {"Max", GradMinMax}, {"Mean", GradMean}, {"Sum", GradSum}}) {
+  using OpGrad = std::pair<const char*, GradFn>;  // explicit: clang cannot deduce a pair of a function
+  for (const auto& [op, grad] : {OpGrad{"Min", GradMinMax}, OpGrad{"Max", GradMinMax}, OpGrad{"Mean", GradMean},
+                                 OpGrad{"Sum", GradSum}}) {
     r.Register(OpSchema(op).Since(13).VariadicInput("data_0").Output("result").Infer(InferBroadcast).Grad(grad));
   }
 
