@@ -1,8 +1,10 @@
 // Test driver: loads ONNX models with our importer (PrepareGraph included) and writes them back
 // with SaveOnnxModel, for tests/export/test_export.py.
 //
-//   export_roundtrip [--external] IN OUT            one model
-//   export_roundtrip [--external] --list FILE       "IN<TAB>OUT" per line, one process for many
+//   export_roundtrip [--external] [--via-native] IN OUT        one model
+//   export_roundtrip [--external] [--via-native] --list FILE   "IN<TAB>OUT" per line, one process
+// --via-native writes the loaded graph as a native .ofm image and loads that before exporting, so
+// the test covers ONNX -> native -> ONNX.
 // Prints "OK OUT" or "ERROR <code> <message>" per model (one line each); exits 1 if any failed.
 #include <fstream>
 #include <iostream>
@@ -11,15 +13,22 @@
 #include <vector>
 
 #include "engine/session.h"
+#include "serialize/native_format.h"
 #include "serialize/onnx_export.h"
 #include "serialize/onnx_import.h"
 
 namespace {
 
-bool ExportOne(const std::string& in, const std::string& out, const oneflow::OnnxExportOptions& options) {
+bool ExportOne(const std::string& in, const std::string& out, const oneflow::OnnxExportOptions& options,
+               bool via_native) {
   try {
     oneflow::Graph g = oneflow::LoadOnnxFile(in);
     oneflow::PrepareGraph(g);
+    if (via_native) {
+      const std::string image = oneflow::SerializeNativeModel(g);
+      g = oneflow::ReadNativeModelMemory(image.data(), image.size());  // copies: `image` dies here
+      oneflow::PrepareGraph(g);
+    }
     oneflow::SaveOnnxModel(g, out, options);
     std::cout << "OK " << out << "\n";
     return true;
@@ -37,8 +46,10 @@ bool ExportOne(const std::string& in, const std::string& out, const oneflow::Onn
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   oneflow::OnnxExportOptions options;
-  if (!args.empty() && args[0] == "--external") {
-    options.external_data = oneflow::OnnxExportOptions::ExternalData::kAlways;
+  bool via_native = false;
+  while (!args.empty() && (args[0] == "--external" || args[0] == "--via-native")) {
+    if (args[0] == "--external") options.external_data = oneflow::OnnxExportOptions::ExternalData::kAlways;
+    else via_native = true;
     args.erase(args.begin());
   }
   std::vector<std::pair<std::string, std::string>> jobs;
@@ -56,10 +67,10 @@ int main(int argc, char** argv) {
   } else if (args.size() == 2) {
     jobs.emplace_back(args[0], args[1]);
   } else {
-    std::cerr << "usage: export_roundtrip [--external] IN OUT | [--external] --list FILE\n";
+    std::cerr << "usage: export_roundtrip [--external] [--via-native] IN OUT | ... --list FILE\n";
     return 2;
   }
   bool all_ok = true;
-  for (const auto& [in, out] : jobs) all_ok = ExportOne(in, out, options) && all_ok;
+  for (const auto& [in, out] : jobs) all_ok = ExportOne(in, out, options, via_native) && all_ok;
   return all_ok ? 0 : 1;
 }

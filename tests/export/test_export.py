@@ -261,6 +261,9 @@ def run_ort_case(path, data_sets, rtol, atol):
 
 # ---- conformance cases -------------------------------------------------------------------------
 
+VIA_NATIVE = False  # set by --via-native: the driver goes ONNX -> native -> ONNX
+
+
 def run_driver(driver, jobs, work, external=False):
     """Exports [(src, dst)] in one driver process; returns {src: None | error text}."""
     list_file = os.path.join(work, "jobs.txt")
@@ -268,7 +271,7 @@ def run_driver(driver, jobs, work, external=False):
         for src, dst in jobs:
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             f.write(f"{src}\t{dst}\n")
-    cmd = [driver] + (["--external"] if external else []) + ["--list", list_file]
+    cmd = [driver] + (["--external"] if external else []) + (["--via-native"] if VIA_NATIVE else []) + ["--list", list_file]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
     result = {src: "no report from the driver (crash?): " + proc.stderr[-300:] for src, _ in jobs}
     dst_to_src = {dst: src for src, dst in jobs}
@@ -487,8 +490,12 @@ def main():
     ap.add_argument("--filter", default="", help="only conformance cases containing this")
     ap.add_argument("--skip-bench", action="store_true", help="conformance cases only (for quick local runs)")
     ap.add_argument("--big", action="store_true", help="also export a 3.2 GB model (writes ~7 GB; opt-in)")
+    ap.add_argument("--via-native", action="store_true",
+                    help="export each model after a trip through the native format (ONNX -> .ofm -> ONNX)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
+    global VIA_NATIVE
+    VIA_NATIVE = args.via_native
     args.work = args.work or tempfile.mkdtemp(prefix="oneflow_export_")
     os.makedirs(args.work, exist_ok=True)
     problems = conformance(args, read_exceptions(args.exceptions))
