@@ -171,35 +171,14 @@ oneflow_status_t oneflow_session_run(oneflow_session_t* session, const char* con
                                      oneflow_tensor_t** out_outputs, size_t out_capacity) {
   return Guard([&] {
     OF_REQUIRE(session != nullptr, "session is NULL");
-    OF_REQUIRE(num_inputs == 0 || (input_names != nullptr && inputs != nullptr),
-               "input_names or inputs is NULL with num_inputs = ", num_inputs);
-    OF_REQUIRE(num_output_names == 0 || output_names != nullptr, "output_names is NULL with num_output_names = ",
-               num_output_names);
-    OF_REQUIRE(out_outputs != nullptr, "out_outputs is NULL");
-    std::vector<std::pair<std::string, Tensor>> feeds;
-    for (size_t i = 0; i < num_inputs; ++i) {
-      OF_REQUIRE(input_names[i] != nullptr, "input_names[", i, "] is NULL");
-      OF_REQUIRE(inputs[i] != nullptr, "inputs[", i, "] (for '", input_names[i], "') is NULL");
-      feeds.emplace_back(input_names[i], inputs[i]->tensor);
-    }
-    std::vector<std::string> fetches;
-    for (size_t i = 0; i < num_output_names; ++i) {
-      OF_REQUIRE(output_names[i] != nullptr, "output_names[", i, "] is NULL");
-      fetches.emplace_back(output_names[i]);
-    }
+    RunArguments args = ReadRunArguments(input_names, inputs, num_inputs, output_names, num_output_names, out_outputs);
     size_t expected = num_output_names        ? num_output_names
                       : session->training ? session->training->DefaultFetchCount(session->mode)
                                           : session->session->optimized().outputs.size();
-    OF_REQUIRE(out_capacity >= expected, "out_outputs has room for ", out_capacity, " tensors but the run returns ",
-               expected);
-    auto results = session->training ? session->training->Run(feeds, fetches, session->mode)
-                                     : session->session->Run(feeds, fetches);
-    std::vector<std::unique_ptr<oneflow_tensor_s>> handles;
-    for (auto& r : results) {
-      handles.push_back(std::make_unique<oneflow_tensor_s>());
-      handles.back()->tensor = std::move(r.second);
-    }
-    for (size_t i = 0; i < handles.size(); ++i) out_outputs[i] = handles[i].release();
+    CheckOutputCapacity(out_capacity, expected);
+    auto results = session->training ? session->training->Run(args.feeds, args.fetches, session->mode)
+                                     : session->session->Run(args.feeds, args.fetches);
+    HandOutOutputs(results, out_outputs);
   });
 }
 

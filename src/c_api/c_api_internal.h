@@ -140,4 +140,48 @@ inline void CheckInfoStruct(const oneflow_value_info_t* info) {
              "out_info.struct_size is too small; initialize it with oneflow_value_info_init");
 }
 
+
+// The arguments shared by the run calls (oneflow_session_run, oneflow_dist_session_run), checked.
+struct RunArguments {
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  std::vector<std::string> fetches;
+};
+
+inline RunArguments ReadRunArguments(const char* const* input_names, const oneflow_tensor_t* const* inputs,
+                                     size_t num_inputs, const char* const* output_names, size_t num_output_names,
+                                     oneflow_tensor_t** out_outputs) {
+  OF_REQUIRE(num_inputs == 0 || (input_names != nullptr && inputs != nullptr),
+             "input_names or inputs is NULL with num_inputs = ", num_inputs);
+  OF_REQUIRE(num_output_names == 0 || output_names != nullptr, "output_names is NULL with num_output_names = ",
+             num_output_names);
+  OF_REQUIRE(out_outputs != nullptr, "out_outputs is NULL");
+  RunArguments a;
+  for (size_t i = 0; i < num_inputs; ++i) {
+    OF_REQUIRE(input_names[i] != nullptr, "input_names[", i, "] is NULL");
+    OF_REQUIRE(inputs[i] != nullptr, "inputs[", i, "] (for '", input_names[i], "') is NULL");
+    a.feeds.emplace_back(input_names[i], inputs[i]->tensor);
+  }
+  for (size_t i = 0; i < num_output_names; ++i) {
+    OF_REQUIRE(output_names[i] != nullptr, "output_names[", i, "] is NULL");
+    a.fetches.emplace_back(output_names[i]);
+  }
+  return a;
+}
+
+inline void CheckOutputCapacity(size_t out_capacity, size_t expected) {
+  OF_REQUIRE(out_capacity >= expected, "out_outputs has room for ", out_capacity, " tensors but the run returns ",
+             expected);
+}
+
+// Wraps a run's results in new handles; all are allocated before any is handed out, so a failure
+// leaves `out_outputs` untouched. Results are fresh tensors: they never alias engine memory.
+inline void HandOutOutputs(std::vector<std::pair<std::string, Tensor>>& results, oneflow_tensor_t** out_outputs) {
+  std::vector<std::unique_ptr<oneflow_tensor_s>> handles;
+  for (auto& r : results) {
+    handles.push_back(std::make_unique<oneflow_tensor_s>());
+    handles.back()->tensor = std::move(r.second);
+  }
+  for (size_t i = 0; i < handles.size(); ++i) out_outputs[i] = handles[i].release();
+}
+
 }  // namespace oneflow::capi

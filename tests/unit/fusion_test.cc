@@ -16,9 +16,9 @@ Tensor Scalar(float v) {
   return t;
 }
 
-struct GeluGraph {
+// Appends opset-17 nodes with one output each.
+struct GraphBuilder {
   Graph g;
-  Tensor w, bias;
   int Add(const std::string& op, std::vector<int> inputs) {
     Node n;
     n.op_type = op;
@@ -29,6 +29,10 @@ struct GeluGraph {
     g.nodes.push_back(std::move(n));
     return g.nodes.back().outputs[0];
   }
+};
+
+struct GeluGraph : GraphBuilder {
+  Tensor w, bias;
 };
 
 enum class Form { kDivThenHalfLast, kMulInvSqrt2ThenHalfFirst };
@@ -105,23 +109,14 @@ TEST(Fusion, GeluPatternKeptWhenAnIntermediateIsObservable) { CheckAgainstRefere
 // A training graph feeds its parameters as inputs: the bias Add and the Relu still fuse into the
 // MatMul when the bias is a graph input of static shape [N].
 TEST(Fusion, MatMulBiasFromAGraphInputFuses) {
-  Graph g;
+  GraphBuilder b;
+  Graph& g = b.g;
   g.opset_imports[""] = 17;
   const int x = g.AddValue("X", TensorType::Of(DType::kFloat32, Shape{3, 5}));
   const int w = g.AddValue("W", TensorType::Of(DType::kFloat32, Shape{5, 4}));
   const int bias = g.AddValue("B", TensorType::Of(DType::kFloat32, Shape{4}));
   g.inputs = {x, w, bias};
-  auto add_node = [&](const std::string& op, std::vector<int> inputs) {
-    Node n;
-    n.op_type = op;
-    n.opset = 17;
-    n.name = op + std::to_string(g.nodes.size());
-    n.inputs = std::move(inputs);
-    n.outputs = {g.AddValue(n.name + "_out")};
-    g.nodes.push_back(std::move(n));
-    return g.nodes.back().outputs[0];
-  };
-  g.outputs = {add_node("Relu", {add_node("Add", {add_node("MatMul", {x, w}), bias})})};
+  g.outputs = {b.Add("Relu", {b.Add("Add", {b.Add("MatMul", {x, w}), bias})})};
   PrepareGraph(g);
   Session s(g, SessionOptions{1, 2});
   ASSERT_EQ(CountOps(s.optimized(), "FusedMatMul"), 1);
