@@ -6,6 +6,7 @@
 
 #include "device/cuda/cuda_check.h"
 #include "device/cuda/cuda_device.h"
+#include "kernels/cpu/elementwise_util.h"
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/cuda_kernels.h"
 
@@ -16,6 +17,14 @@ enum UnaryOp : int {
   kRelu, kLeakyRelu, kSigmoid, kTanh, kGelu, kGeluTanh, kHardSigmoid, kHardSwish, kClip,
   kExp, kLog, kNeg, kAbs, kSqrt, kReciprocal, kErf, kSoftplus, kIdentity,
 };
+
+// LaunchActivationInPlace maps the fused ops' Activation codes onto these by subtracting one.
+static_assert(static_cast<int>(Activation::kRelu) - 1 == kRelu && static_cast<int>(Activation::kLeakyRelu) - 1 == kLeakyRelu &&
+              static_cast<int>(Activation::kSigmoid) - 1 == kSigmoid && static_cast<int>(Activation::kTanh) - 1 == kTanh &&
+              static_cast<int>(Activation::kGelu) - 1 == kGelu && static_cast<int>(Activation::kGeluTanh) - 1 == kGeluTanh &&
+              static_cast<int>(Activation::kHardSigmoid) - 1 == kHardSigmoid &&
+              static_cast<int>(Activation::kHardSwish) - 1 == kHardSwish && static_cast<int>(Activation::kClip) - 1 == kClip,
+              "UnaryOp must follow the order of Activation");
 
 struct UnaryParams {
   int op = kIdentity;
@@ -249,8 +258,7 @@ __global__ void BroadcastCopyKernel(const U* __restrict__ src, U* __restrict__ d
 
 void LaunchActivationInPlace(DType dt, void* data, int64_t n, int activation, float alpha, float beta, float lo,
                              float hi, cudaStream_t stream) {
-  // Activation codes of kernels/cpu/elementwise_util.h: kNone, kRelu, kLeakyRelu, kSigmoid, kTanh,
-  // kGelu, kGeluTanh, kHardSigmoid, kHardSwish, kClip -> our UnaryOp (same order, shifted by one).
+  // Activation codes (kernels/cpu/elementwise_util.h) are our UnaryOp shifted by one (static_assert above).
   if (activation == 0) return;
   OF_CHECK(activation >= 1 && activation <= 9, kInternal, "unknown activation code ", activation);
   UnaryParams p;

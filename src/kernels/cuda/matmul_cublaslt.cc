@@ -9,6 +9,8 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <tuple>
 
 #include "device/cuda/cuda_check.h"
 #include "device/cuda/cuda_device.h"
@@ -21,6 +23,7 @@ namespace oneflow::cuda {
 namespace {
 
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+constexpr size_t kMaxPlans = 4096;
 
 std::atomic<int> g_allow_tf32{-1};  // -1: not yet read from the environment
 
@@ -72,6 +75,29 @@ void MakeLayout(Layout& out, cudaDataType_t type, int64_t rows, int64_t cols, in
     OF_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(out.l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
                                                      sizeof(stride)));
   }
+}
+
+// The heuristic's choice per problem: querying it costs more host time than launching a small GEMM.
+// Pointer alignment is part of the key because the chosen algorithm may require it.
+using PlanKey = std::tuple<int, int, int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                           int, bool, bool, int>;
+struct PlanCache {
+  std::mutex mu;
+  std::map<PlanKey, cublasLtMatmulHeuristicResult_t> plans;
+};
+PlanCache& Plans() {
+  static PlanCache* cache = new PlanCache();
+  return *cache;
+}
+
+int MinAlignment(std::initializer_list<const void*> ptrs) {
+  int align = 256;
+  for (const void* p : ptrs) {
+    if (p == nullptr) continue;
+    const auto v = reinterpret_cast<uintptr_t>(p);
+    while (align > 1 && v % static_cast<uintptr_t>(align) != 0) align /= 2;
+  }
+  return align;
 }
 
 }  // namespace
@@ -127,16 +153,31 @@ void LtMatmul(const LtGemm& g, cudaStream_t stream) {
   else MakeLayout(lb, type, g.k, g.m, g.k, g.batch, g.stride_a);
   MakeLayout(ld, type, g.n, g.m, g.n, g.batch, g.stride_d);
 
-  Preference pref;
-  OF_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.p));
-  const uint64_t ws = kWorkspaceBytes;
-  OF_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
   cublasLtHandle_t handle = Handle(device);
+  const PlanKey key{device, static_cast<int>(g.dtype), static_cast<int>(compute), g.trans_a, g.trans_b, g.m, g.n,
+                    g.k, g.batch, g.stride_a, g.stride_b, g.stride_d, static_cast<int>(epi), g.bias != nullptr,
+                    g.beta != 0.0f, MinAlignment({g.a, g.b, g.d, g.bias})};
   cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  OF_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, op.d, la.l, lb.l, ld.l, ld.l, pref.p, 1, &result, &found));
-  OF_CHECK(found > 0, kUnsupported, "cuBLASLt has no algorithm for a ", DTypeName(g.dtype), " GEMM of m=", g.m,
-           " n=", g.n, " k=", g.k, " batch=", g.batch);
+  {
+    PlanCache& cache = Plans();
+    std::lock_guard<std::mutex> lock(cache.mu);
+    auto it = cache.plans.find(key);
+    if (it != cache.plans.end()) {
+      result = it->second;
+    } else {
+      Preference pref;
+      OF_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.p));
+      const uint64_t ws = kWorkspaceBytes;
+      OF_CUBLAS_CHECK(
+          cublasLtMatmulPreferenceSetAttribute(pref.p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+      int found = 0;
+      OF_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, op.d, la.l, lb.l, ld.l, ld.l, pref.p, 1, &result, &found));
+      OF_CHECK(found > 0, kUnsupported, "cuBLASLt has no algorithm for a ", DTypeName(g.dtype), " GEMM of m=", g.m,
+               " n=", g.n, " k=", g.k, " batch=", g.batch);
+      if (cache.plans.size() >= kMaxPlans) cache.plans.clear();  // dynamic shapes: stay bounded
+      cache.plans.emplace(key, result);
+    }
+  }
   // The workspace returns to this stream's pool when `ws_storage` dies; stream order keeps the
   // next user behind this GEMM.
   std::shared_ptr<Storage> ws_storage = AllocateDeviceStorage(result.workspaceSize, device, stream);
