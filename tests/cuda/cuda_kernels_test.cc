@@ -36,6 +36,13 @@ OpCall Unary(const std::string& op, const Tensor& x) {
   c.op = op;
   c.inputs = {x};
   c.outputs = {{x.dtype(), x.shape()}};
+  // The attributes import would fill in (ONNX defaults); the CPU kernels expect them present.
+  if (op == "LeakyRelu") c.attrs.set("alpha", Attribute::Float(0.01f));
+  if (op == "HardSigmoid") {
+    c.attrs.set("alpha", Attribute::Float(0.2f));
+    c.attrs.set("beta", Attribute::Float(0.5f));
+  }
+  if (op == "Gelu") c.attrs.set("approximate", Attribute::String("none"));
   return c;
 }
 
@@ -50,6 +57,10 @@ TEST(CudaKernels, UnaryMatchesCpu) {
       ExpectMatchesCpu(Unary(op, RandomTensor(DType::kFloat16, s, rng)), 2e-3, std::string(op) + " f16");
     }
   }
+  OpCall gelu_tanh = Unary("Gelu", RandomTensor(DType::kFloat32, {2049}, rng, -4.0f, 4.0f));
+  gelu_tanh.opset = 20;
+  gelu_tanh.attrs.set("approximate", Attribute::String("tanh"));
+  ExpectMatchesCpu(gelu_tanh, 1e-5, "Gelu tanh");
   for (const char* op : {"Log", "Sqrt", "Reciprocal"})
     ExpectMatchesCpu(Unary(op, RandomTensor(DType::kFloat32, {777}, rng, 0.1f, 4.0f)), 1e-5, op);
 }
