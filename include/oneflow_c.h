@@ -549,6 +549,47 @@ ONEFLOW_API oneflow_status_t oneflow_dist_session_run(oneflow_dist_session_t* se
                                                       const char* const* output_names, size_t num_output_names,
                                                       oneflow_tensor_t** out_outputs, size_t out_capacity);
 
+/* ---- CUDA devices ----------------------------------------------------------------------------
+ * The CUDA backend (docs/cuda.md). A library built without CUDA (ONEFLOW_WITH_CUDA=OFF) still has
+ * these functions: it reports no device. All of them are thread-safe. */
+
+/* Writes the number of CUDA devices this process can use to `*out_count` (non-NULL) and returns
+ * OK; 0 when there is none, no driver, or the library was built without CUDA. `reason` (may be
+ * NULL) receives why there is none, as a NUL-terminated string truncated to `reason_capacity`
+ * bytes ("" when devices exist). Never fails except for a NULL `out_count`. */
+ONEFLOW_API oneflow_status_t oneflow_cuda_device_count(int32_t* out_count, char* reason, size_t reason_capacity);
+
+typedef struct oneflow_cuda_device_info_t {
+  size_t struct_size;         /* set by oneflow_cuda_device_info_init */
+  char name[256];             /* e.g. "NVIDIA H200", NUL-terminated */
+  int32_t major, minor;       /* compute capability (9.0 for Hopper) */
+  uint64_t total_memory;      /* bytes of device memory */
+  int32_t multiprocessors;    /* streaming multiprocessors */
+} oneflow_cuda_device_info_t;
+
+ONEFLOW_API void oneflow_cuda_device_info_init(oneflow_cuda_device_info_t* info);
+/* Fills `out_info` (initialized with oneflow_cuda_device_info_init) for device `index`. Fails with
+ * ONEFLOW_UNSUPPORTED "no CUDA device: <reason>" when there is none (or without CUDA), and with
+ * ONEFLOW_INVALID_ARGUMENT for an index out of range. */
+ONEFLOW_API oneflow_status_t oneflow_cuda_get_device_info(int32_t index, oneflow_cuda_device_info_t* out_info);
+
+/* Where a session runs. */
+typedef enum oneflow_device_kind_t {
+  ONEFLOW_DEVICE_CPU = 0,
+  ONEFLOW_DEVICE_CUDA = 1
+} oneflow_device_kind_t;
+
+/* oneflow_session_create on a chosen device: ONEFLOW_DEVICE_CPU (index 0) is oneflow_session_create.
+ * ONEFLOW_DEVICE_CUDA checks the device first: ONEFLOW_UNSUPPORTED naming the reason when the
+ * library was built without CUDA or the machine has no usable device, ONEFLOW_INVALID_ARGUMENT for
+ * an index out of range. Running whole sessions on CUDA is not available yet (the executor places
+ * every tensor in host memory; docs/cuda.md says what remains), so a present device also answers
+ * ONEFLOW_UNSUPPORTED, saying so. Ownership and lifetime as oneflow_session_create. */
+ONEFLOW_API oneflow_status_t oneflow_session_create_on_device(oneflow_env_t* env, const oneflow_graph_t* graph,
+                                                              const oneflow_session_options_t* options,
+                                                              oneflow_device_kind_t device, int32_t index,
+                                                              oneflow_session_t** out_session);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -2,6 +2,9 @@
 #include "kernels/kernel.h"
 
 #include "kernels/cpu/all_kernels.h"
+#ifdef ONEFLOW_HAVE_CUDA
+#include "kernels/cuda/cuda_kernels.h"
+#endif
 
 namespace oneflow {
 
@@ -30,6 +33,9 @@ KernelRegistry& KernelRegistry::Global() {
   static KernelRegistry* registry = [] {
     auto* r = new KernelRegistry();
     RegisterAllCpuKernels(*r);
+#ifdef ONEFLOW_HAVE_CUDA
+    RegisterAllCudaKernels(*r);
+#endif
     return r;
   }();
   return *registry;

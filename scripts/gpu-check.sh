@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU (the target is an H200, sm_90): configures and builds the CUDA
+# backend, runs every GPU test and the bf16 GEMM benchmark, and writes JUnit XML, logs and a
+# summary under $OUT (default ./gpu-check-out). Budget: under 8 minutes (each stage has a timeout).
+# Exit status: 0 only when everything built, every GPU test ran (none skipped) and passed, and the
+# benchmark's result was correct. Usage: [OUT=dir] [BUILD_DIR=dir] [JOBS=16] scripts/gpu-check.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-check-out}
+BUILD=${BUILD_DIR:-$PWD/build-gpu}
+JOBS=${JOBS:-16}
+mkdir -p "$OUT"
+SUMMARY="$OUT/summary.txt"
+: > "$SUMMARY"
+START=$(date +%s)
+status=0
+log() { echo "$*" | tee -a "$SUMMARY"; }
+elapsed() { echo $(( $(date +%s) - START ))s; }
+fail() { log "FAIL: $*"; status=1; }
+
+log "gpu-check $(date -u +%FT%TZ) at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 || log "nvidia-smi unavailable"
+head -n 12 "$OUT/nvidia-smi.txt" | sed 's/^/  /' >> "$SUMMARY"
+
+# The build needs these; name every missing one at once rather than failing midway.
+missing=""
+for tool in cmake ninja nvcc protoc flatc; do command -v "$tool" > /dev/null || missing="$missing $tool"; done
+if [ -n "$missing" ]; then
+  fail "missing build tools:$missing (scripts/setup.sh installs them on Debian/Ubuntu)"
+  exit 1
+fi
+if command -v ccache > /dev/null; then export CCACHE_BASEDIR=$PWD; log "ccache: on"; fi
+
+# ---- Configure and build (sm_90 machine code + compute_90 PTX) --------------------------------
+if ! timeout 240 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DONEFLOW_WITH_CUDA=ON \
+     "-DCMAKE_CUDA_ARCHITECTURES=90-real;90-virtual" -DONEFLOW_BUILD_JAVA=OFF > "$OUT/configure.log" 2>&1; then
+  fail "configure (see configure.log)"; tail -n 20 "$OUT/configure.log" | tee -a "$SUMMARY"; exit 1
+fi
+grep "CUDA backend" "$OUT/configure.log" | tee -a "$SUMMARY"
+TARGETS="oneflow_cuda_tests oneflow_cuda_host_tests oneflow_cuda_c_api_test oneflow_gpu_gemm_bench liboneflow"
+if ! timeout 300 ninja -C "$BUILD" -j"$JOBS" $TARGETS > "$OUT/build.log" 2>&1; then
+  fail "build (see build.log)"; grep -m 20 -E "error|FAILED" "$OUT/build.log" | tee -a "$SUMMARY"; exit 1
+fi
+log "built in $(elapsed)"
+
+# ---- Tests: every GPU test must run (a skip on a GPU machine is a failure) ---------------------
+run_gtest() {  # name binary [args...]
+  local name=$1; shift
+  timeout 300 "$@" --gtest_output="xml:$OUT/$name.xml" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  local line; line=$(grep -E "^\[  (PASSED|FAILED) " "$OUT/$name.log" | tr '\n' ' ')
+  local skipped; skipped=$(grep -oE "^\[  SKIPPED \] [0-9]+ test" "$OUT/$name.log" | grep -oE "[0-9]+" || true)
+  skipped=${skipped:-0}
+  log "$name: rc=$rc $line skipped=$skipped"
+  [ "$rc" -eq 0 ] || fail "$name (see $name.log)"
+  [ "$skipped" -eq 0 ] || fail "$name skipped tests on a GPU machine: $(grep -m1 'no CUDA device' "$OUT/$name.log")"
+}
+run_gtest cuda_gpu "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaDevice.*:CudaKernels.*'
+run_gtest cuda_host "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaErrors.*:CudaRegistry.*'
+run_gtest cuda_allocator "$BUILD/tests/cuda/oneflow_cuda_host_tests"
+FIXTURE="$BUILD/gpu-check-fixture"
+if python3 tests/c_api/make_c_api_fixture.py "$FIXTURE" > "$OUT/c_api_fixture.log" 2>&1; then
+  if timeout 60 "$BUILD/tests/cuda/oneflow_cuda_c_api_test" "$FIXTURE/model.onnx" > "$OUT/cuda_c_api.log" 2>&1; then
+    log "cuda_c_api: passed ($(grep -m1 'device 0' "$OUT/cuda_c_api.log"))"
+  else
+    fail "cuda_c_api (see cuda_c_api.log)"
+  fi
+else
+  fail "could not make the C API fixture model (python3 with onnx; see c_api_fixture.log)"
+fi
+log "tests done at $(elapsed)"
+
+# ---- Benchmark: bf16 GEMM 8192^3, ours vs cuBLAS in the same run -----------------------------
+if timeout 180 "$BUILD/tests/cuda/oneflow_gpu_gemm_bench" 8192 8192 8192 --reps 20 --out "$OUT/gemm_bench.txt" \
+     > "$OUT/gemm_bench.log" 2>&1; then
+  cat "$OUT/gemm_bench.txt" | tee -a "$SUMMARY"
+else
+  fail "gemm bench (see gemm_bench.log)"; tail -n 5 "$OUT/gemm_bench.log" | tee -a "$SUMMARY"
+fi
+
+log "total $(elapsed); status $status"
+exit $status

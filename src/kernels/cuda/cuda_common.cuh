@@ -1,0 +1,102 @@
+// Device-side helpers shared by the CUDA kernel files: f16/bf16 <-> f32, dtype dispatch, launch
+// sizing, and numpy broadcasting index maps.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "base/error.h"
+#include "base/tensor.h"
+
+namespace oneflow::cuda {
+
+template <typename T> struct IsHalf : std::false_type {};
+template <> struct IsHalf<__half> : std::true_type {};
+template <> struct IsHalf<__nv_bfloat16> : std::true_type {};
+
+// Converts between any two supported element types; halves go through float.
+template <typename D, typename S>
+__device__ __forceinline__ D Convert(S v) {
+  if constexpr (std::is_same_v<D, S>) {
+    return v;
+  } else if constexpr (std::is_same_v<S, __half>) {
+    return Convert<D>(__half2float(v));
+  } else if constexpr (std::is_same_v<S, __nv_bfloat16>) {
+    return Convert<D>(__bfloat162float(v));
+  } else if constexpr (std::is_same_v<D, __half>) {
+    return __float2half_rn(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<D, __nv_bfloat16>) {
+    return __float2bfloat16_rn(static_cast<float>(v));
+  } else {
+    return static_cast<D>(v);
+  }
+}
+
+// Calls fn(T{}) for the floating dtypes CUDA kernels compute (f32, f16, bf16); throws otherwise.
+template <typename Fn>
+void DispatchFloat(DType dt, const char* what, Fn&& fn) {
+  switch (dt) {
+    case DType::kFloat32: fn(float{}); return;
+    case DType::kFloat16: fn(__half{}); return;
+    case DType::kBFloat16: fn(__nv_bfloat16{}); return;
+    default: Fail(ErrorCode::kUnsupported, what, ": dtype ", DTypeName(dt), " is not supported on CUDA");
+  }
+}
+
+constexpr int kThreads = 256;
+// Blocks for a grid-stride loop over `work` items: enough to fill the chip, capped for tiny launches.
+inline unsigned GridFor(int64_t work) {
+  const int64_t blocks = (work + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(blocks, 65535)));
+}
+
+constexpr int kMaxRank = 8;
+// Output dims and per-input element strides (0 on broadcast dims), passed by value to kernels.
+struct BroadcastMap {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t strides[2][kMaxRank] = {};
+};
+
+// Builds the map of up to two inputs broadcast to `out` (inputs may have lower rank).
+inline BroadcastMap MakeBroadcastMap(const Shape& out, const Shape& a, const Shape& b) {
+  OF_CHECK(out.size() <= static_cast<size_t>(kMaxRank), kUnsupported, "CUDA broadcasting supports rank <= ",
+           kMaxRank, ", got ", out.size());
+  BroadcastMap m;
+  m.rank = static_cast<int>(out.size());
+  const Shape* ins[2] = {&a, &b};
+  for (int k = 0; k < 2; ++k) {
+    const Shape& s = *ins[k];
+    OF_REQUIRE(s.size() <= out.size(), "broadcast: input ", ShapeToString(s), " has higher rank than ",
+               ShapeToString(out));
+    int64_t stride = 1;
+    for (int d = m.rank - 1; d >= 0; --d) {
+      const int sd = d - (m.rank - static_cast<int>(s.size()));
+      const int64_t dim = sd >= 0 ? s[static_cast<size_t>(sd)] : 1;
+      OF_REQUIRE(dim == 1 || dim == out[static_cast<size_t>(d)], "broadcast: ", ShapeToString(s),
+                 " does not broadcast to ", ShapeToString(out));
+      m.strides[k][d] = dim == 1 ? 0 : stride;
+      stride *= dim;
+    }
+  }
+  for (int d = 0; d < m.rank; ++d) m.dims[d] = out[static_cast<size_t>(d)];
+  return m;
+}
+
+// Offsets of output element `i` in the two inputs.
+__device__ __forceinline__ void BroadcastOffsets(const BroadcastMap& m, int64_t i, int64_t& oa, int64_t& ob) {
+  oa = 0;
+  ob = 0;
+  for (int d = m.rank - 1; d >= 0; --d) {
+    const int64_t idx = i % m.dims[d];
+    i /= m.dims[d];
+    oa += idx * m.strides[0][d];
+    ob += idx * m.strides[1][d];
+  }
+}
+
+}  // namespace oneflow::cuda

@@ -1,0 +1,41 @@
+// CUDA kernels: one registration function per family, and the launchers that several families share.
+// Kernels run on cuda::CurrentStream() with inputs and outputs in device memory of the current device.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "base/tensor.h"
+#include "kernels/kernel.h"
+
+namespace oneflow {
+
+void RegisterCudaElementwiseKernels(KernelRegistry& r);  // cuda/elementwise.cu (unary, binary, Cast)
+void RegisterCudaReductionKernels(KernelRegistry& r);    // cuda/reduce_norm.cu (Reduce*, Softmax, LayerNorm)
+void RegisterCudaTransposeKernels(KernelRegistry& r);    // cuda/transpose.cu
+void RegisterCudaMatMulKernels(KernelRegistry& r);       // cuda/matmul_cublaslt.cc
+
+inline void RegisterAllCudaKernels(KernelRegistry& r) {
+  RegisterCudaElementwiseKernels(r);
+  RegisterCudaReductionKernels(r);
+  RegisterCudaTransposeKernels(r);
+  RegisterCudaMatMulKernels(r);
+}
+
+namespace cuda {
+
+// Registers a stateless CUDA kernel.
+void RegisterCudaFn(KernelRegistry& r, const std::string& op, void (*fn)(KernelContext&),
+                    const std::string& domain = "");
+
+// The unary activations the fused MatMul/Gemm epilogues may need after cuBLASLt (codes of
+// kernels/cpu/elementwise_util.h's Activation): applied in place to `n` elements of dtype `dt`.
+void LaunchActivationInPlace(DType dt, void* data, int64_t n, int activation, float alpha, float beta, float lo,
+                             float hi, cudaStream_t stream);
+// dst (shape dst_shape) = src broadcast numpy-style from src_shape; same dtype.
+void LaunchBroadcastTo(DType dt, const void* src, const Shape& src_shape, void* dst, const Shape& dst_shape,
+                       cudaStream_t stream);
+
+}  // namespace cuda
+}  // namespace oneflow

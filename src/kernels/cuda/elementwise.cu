@@ -1,0 +1,329 @@
+// CUDA elementwise kernels: unary ops and activations, binary ops with numpy broadcasting, Cast,
+// and the shared activation / broadcast launchers. f16/bf16 compute in f32. Contiguous paths move
+// 16 bytes per thread per step; each template is instantiated once, for the dtypes listed here.
+#include <cmath>
+#include <cstring>
+
+#include "device/cuda/cuda_check.h"
+#include "device/cuda/cuda_device.h"
+#include "kernels/cpu/elementwise_util.h"
+#include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/cuda_kernels.h"
+
+namespace oneflow::cuda {
+namespace {
+
+enum UnaryOp : int {
+  kRelu, kLeakyRelu, kSigmoid, kTanh, kGelu, kGeluTanh, kHardSigmoid, kHardSwish, kClip,
+  kExp, kLog, kNeg, kAbs, kSqrt, kReciprocal, kErf, kSoftplus, kIdentity,
+};
+
+// LaunchActivationInPlace maps the fused ops' Activation codes onto these by subtracting one.
+static_assert(static_cast<int>(Activation::kRelu) - 1 == kRelu && static_cast<int>(Activation::kLeakyRelu) - 1 == kLeakyRelu &&
+              static_cast<int>(Activation::kSigmoid) - 1 == kSigmoid && static_cast<int>(Activation::kTanh) - 1 == kTanh &&
+              static_cast<int>(Activation::kGelu) - 1 == kGelu && static_cast<int>(Activation::kGeluTanh) - 1 == kGeluTanh &&
+              static_cast<int>(Activation::kHardSigmoid) - 1 == kHardSigmoid &&
+              static_cast<int>(Activation::kHardSwish) - 1 == kHardSwish && static_cast<int>(Activation::kClip) - 1 == kClip,
+              "UnaryOp must follow the order of Activation");
+
+struct UnaryParams {
+  int op = kIdentity;
+  float alpha = 0.0f, beta = 0.0f, lo = -INFINITY, hi = INFINITY;
+};
+
+__device__ __forceinline__ float ApplyUnary(const UnaryParams& p, float x) {
+  switch (p.op) {
+    case kRelu: return x > 0.0f ? x : 0.0f;
+    case kLeakyRelu: return x >= 0.0f ? x : p.alpha * x;
+    case kSigmoid: return 1.0f / (1.0f + expf(-x));
+    case kTanh: return tanhf(x);
+    case kGelu: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case kGeluTanh: return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+    case kHardSigmoid: return fminf(1.0f, fmaxf(0.0f, p.alpha * x + p.beta));
+    case kHardSwish: return x * fminf(1.0f, fmaxf(0.0f, x / 6.0f + 0.5f));
+    case kClip: return fminf(p.hi, fmaxf(p.lo, x));
+    case kExp: return expf(x);
+    case kLog: return logf(x);
+    case kNeg: return -x;
+    case kAbs: return fabsf(x);
+    case kSqrt: return sqrtf(x);
+    case kReciprocal: return 1.0f / x;
+    case kErf: return erff(x);
+    case kSoftplus: return x > 20.0f ? x : log1pf(expf(x));
+    default: return x;
+  }
+}
+
+template <typename T, int kVec>
+struct alignas(sizeof(T) * kVec) Pack {
+  T v[kVec];
+};
+
+// y = op(x) over n elements; kVec elements per access (16 bytes when the pointers allow).
+template <typename T, int kVec>
+__global__ void UnaryKernel(const T* __restrict__ x, T* __restrict__ y, int64_t n, UnaryParams p) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t start = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t nvec = n / kVec;
+  for (int64_t i = start; i < nvec; i += stride) {
+    Pack<T, kVec> a = reinterpret_cast<const Pack<T, kVec>*>(x)[i];
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) a.v[k] = Convert<T>(ApplyUnary(p, Convert<float>(a.v[k])));
+    reinterpret_cast<Pack<T, kVec>*>(y)[i] = a;
+  }
+  for (int64_t i = nvec * kVec + start; i < n; i += stride) y[i] = Convert<T>(ApplyUnary(p, Convert<float>(x[i])));
+}
+
+bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+template <typename T>
+void LaunchUnary(const T* x, T* y, int64_t n, const UnaryParams& p, cudaStream_t stream) {
+  if (n == 0) return;
+  constexpr int kVec = 16 / sizeof(T);
+  if (Aligned16(x) && Aligned16(y)) {
+    UnaryKernel<T, kVec><<<GridFor((n + kVec - 1) / kVec), kThreads, 0, stream>>>(x, y, n, p);
+  } else {
+    UnaryKernel<T, 1><<<GridFor(n), kThreads, 0, stream>>>(x, y, n, p);
+  }
+  OF_CUDA_CHECK_LAUNCH("UnaryKernel");
+}
+
+void RunUnary(KernelContext& ctx, UnaryParams p) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  DispatchFloat(x.dtype(), ctx.node_desc().c_str(), [&](auto tag) {
+    using T = decltype(tag);
+    LaunchUnary<T>(x.data<T>(), y.data<T>(), x.numel(), p, CurrentStream());
+  });
+}
+
+template <int kOp>
+void UnaryFn(KernelContext& ctx) {
+  UnaryParams p;
+  p.op = kOp;
+  if constexpr (kOp == kLeakyRelu) p.alpha = ctx.attrs().GetFloat("alpha", 0.01f);
+  if constexpr (kOp == kHardSigmoid) {
+    p.alpha = ctx.attrs().GetFloat("alpha", 0.2f);
+    p.beta = ctx.attrs().GetFloat("beta", 0.5f);
+  }
+  if constexpr (kOp == kGelu) {
+    if (ctx.attrs().has("approximate") && ctx.attrs().GetString("approximate") == "tanh") p.op = kGeluTanh;
+  }
+  RunUnary(ctx, p);
+}
+
+// ---- Binary -----------------------------------------------------------------------------------
+enum BinaryOp : int { kAdd, kSub, kMul, kDiv, kMax, kMin, kPow };
+
+template <typename C>
+__device__ __forceinline__ C ApplyBinary(int op, C a, C b) {
+  switch (op) {
+    case kAdd: return a + b;
+    case kSub: return a - b;
+    case kMul: return a * b;
+    case kDiv: return a / b;
+    case kMax: return a > b ? a : b;
+    case kMin: return a < b ? a : b;
+    default:
+      if constexpr (std::is_floating_point_v<C>) return powf(a, b);
+      return a;
+  }
+}
+
+// Computation type: f32 for floating inputs, the type itself for integers.
+template <typename T>
+using ComputeT = std::conditional_t<std::is_integral_v<T>, T, float>;
+
+template <typename T, int kVec>
+__global__ void BinarySameShapeKernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ y,
+                                      int64_t n, int op) {
+  using C = ComputeT<T>;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t start = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t nvec = n / kVec;
+  for (int64_t i = start; i < nvec; i += stride) {
+    const Pack<T, kVec> va = reinterpret_cast<const Pack<T, kVec>*>(a)[i];
+    const Pack<T, kVec> vb = reinterpret_cast<const Pack<T, kVec>*>(b)[i];
+    Pack<T, kVec> out;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k)
+      out.v[k] = Convert<T>(ApplyBinary<C>(op, Convert<C>(va.v[k]), Convert<C>(vb.v[k])));
+    reinterpret_cast<Pack<T, kVec>*>(y)[i] = out;
+  }
+  for (int64_t i = nvec * kVec + start; i < n; i += stride)
+    y[i] = Convert<T>(ApplyBinary<C>(op, Convert<C>(a[i]), Convert<C>(b[i])));
+}
+
+template <typename T>
+__global__ void BinaryBroadcastKernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ y,
+                                      int64_t n, int op, BroadcastMap m) {
+  using C = ComputeT<T>;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    int64_t oa, ob;
+    BroadcastOffsets(m, i, oa, ob);
+    y[i] = Convert<T>(ApplyBinary<C>(op, Convert<C>(a[oa]), Convert<C>(b[ob])));
+  }
+}
+
+template <typename T>
+void LaunchBinary(const Tensor& a, const Tensor& b, Tensor& y, int op, cudaStream_t stream) {
+  const int64_t n = y.numel();
+  if (n == 0) return;
+  if (a.shape() == y.shape() && b.shape() == y.shape()) {
+    constexpr int kVec = 16 / sizeof(T);
+    if (Aligned16(a.raw()) && Aligned16(b.raw()) && Aligned16(y.raw())) {
+      BinarySameShapeKernel<T, kVec><<<GridFor((n + kVec - 1) / kVec), kThreads, 0, stream>>>(
+          a.data<T>(), b.data<T>(), y.data<T>(), n, op);
+    } else {
+      BinarySameShapeKernel<T, 1><<<GridFor(n), kThreads, 0, stream>>>(a.data<T>(), b.data<T>(), y.data<T>(), n, op);
+    }
+  } else {
+    const BroadcastMap m = MakeBroadcastMap(y.shape(), a.shape(), b.shape());
+    BinaryBroadcastKernel<T><<<GridFor(n), kThreads, 0, stream>>>(a.data<T>(), b.data<T>(), y.data<T>(), n, op, m);
+  }
+  OF_CUDA_CHECK_LAUNCH("BinaryKernel");
+}
+
+template <int kOp>
+void BinaryFn(KernelContext& ctx) {
+  OF_CHECK(ctx.num_inputs() == 2, kUnsupported, ctx.node_desc(), ": CUDA kernel takes exactly 2 inputs");
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  Tensor& y = ctx.output(0);
+  OF_REQUIRE(a.dtype() == b.dtype(), ctx.node_desc(), ": input dtypes differ");
+  cudaStream_t s = CurrentStream();
+  switch (a.dtype()) {
+    case DType::kInt32: if (kOp != kPow) return LaunchBinary<int32_t>(a, b, y, kOp, s); break;
+    case DType::kInt64: if (kOp != kPow) return LaunchBinary<int64_t>(a, b, y, kOp, s); break;
+    default: break;
+  }
+  if (IsIntegerDType(a.dtype()))
+    Fail(ErrorCode::kUnsupported, ctx.node_desc(), ": dtype ", DTypeName(a.dtype()), " is not supported on CUDA");
+  DispatchFloat(a.dtype(), ctx.node_desc().c_str(), [&](auto tag) { LaunchBinary<decltype(tag)>(a, b, y, kOp, s); });
+}
+
+// ---- Cast and broadcast copies -----------------------------------------------------------------
+template <typename S, typename D>
+__global__ void CastKernel(const S* __restrict__ x, D* __restrict__ y, int64_t n) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    y[i] = Convert<D>(x[i]);
+}
+
+// Calls fn(T{}) for the dtypes Cast supports on CUDA.
+template <typename Fn>
+void DispatchCastType(DType dt, const std::string& what, Fn&& fn) {
+  switch (dt) {
+    case DType::kFloat32: fn(float{}); return;
+    case DType::kFloat16: fn(__half{}); return;
+    case DType::kBFloat16: fn(__nv_bfloat16{}); return;
+    case DType::kFloat64: fn(double{}); return;
+    case DType::kInt32: fn(int32_t{}); return;
+    case DType::kInt64: fn(int64_t{}); return;
+    default: Fail(ErrorCode::kUnsupported, what, ": Cast of ", DTypeName(dt), " is not supported on CUDA");
+  }
+}
+
+void CastFn(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  const int64_t n = x.numel();
+  cudaStream_t s = CurrentStream();
+  if (x.dtype() == y.dtype()) {
+    if (n) OF_CUDA_CHECK(cudaMemcpyAsync(y.raw(), x.raw(), x.nbytes(), cudaMemcpyDeviceToDevice, s));
+    return;
+  }
+  DispatchCastType(x.dtype(), ctx.node_desc(), [&](auto src) {
+    DispatchCastType(y.dtype(), ctx.node_desc(), [&](auto dst) {
+      using S = decltype(src);
+      using D = decltype(dst);
+      if (n) CastKernel<S, D><<<GridFor(n), kThreads, 0, s>>>(x.data<S>(), y.data<D>(), n);
+    });
+  });
+  OF_CUDA_CHECK_LAUNCH("CastKernel");
+}
+
+template <typename U>
+__global__ void BroadcastCopyKernel(const U* __restrict__ src, U* __restrict__ dst, int64_t n, BroadcastMap m) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    int64_t o, unused;
+    BroadcastOffsets(m, i, o, unused);
+    dst[i] = src[o];
+  }
+}
+
+}  // namespace
+
+void LaunchActivationInPlace(DType dt, void* data, int64_t n, int activation, float alpha, float beta, float lo,
+                             float hi, cudaStream_t stream) {
+  // Activation codes (kernels/cpu/elementwise_util.h) are our UnaryOp shifted by one (static_assert above).
+  if (activation == 0) return;
+  OF_CHECK(activation >= 1 && activation <= 9, kInternal, "unknown activation code ", activation);
+  UnaryParams p;
+  p.op = activation - 1;
+  p.alpha = alpha;
+  p.beta = beta;
+  p.lo = lo;
+  p.hi = hi;
+  DispatchFloat(dt, "fused activation", [&](auto tag) {
+    using T = decltype(tag);
+    LaunchUnary<T>(static_cast<const T*>(data), static_cast<T*>(data), n, p, stream);
+  });
+}
+
+void LaunchBroadcastTo(DType dt, const void* src, const Shape& src_shape, void* dst, const Shape& dst_shape,
+                       cudaStream_t stream) {
+  const int64_t n = NumElements(dst_shape);
+  if (n == 0) return;
+  const BroadcastMap m = MakeBroadcastMap(dst_shape, src_shape, Shape{});
+  switch (DTypeSize(dt)) {
+    case 1: BroadcastCopyKernel<uint8_t><<<GridFor(n), kThreads, 0, stream>>>(static_cast<const uint8_t*>(src), static_cast<uint8_t*>(dst), n, m); break;
+    case 2: BroadcastCopyKernel<uint16_t><<<GridFor(n), kThreads, 0, stream>>>(static_cast<const uint16_t*>(src), static_cast<uint16_t*>(dst), n, m); break;
+    case 4: BroadcastCopyKernel<uint32_t><<<GridFor(n), kThreads, 0, stream>>>(static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), n, m); break;
+    case 8: BroadcastCopyKernel<uint64_t><<<GridFor(n), kThreads, 0, stream>>>(static_cast<const uint64_t*>(src), static_cast<uint64_t*>(dst), n, m); break;
+    default: Fail(ErrorCode::kUnsupported, "broadcast copy of ", DTypeName(dt), " on CUDA");
+  }
+  OF_CUDA_CHECK_LAUNCH("BroadcastCopyKernel");
+}
+
+void RegisterCudaFn(KernelRegistry& r, const std::string& op, void (*fn)(KernelContext&), const std::string& domain) {
+  r.Register(KernelDef{domain, op, DeviceType::kCuda, KernelKind::kCompute,
+                       [fn](const KernelInitContext&) -> std::unique_ptr<OpKernel> {
+                         return std::make_unique<FunctionKernel>(fn);
+                       }});
+}
+
+}  // namespace oneflow::cuda
+
+namespace oneflow {
+
+void RegisterCudaElementwiseKernels(KernelRegistry& r) {
+  using namespace cuda;
+  RegisterCudaFn(r, "Relu", UnaryFn<kRelu>);
+  RegisterCudaFn(r, "LeakyRelu", UnaryFn<kLeakyRelu>);
+  RegisterCudaFn(r, "Sigmoid", UnaryFn<kSigmoid>);
+  RegisterCudaFn(r, "Tanh", UnaryFn<kTanh>);
+  RegisterCudaFn(r, "Gelu", UnaryFn<kGelu>);
+  RegisterCudaFn(r, "HardSigmoid", UnaryFn<kHardSigmoid>);
+  RegisterCudaFn(r, "HardSwish", UnaryFn<kHardSwish>);
+  RegisterCudaFn(r, "Exp", UnaryFn<kExp>);
+  RegisterCudaFn(r, "Log", UnaryFn<kLog>);
+  RegisterCudaFn(r, "Neg", UnaryFn<kNeg>);
+  RegisterCudaFn(r, "Abs", UnaryFn<kAbs>);
+  RegisterCudaFn(r, "Sqrt", UnaryFn<kSqrt>);
+  RegisterCudaFn(r, "Reciprocal", UnaryFn<kReciprocal>);
+  RegisterCudaFn(r, "Erf", UnaryFn<kErf>);
+  RegisterCudaFn(r, "Softplus", UnaryFn<kSoftplus>);
+  RegisterCudaFn(r, "Add", BinaryFn<kAdd>);
+  RegisterCudaFn(r, "Sub", BinaryFn<kSub>);
+  RegisterCudaFn(r, "Mul", BinaryFn<kMul>);
+  RegisterCudaFn(r, "Div", BinaryFn<kDiv>);
+  RegisterCudaFn(r, "Max", BinaryFn<kMax>);
+  RegisterCudaFn(r, "Min", BinaryFn<kMin>);
+  RegisterCudaFn(r, "Pow", BinaryFn<kPow>);
+  RegisterCudaFn(r, "Cast", CastFn);
+}
+
+}  // namespace oneflow
