@@ -33,6 +33,9 @@ endif()
 # One CUDA runtime for the whole process: the shared libcudart that the host code links too.
 set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
 enable_language(CUDA)
+# oneflow_core exists before this file runs, so its CUDA_ARCHITECTURES was initialized from a then
+# unset variable (empty on a fresh configure): set it explicitly. Later targets take the variable.
+set_property(TARGET oneflow_core PROPERTY CUDA_ARCHITECTURES ${CMAKE_CUDA_ARCHITECTURES})
 set(CMAKE_CUDA_STANDARD 17)
 set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 if(CCACHE_PROGRAM)
