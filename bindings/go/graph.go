@@ -113,26 +113,14 @@ func (g *Graph) info(outputs bool) ([]ValueInfo, error) {
 		return nil, err
 	}
 	defer g.mu.RUnlock()
-	n := C.oneflow_graph_input_count(h)
 	if outputs {
-		n = C.oneflow_graph_output_count(h)
+		return collectInfos(C.oneflow_graph_output_count(h), func(i C.size_t, c *C.oneflow_value_info_t) C.oneflow_status_t {
+			return C.oneflow_graph_get_output_info(h, i, c)
+		})
 	}
-	infos := make([]ValueInfo, 0, int(n))
-	for i := C.size_t(0); i < n; i++ {
-		var c C.oneflow_value_info_t
-		C.oneflow_value_info_init(&c)
-		var st C.oneflow_status_t
-		if outputs {
-			st = C.oneflow_graph_get_output_info(h, i, &c)
-		} else {
-			st = C.oneflow_graph_get_input_info(h, i, &c)
-		}
-		if err := statusError(st); err != nil {
-			return nil, err
-		}
-		infos = append(infos, valueInfo(&c))
-	}
-	return infos, nil
+	return collectInfos(C.oneflow_graph_input_count(h), func(i C.size_t, c *C.oneflow_value_info_t) C.oneflow_status_t {
+		return C.oneflow_graph_get_input_info(h, i, c)
+	})
 }
 
 func (g *Graph) lock() (*C.oneflow_graph_t, error) {

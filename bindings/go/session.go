@@ -134,21 +134,23 @@ func (s *Session) info(outputs bool) ([]ValueInfo, error) { return sessionInfo(s
 
 // sessionInfo describes the inputs or outputs of a live session (inference or training).
 func sessionInfo(h *C.oneflow_session_t, outputs bool) ([]ValueInfo, error) {
-	n := C.oneflow_session_input_count(h)
 	if outputs {
-		n = C.oneflow_session_output_count(h)
+		return collectInfos(C.oneflow_session_output_count(h), func(i C.size_t, c *C.oneflow_value_info_t) C.oneflow_status_t {
+			return C.oneflow_session_get_output_info(h, i, c)
+		})
 	}
+	return collectInfos(C.oneflow_session_input_count(h), func(i C.size_t, c *C.oneflow_value_info_t) C.oneflow_status_t {
+		return C.oneflow_session_get_input_info(h, i, c)
+	})
+}
+
+// collectInfos reads n value descriptions through get (a graph's or a session's info call).
+func collectInfos(n C.size_t, get func(C.size_t, *C.oneflow_value_info_t) C.oneflow_status_t) ([]ValueInfo, error) {
 	infos := make([]ValueInfo, 0, int(n))
 	for i := C.size_t(0); i < n; i++ {
 		var c C.oneflow_value_info_t
 		C.oneflow_value_info_init(&c)
-		var st C.oneflow_status_t
-		if outputs {
-			st = C.oneflow_session_get_output_info(h, i, &c)
-		} else {
-			st = C.oneflow_session_get_input_info(h, i, &c)
-		}
-		if err := statusError(st); err != nil {
+		if err := statusError(get(i, &c)); err != nil {
 			return nil, err
 		}
 		infos = append(infos, valueInfo(&c))
