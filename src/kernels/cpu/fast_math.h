@@ -77,17 +77,22 @@ inline float ErfcScaled(float u) {
   return p;
 }
 
-// erf: odd polynomial on |x| < 1, 1 - exp(-x^2) * ErfcScaled(|x|) above; ~2e-7 absolute.
-inline float Erf(float x) {
-  float ax = std::fabs(x);
-  float x2 = x * x;
+// erf(x) / x as a polynomial in x^2 for |x| < 1 (the odd polynomial Erf and Gelu share).
+inline float ErfOddPoly(float x2) {
   float p = -0.0005667995109505239f;
   p = p * x2 + 0.004927419830784432f;
   p = p * x2 - 0.02672089357457614f;
   p = p * x2 + 0.11280578874605639f;
   p = p * x2 - 0.3761239067578162f;
   p = p * x2 + 1.1283791471036893f;
-  float small = x * p;
+  return p;
+}
+
+// erf: odd polynomial on |x| < 1, 1 - exp(-x^2) * ErfcScaled(|x|) above; ~2e-7 absolute.
+inline float Erf(float x) {
+  float ax = std::fabs(x);
+  float x2 = x * x;
+  float small = x * ErfOddPoly(x2);
   float big = 1.0f - Exp(-x2) * ErfcScaled(std::min(ax, 4.0f));
   big = ax > 3.92f ? 1.0f : big;
   big = std::copysign(big, x);
@@ -102,13 +107,7 @@ inline float Gelu(float x) {
   float u = x * kInvSqrt2;
   float au = std::fabs(u);
   float u2 = u * u;
-  float p = -0.0005667995109505239f;
-  p = p * u2 + 0.004927419830784432f;
-  p = p * u2 - 0.02672089357457614f;
-  p = p * u2 + 0.11280578874605639f;
-  p = p * u2 - 0.3761239067578162f;
-  p = p * u2 + 1.1283791471036893f;
-  float phi_central = 0.5f + 0.5f * (u * p);
+  float phi_central = 0.5f + 0.5f * (u * ErfOddPoly(u2));
   float half_erfc = 0.5f * Exp(-u2) * ErfcScaled(std::min(au, 4.0f));  // erfc(|u|) / 2
   half_erfc = au > 4.0f ? 0.0f : half_erfc;  // < 1e-8 there
   float phi_tail = u > 0.0f ? 1.0f - half_erfc : half_erfc;
