@@ -9,10 +9,8 @@
 #include <set>
 
 #include "engine/session.h"
-#include "graph/autodiff.h"
-#include "graph/losses.h"
 #include "train/graph_split.h"
-#include "train/param_select.h"
+#include "train/training_graph.h"
 #include "train/training_impl.h"
 
 namespace oneflow::train {
@@ -40,14 +38,6 @@ void CheckOptions(const TrainingOptions& o) {
   }
   ValidateOptimizerConfig(o.optimizer);
   ValidateLrSchedule(o.schedule);
-}
-
-int FindOutput(const Graph& g, const std::string& name, const char* what) {
-  for (int v : g.outputs)
-    if (g.values[static_cast<size_t>(v)].name == name) return v;
-  std::string names;
-  for (int v : g.outputs) names += (names.empty() ? "" : ", ") + g.values[static_cast<size_t>(v)].name;
-  Fail(ErrorCode::kInvalidArgument, what, " '", name, "' is not an output of the model (outputs: ", names, ")");
 }
 
 // Checks a feed against its declaration: dtype, rank, static dims.
@@ -92,74 +82,33 @@ TrainingSession::TrainingSession(const Graph& model, const TrainingOptions& opti
   CheckOptions(options);
   Impl& s = *impl_;
   s.model = model;
-  Graph g = model;
-
-  // Trained parameters become graph inputs: live tensors the optimizer updates in place, never
-  // constants that passes could fold or kernels pre-pack.
-  std::vector<int> params = SelectParameters(g, options.frozen);
-  OF_REQUIRE(!params.empty(), "the model has no trainable parameter (no float initializer, or all are frozen)");
-  std::vector<int> data_inputs = g.inputs;
-  std::vector<std::string> wrt;
-  for (int v : params) {
-    Value& val = g.values[static_cast<size_t>(v)];
+  TrainingGraph t = BuildTrainingGraph(model, options);
+  const Graph& g = t.graph;
+  for (size_t i = 0; i < t.params.size(); ++i) {
     ParamState p;
-    p.name = val.name;
-    p.slot.value = val.constant.Clone();
+    p.name = t.name(t.params[i]);
+    p.slot.value = t.initial[i].Clone();
     p.slot.grad = Tensor(DType::kFloat32, p.slot.value.shape());
     for (size_t k = 0; k < OptimizerStateNames(options.optimizer).size(); ++k)
       p.slot.state.push_back(Tensor(DType::kFloat32, p.slot.value.shape()));
+    param_names_.push_back(p.name);
     s.params.push_back(std::move(p));
-    val.constant = Tensor();
-    g.inputs.push_back(v);
-    wrt.push_back(val.name);
-    param_names_.push_back(val.name);
   }
-  std::vector<int> user_outputs = g.outputs;
+  s.loss_name = t.name(t.loss);
 
-  int loss = kNoValue;
-  if (options.appended_loss == AppendedLoss::kNone) {
-    loss = FindOutput(g, options.loss_output, "loss_output");
-  } else {
-    FindOutput(g, options.logits_output, "logits_output");
-    const LossKind kind = options.appended_loss == AppendedLoss::kMse  ? LossKind::kMeanSquaredError
-                          : options.appended_loss == AppendedLoss::kL1 ? LossKind::kL1
-                                                                       : LossKind::kSoftmaxCrossEntropy;
-    loss = g.FindValue(AppendLoss(g, kind, options.logits_output, options.labels_input,
-                                  options.loss_sum ? LossReduction::kSum : LossReduction::kMean));
-    data_inputs.push_back(g.FindValue(options.labels_input));
-    // A predictable name for callers: "loss" unless the model already uses it.
-    if (g.FindValue("loss") == kNoValue) {
-      g.values[static_cast<size_t>(loss)].name = "loss";
-      g.Reindex();
-    }
-  }
-  s.loss_name = g.values[static_cast<size_t>(loss)].name;
-
-  GradientInfo info = BuildGradients(g, s.loss_name, wrt);
   SplitRequest req;
-  req.first_backward_node = info.first_backward_node;
-  req.data_inputs = data_inputs;
-  req.params = params;
-  req.user_outputs = user_outputs;
-  req.loss = loss;
-  for (const std::string& w : wrt) req.gradients.push_back(g.FindValue(info.gradients.at(w)));
+  req.first_backward_node = t.info.first_backward_node;
+  req.data_inputs = t.data_inputs;
+  req.params = t.params;
+  req.user_outputs = t.user_outputs;
+  req.loss = t.loss;
+  req.gradients = t.gradients;
   req.checkpointing = options.activation_checkpointing;
   TrainingGraphs graphs = SplitForTraining(g, req);
   s.saved_names = graphs.saved;
   s.checkpoints = graphs.checkpoints;
   s.recomputed_nodes = graphs.recomputed_nodes;
-
-  // The interface: what callers feed and fetch.
-  for (int v : data_inputs) {
-    const Value& val = g.values[static_cast<size_t>(v)];
-    interface_.inputs.push_back(interface_.AddValue(val.name, val.type));
-  }
-  for (int v : user_outputs) {
-    const Value& val = g.values[static_cast<size_t>(v)];
-    interface_.outputs.push_back(interface_.AddValue(val.name, val.type));
-  }
-  if (interface_.FindValue(s.loss_name) == kNoValue)
-    interface_.outputs.push_back(interface_.AddValue(s.loss_name, g.values[static_cast<size_t>(loss)].type));
+  interface_ = t.interface;
 
   s.pool = std::make_shared<ThreadPool>(options.intra_op_threads);
   s.forward = CompilePart(std::move(graphs.forward), options.optimization_level, s.pool);
@@ -168,8 +117,8 @@ TrainingSession::TrainingSession(const Graph& model, const TrainingOptions& opti
   s.backward_reads_inputs.clear();
   for (int v : s.backward->graph->inputs) {
     const std::string& name = s.backward->graph->values[static_cast<size_t>(v)].name;
-    for (int d : data_inputs)
-      if (g.values[static_cast<size_t>(d)].name == name) s.backward_reads_inputs.insert(name);
+    for (int d : t.data_inputs)
+      if (t.name(d) == name) s.backward_reads_inputs.insert(name);
   }
 }
 
