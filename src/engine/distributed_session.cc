@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <thread>
 
 #include "base/error.h"
 
@@ -22,8 +21,7 @@ void CheckSameModel(Communicator& comm, uint64_t graph_hash, const std::vector<i
 // The devices this process runs (all of them in-process; its own rank with Gloo), per slot.
 struct DistributedSession::Compiled {
   std::shared_ptr<Plan> plan;
-  std::vector<int> positions;                        // per slot: position in the placement
-  std::vector<std::shared_ptr<Communicator>> comms;  // per slot
+  LocalDevices devices;
   std::vector<std::string> keys;                     // registry keys, per slot
   std::vector<std::unique_ptr<Executor>> executors;  // per slot
   std::vector<std::shared_ptr<Graph>> graphs;        // per slot
@@ -37,26 +35,32 @@ struct DistributedSession::Compiled {
 
 static int DevicesNeeded(const Placement& p) { return *std::max_element(p.devices.begin(), p.devices.end()) + 1; }
 
-DistributedSession::DistributedSession(const Graph& model, const SessionOptions& options, DistributedOptions dist)
-    : model_(model), options_(options), dist_(std::move(dist)) {
-  const Placement& P = dist_.plan.placement;
+std::shared_ptr<Communicator> ResolveDistributedOptions(DistributedOptions& dist) {
+  const Placement& P = dist.plan.placement;
   OF_REQUIRE(!P.empty(), "a distributed session needs a placement");
   OF_REQUIRE(P.device == "cpu", "CPU devices only so far; placement '", P.ToString(), "' asks for ", P.device);
-  OF_REQUIRE(dist_.backend == "in-process" || dist_.backend == "gloo", "unknown communication backend '",
-             dist_.backend, "' (in-process or gloo)");
-  if (dist_.backend == "gloo") {
-    process_comm_ = CreateGlooCommunicatorFromEnv(dist_.timeout_ms);
-    dist_.num_devices = process_comm_->world_size();
-    OF_REQUIRE(std::find(P.devices.begin(), P.devices.end(), process_comm_->rank()) != P.devices.end(), "rank ",
-               process_comm_->rank(), " is not in placement ", P.ToString(), "; every rank must hold a device of it");
+  OF_REQUIRE(dist.backend == "in-process" || dist.backend == "gloo", "unknown communication backend '",
+             dist.backend, "' (in-process or gloo)");
+  std::shared_ptr<Communicator> process_comm;
+  if (dist.backend == "gloo") {
+    process_comm = CreateGlooCommunicatorFromEnv(dist.timeout_ms);
+    dist.num_devices = process_comm->world_size();
+    OF_REQUIRE(std::find(P.devices.begin(), P.devices.end(), process_comm->rank()) != P.devices.end(), "rank ",
+               process_comm->rank(), " is not in placement ", P.ToString(), "; every rank must hold a device of it");
   }
-  if (dist_.num_devices == 0) dist_.num_devices = DevicesNeeded(P);
-  OF_REQUIRE(dist_.num_devices >= 1 && dist_.num_devices <= 4096, "num_devices must be in [1, 4096], got ",
-             dist_.num_devices);
-  P.CheckDevicesExist(dist_.num_devices);
-  dist_.plan.available_devices = dist_.num_devices;
-  OF_REQUIRE(dist_.threads_per_device >= 1 && dist_.threads_per_device <= 256,
-             "threads_per_device must be in [1, 256], got ", dist_.threads_per_device);
+  if (dist.num_devices == 0) dist.num_devices = DevicesNeeded(P);
+  OF_REQUIRE(dist.num_devices >= 1 && dist.num_devices <= 4096, "num_devices must be in [1, 4096], got ",
+             dist.num_devices);
+  P.CheckDevicesExist(dist.num_devices);
+  dist.plan.available_devices = dist.num_devices;
+  OF_REQUIRE(dist.threads_per_device >= 1 && dist.threads_per_device <= 256,
+             "threads_per_device must be in [1, 256], got ", dist.threads_per_device);
+  return process_comm;
+}
+
+DistributedSession::DistributedSession(const Graph& model, const SessionOptions& options, DistributedOptions dist)
+    : model_(model), options_(options), dist_(std::move(dist)) {
+  process_comm_ = ResolveDistributedOptions(dist_);
   static std::atomic<uint64_t> counter{0};
   id_ = "session" + std::to_string(counter++);
 }
@@ -74,24 +78,14 @@ std::shared_ptr<DistributedSession::Compiled> DistributedSession::Compile(
   c->plan = std::make_shared<Plan>(MakePlan(model_, po));
   const Placement& P = po.placement;
   std::string plan_id = id_ + "/plan" + std::to_string(cache_.size());
-  if (process_comm_) {
-    int me = process_comm_->rank();
-    c->positions.push_back(static_cast<int>(std::find(P.devices.begin(), P.devices.end(), me) - P.devices.begin()));
-    c->comms.push_back(process_comm_);
-  } else {
-    std::vector<std::shared_ptr<Communicator>> world = CreateInProcessGroup(dist_.num_devices, dist_.timeout_ms);
-    for (int pos = 0; pos < P.size(); ++pos) {
-      c->positions.push_back(pos);
-      c->comms.push_back(world[static_cast<size_t>(P.devices[static_cast<size_t>(pos)])]);
-    }
-  }
-  for (size_t slot = 0; slot < c->positions.size(); ++slot) {
-    c->keys.push_back(plan_id + "/rank" + std::to_string(P.devices[static_cast<size_t>(c->positions[slot])]));
-    RegisterCommunicator(c->keys.back(), c->comms[slot]);
+  c->devices = MakeLocalDevices(P, dist_.num_devices, dist_.timeout_ms, process_comm_);
+  for (size_t slot = 0; slot < c->devices.size(); ++slot) {
+    c->keys.push_back(plan_id + "/rank" + std::to_string(c->devices.rank(slot)));
+    RegisterCommunicator(c->keys.back(), c->devices.comms[slot]);
   }
   ThreadPool fold_pool(1);
-  for (size_t slot = 0; slot < c->positions.size(); ++slot) {
-    auto g = std::make_shared<Graph>(BuildPhysicalGraph(*c->plan, c->positions[slot], c->keys[slot]));
+  for (size_t slot = 0; slot < c->devices.size(); ++slot) {
+    auto g = std::make_shared<Graph>(BuildPhysicalGraph(*c->plan, c->devices.positions[slot], c->keys[slot]));
     OptimizeGraph(*g, options_.optimization_level, fold_pool);
     c->graphs.push_back(g);
     c->executors.push_back(std::make_unique<Executor>(g, dist_.threads_per_device));
@@ -125,51 +119,24 @@ std::vector<std::pair<std::string, Tensor>> DistributedSession::Run(
     OF_REQUIRE(ordered[i].defined(), "input '", g.values[static_cast<size_t>(g.inputs[i])].name, "' was not fed");
   std::shared_ptr<Compiled> c = Compile(shapes);
   const Plan& plan = *c->plan;
-  const int n = static_cast<int>(c->positions.size());
 
   std::lock_guard<std::mutex> lock(c->run_mutex);
-  std::vector<std::vector<Tensor>> results(static_cast<size_t>(n));
-  std::vector<std::string> errors(static_cast<size_t>(n));
-  std::vector<ErrorCode> codes(static_cast<size_t>(n), ErrorCode::kOk);
-  std::vector<int> group;
-  for (int d : plan.options.placement.devices) group.push_back(d);
+  std::vector<std::vector<Tensor>> results(c->devices.size());
+  std::vector<int> group = plan.options.placement.devices;
   const bool check = !c->checked;
-  auto body = [&](int slot) {
-    size_t p = static_cast<size_t>(slot);
-    const int pos = c->positions[p];
-    try {
-      if (check) CheckSameModel(*c->comms[p], plan.graph_hash, group);
+  try {
+    RunOnDevices(c->devices, [&](size_t slot) {
+      if (check) CheckSameModel(*c->devices.comms[slot], plan.graph_hash, group);
       std::vector<Tensor> local;
-      for (size_t i = 0; i < ordered.size(); ++i) local.push_back(LocalFeed(plan, i, pos, ordered[i]));
-      results[p] = c->executors[p]->Run(local);
-    } catch (const Error& e) {
-      errors[p] = e.what();
-      codes[p] = e.code();
-      c->comms[p]->Abort(StrCat("rank ", plan.options.placement.devices[static_cast<size_t>(pos)], " failed: ", e.what()));
-    } catch (const std::exception& e) {
-      errors[p] = e.what();
-      codes[p] = ErrorCode::kInternal;
-      c->comms[p]->Abort(StrCat("rank ", plan.options.placement.devices[static_cast<size_t>(pos)], " failed: ", e.what()));
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int slot = 1; slot < n; ++slot) threads.emplace_back(body, slot);
-  body(0);
-  for (auto& t : threads) t.join();
-  // Report the root cause: a rank's own failure rather than its peers' aborted collectives.
-  int first = -1;
-  for (int slot = 0; slot < n; ++slot)
-    if (codes[static_cast<size_t>(slot)] != ErrorCode::kOk &&
-        (first < 0 || (errors[static_cast<size_t>(first)].rfind("collective aborted", 0) == 0 &&
-                       errors[static_cast<size_t>(slot)].rfind("collective aborted", 0) != 0)))
-      first = slot;
-  if (first >= 0) {
+      for (size_t i = 0; i < ordered.size(); ++i)
+        local.push_back(LocalFeed(plan, i, c->devices.positions[slot], ordered[i]));
+      results[slot] = c->executors[slot]->Run(local);
+    });
+  } catch (...) {
     // A failed run leaves the in-process group aborted: drop this compilation so the next run starts fresh.
     std::lock_guard<std::mutex> cache_lock(mutex_);
     cache_.erase(shapes);
-    Fail(codes[static_cast<size_t>(first)], "device ",
-         plan.options.placement.devices[static_cast<size_t>(c->positions[static_cast<size_t>(first)])], ": ",
-         errors[static_cast<size_t>(first)]);
+    throw;
   }
   c->checked = true;
 

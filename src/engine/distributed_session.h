@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/comm/communicator.h"
+#include "engine/device_group.h"
 #include "engine/executor.h"
 #include "engine/plan/plan.h"
 #include "engine/session.h"
@@ -32,6 +33,10 @@ struct DistributedOptions {
 // Checks that every rank of `group` planned the same graph: all-gathers the hashes and throws
 // kInvalidArgument naming the ranks whose model differs from the first member's.
 void CheckSameModel(Communicator& comm, uint64_t graph_hash, const std::vector<int>& group);
+
+// Validates `dist` and fills in what the backend decides (num_devices, available_devices). With
+// the Gloo backend, connects this process's rank and returns its communicator (null in-process).
+std::shared_ptr<Communicator> ResolveDistributedOptions(DistributedOptions& dist);
 
 class DistributedSession {
  public:
