@@ -41,6 +41,10 @@ struct DistributedTrainingOptions {
   // its share); `micro_batches` (>= stages for a full pipeline) split each global batch.
   int pipeline_stages = 1;
   int micro_batches = 1;
+  // The plan search's state cap for training graphs (PlanOptions::max_states applies to
+  // inference): forward + backward graphs keep several times more values alive, and 128 states
+  // plan the 4-layer encoder's training graph in about a second.
+  int max_states = 128;
 };
 
 struct TrainStepResult {

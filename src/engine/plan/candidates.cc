@@ -92,12 +92,12 @@ std::vector<Candidate> NodeCandidates(const Graph& g, const Node& n, const PlanO
     out.push_back(std::move(c));
   }
 
-  // Mode constraints on constant inputs.
+  // Mode constraints on weights: constants, and a training graph's weights fed as inputs.
   auto keep = [&](const Candidate& c, bool strict_annotations) {
     for (size_t i = 0; i < ni; ++i) {
       if (!n.has_input(i)) continue;
       const Value& v = g.values[static_cast<size_t>(n.inputs[i])];
-      if (!v.constant.defined()) continue;
+      if (!v.constant.defined() && !v.is_parameter) continue;
       if (data && c.in[i] != AllBroadcast(nd)) return false;
       if (manual && strict_annotations && !v.sbp.empty() && c.in[i] != v.sbp) return false;
     }

@@ -75,17 +75,26 @@ std::string Plan::ToText() const {
        << Num(np.flops) << " flop  " << Num(np.compute_seconds * 1e6) << " us"
        << (np.replicated ? "  [replicated: no split signature used]" : "") << "\n";
     for (size_t i = 0; i < np.in_boxing.size(); ++i)
-      StepsText(os, "of input '" + g.values[static_cast<size_t>(n.inputs[i])].name + "'", np.in_boxing[i]);
+      if (!np.in_boxing[i].empty())  // omitted optional inputs (kNoValue) have no boxing
+        StepsText(os, "of input '" + g.values[static_cast<size_t>(n.inputs[i])].name + "'", np.in_boxing[i]);
     for (size_t j = 0; j < np.out_boxing.size(); ++j)
-      StepsText(os, "of output '" + g.values[static_cast<size_t>(n.outputs[j])].name + "'", np.out_boxing[j]);
+      if (!np.out_boxing[j].empty())
+        StepsText(os, "of output '" + g.values[static_cast<size_t>(n.outputs[j])].name + "'", np.out_boxing[j]);
   }
-  os << "  outputs (returned whole):\n";
+  os << "  outputs:\n";
   for (size_t i = 0; i < g.outputs.size(); ++i) {
-    os << "    " << g.values[static_cast<size_t>(g.outputs[i])].name << "\n";
-    StepsText(os, "to B", output_boxing[i]);
+    const std::string& name = g.values[static_cast<size_t>(g.outputs[i])].name;
+    auto it = options.output_sbp.find(name);
+    const std::string to = it != options.output_sbp.end() ? NdSbpToString(it->second) : "B";
+    os << "    " << name << (to == "B" ? " (returned whole)" : " (returned as " + to + ")")
+       << (options.reduce_outputs.count(name) ? " [the all-reduce to it is the caller's: bucketed by the trainer]" : "")
+       << "\n";
+    StepsText(os, "to " + to, output_boxing[i]);
   }
   os << "  memory per device: parameters " << Human(static_cast<double>(param_bytes)) << ", activations (peak) "
-     << Human(static_cast<double>(activation_bytes)) << ", optimizer state 0 B (inference)";
+     << Human(static_cast<double>(activation_bytes)) << ", optimizer state "
+     << (options.optimizer_states > 0 ? Human(static_cast<double>(optimizer_bytes)) : std::string("0 B (inference)"))
+     << (options.zero_stage > 0 ? " (ZeRO-" + std::to_string(options.zero_stage) + ")" : std::string());
   if (options.memory_budget_bytes > 0) os << ", budget " << Human(static_cast<double>(options.memory_budget_bytes));
   os << "\n  estimated step time: " << Num(step_seconds * 1e3) << " ms (compute " << Num(compute_seconds * 1e3)
      << " ms, communication " << Num(comm_seconds * 1e3) << " ms)\n";
@@ -120,8 +129,10 @@ std::string Plan::ToJson() const {
       os << (first ? "" : ",") << "{\"value\":\"" << Esc(value) << "\",\"steps\":" << StepsJson(steps) << "}";
       first = false;
     };
-    for (size_t i = 0; i < np.in_boxing.size(); ++i) add(g.values[static_cast<size_t>(n.inputs[i])].name, np.in_boxing[i]);
-    for (size_t j = 0; j < np.out_boxing.size(); ++j) add(g.values[static_cast<size_t>(n.outputs[j])].name, np.out_boxing[j]);
+    for (size_t i = 0; i < np.in_boxing.size(); ++i)
+      if (!np.in_boxing[i].empty()) add(g.values[static_cast<size_t>(n.inputs[i])].name, np.in_boxing[i]);
+    for (size_t j = 0; j < np.out_boxing.size(); ++j)
+      if (!np.out_boxing[j].empty()) add(g.values[static_cast<size_t>(n.outputs[j])].name, np.out_boxing[j]);
     os << "]}";
   }
   os << "],\"outputs\":[";
@@ -129,7 +140,7 @@ std::string Plan::ToJson() const {
     os << (i ? "," : "") << "{\"name\":\"" << Esc(g.values[static_cast<size_t>(g.outputs[i])].name)
        << "\",\"boxing\":" << StepsJson(output_boxing[i]) << "}";
   os << "],\"memory_per_device\":{\"parameters\":" << param_bytes << ",\"activations_peak\":" << activation_bytes
-     << ",\"optimizer_state\":0,\"budget\":" << options.memory_budget_bytes << "},\"estimated_seconds\":{\"step\":"
+     << ",\"optimizer_state\":" << optimizer_bytes << ",\"budget\":" << options.memory_budget_bytes << "},\"estimated_seconds\":{\"step\":"
      << Num(step_seconds) << ",\"compute\":" << Num(compute_seconds) << ",\"communication\":" << Num(comm_seconds)
      << "},\"search\":{\"states\":" << states_explored << ",\"exact\":" << (search_truncated ? "false" : "true")
      << "},\"graph_hash\":\"" << std::hex << graph_hash << std::dec << "\"}";

@@ -1,6 +1,7 @@
 // Builds the physical graph of one device from a plan: local shapes, constants cut to the SBP
 // their consumers need, and one Boxing node per boxing step.
 #include <map>
+#include <set>
 
 #include "base/error.h"
 #include "engine/plan/plan_internal.h"
@@ -69,9 +70,9 @@ int EmitBoxingNode(Graph& out, const std::string& name, DType dtype, const Shape
 
 class Builder {
  public:
-  Builder(const Plan& plan, int position, const std::string& comm_key)
+  Builder(const Plan& plan, int position, const std::string& comm_key, const std::set<std::string>& defer)
       : plan_(plan), g_(plan.logical), P_(plan.options.placement), pos_(position),
-        coord_(P_.Coord(position)), key_(comm_key), produced_(g_.values.size(), kNoValue) {}
+        coord_(P_.Coord(position)), key_(comm_key), defer_(defer), produced_(g_.values.size(), kNoValue) {}
 
   Graph Build() {
     out_.name = g_.name;
@@ -88,12 +89,16 @@ class Builder {
     for (size_t i = 0; i < g_.outputs.size(); ++i) {
       int id = g_.outputs[i];
       const Value& v = g_.values[static_cast<size_t>(id)];
+      auto target = plan_.options.output_sbp.find(v.name);
       if (v.constant.defined()) {
-        out_.outputs.push_back(out_.AddConstant(v.name, v.constant));
+        out_.outputs.push_back(target == plan_.options.output_sbp.end() ? out_.AddConstant(v.name, v.constant)
+                                                                       : LocalConstant(id, target->second));
         continue;
       }
       int pid = produced_[static_cast<size_t>(id)];
-      for (const BoxingStep& s : plan_.output_boxing[i]) pid = EmitBoxing(id, pid, s);
+      const std::vector<BoxingStep>& steps = plan_.output_boxing[i];
+      const size_t end = defer_.count(v.name) && IsDeferrableOutput(plan_, i) ? plan_.output_reduce_start[i] : steps.size();
+      for (size_t k = 0; k < end; ++k) pid = EmitBoxing(id, pid, steps[k]);
       out_.outputs.push_back(pid);
     }
     // Graph outputs carry the logical names callers fetch by.
@@ -165,14 +170,15 @@ class Builder {
         n.inputs[i] = Boxed(id, np.in[i], np.in_boxing[i]);
       }
     }
-    // Reshape's target shape is logical: the device reshapes to its local output shape.
-    if (ln.op_type == "Reshape" && ln.domain.empty() && ln.has_output(0)) {
+    // Target-shape inputs are logical: the device reshapes (or sums) to its local output shape.
+    const bool reshape = ln.op_type == "Reshape" && ln.domain.empty();
+    if ((reshape || (ln.op_type == "ReduceSumToShape" && ln.domain == kOneflowDomain)) && ln.has_output(0)) {
       const Value& y = g_.values[static_cast<size_t>(ln.outputs[0])];
       Shape local = LocalShape(y.type.ToShape(), np.out[0], P_.hierarchy, coord_);
       Tensor t(DType::kInt64, {static_cast<int64_t>(local.size())});
       for (size_t d = 0; d < local.size(); ++d) t.data<int64_t>()[d] = local[d];
       n.inputs[1] = out_.AddConstant(out_.UniqueName(ln.name + "/local_shape"), t);
-      n.attrs.set("allowzero", Attribute::Int(0));
+      if (reshape) n.attrs.set("allowzero", Attribute::Int(0));
     }
     std::vector<int> produced_now;
     for (size_t j = 0; j < ln.outputs.size(); ++j) {
@@ -200,6 +206,7 @@ class Builder {
   int pos_;
   std::vector<int64_t> coord_;
   std::string key_;
+  const std::set<std::string>& defer_;
   Graph out_;
   std::vector<int> produced_;
   std::map<std::pair<int, std::string>, int> consts_, boxed_;
@@ -207,10 +214,36 @@ class Builder {
 
 }  // namespace
 
-Graph BuildPhysicalGraph(const Plan& plan, int position, const std::string& comm_key) {
+bool IsDeferrableOutput(const Plan& plan, size_t output_index) {
+  const std::vector<BoxingStep>& steps = plan.output_boxing.at(output_index);
+  const size_t start = plan.output_reduce_start.at(output_index);
+  for (size_t k = start; k < steps.size(); ++k)
+    if (steps[k].kind != "all_reduce") return false;
+  return start < steps.size();
+}
+
+std::vector<int> DeferredReduceGroup(const Plan& plan, size_t output_index, int position) {
+  const Placement& P = plan.options.placement;
+  std::vector<char> reduced(static_cast<size_t>(P.ndim()), 0);
+  const std::vector<BoxingStep>& steps = plan.output_boxing.at(output_index);
+  for (size_t k = plan.output_reduce_start.at(output_index); k < steps.size(); ++k)
+    reduced[static_cast<size_t>(steps[k].axis)] = 1;
+  const std::vector<int64_t> me = P.Coord(position);
+  std::vector<int> group;
+  for (int q = 0; q < P.size(); ++q) {
+    const std::vector<int64_t> c = P.Coord(q);
+    bool same = true;
+    for (size_t a = 0; a < c.size(); ++a) same &= reduced[a] || c[a] == me[a];
+    if (same) group.push_back(q);
+  }
+  return group;
+}
+
+Graph BuildPhysicalGraph(const Plan& plan, int position, const std::string& comm_key,
+                         const std::set<std::string>& defer_all_reduce) {
   OF_REQUIRE(position >= 0 && position < plan.options.placement.size(), "device position ", position,
              " outside placement ", plan.options.placement.ToString());
-  Graph g = Builder(plan, position, comm_key).Build();
+  Graph g = Builder(plan, position, comm_key, defer_all_reduce).Build();
   // Record the planned local types, infer, and check both agree: a wrong SBP rule shows up here
   // as an error naming the node rather than as wrong numbers.
   std::vector<TensorType> planned;

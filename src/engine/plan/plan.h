@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,19 @@ struct PlanOptions {
   std::map<std::string, NdSbp> sbp;    // manual annotations by value name (added to Value::sbp)
   std::map<std::string, Shape> input_shapes;  // concrete shapes for inputs with symbolic dims
   int max_states = 1024;  // auto/manual search: frontier states kept per step (see docs/distributed.md)
+  // Graph outputs are returned all-B unless named here (training: a gradient in its parameter's
+  // SBP). The search pays the boxing to these targets like any other.
+  std::map<std::string, NdSbp> output_sbp;
+  // Outputs the caller sums itself (a trainer's gradients): the plan routes each through partial
+  // sums on its target's B axes (P there, then all-reduce), so the physical graph can stop at the
+  // partial sums (see BuildPhysicalGraph) while the estimate still pays the all-reduce.
+  std::set<std::string> reduce_outputs;
+  // Training: f32 state tensors the optimizer keeps per parameter element (SGD with momentum 1,
+  // Adam 2) and the ZeRO stage (>= 1: that state is divided over each parameter's replicas).
+  // Shown in the explanation and counted against the memory budget. Graph inputs marked
+  // is_parameter (a training graph's weights) count as parameters, not activations.
+  int optimizer_states = 0;
+  int zero_stage = 0;
 };
 
 // One step of boxing along one placement axis (docs/distributed.md lists the table).
@@ -66,9 +80,13 @@ struct Plan {
   std::vector<int> order;  // node indices, topological
   std::vector<NodePlan> nodes;       // parallel to `order`
   std::vector<NdSbp> value_sbp;      // per value: the SBP it is produced (or fed) in
-  std::vector<std::vector<BoxingStep>> output_boxing;  // per graph output: to all-B
+  std::vector<std::vector<BoxingStep>> output_boxing;  // per graph output: to all-B or its output_sbp
+  // Per graph output: where the all-reduce tail of a reduce_outputs entry starts in its boxing
+  // (== its size for other outputs).
+  std::vector<size_t> output_reduce_start;
   double compute_seconds = 0, comm_seconds = 0, step_seconds = 0;
   int64_t param_bytes = 0;       // per device (busiest)
+  int64_t optimizer_bytes = 0;   // per device (busiest): optimizer state (training plans)
   int64_t activation_bytes = 0;  // per device: peak of live activations along the order
   uint64_t graph_hash = 0;       // of the logical graph + placement + mode
   int64_t states_explored = 0;   // search size (auto/manual)
@@ -90,8 +108,18 @@ std::vector<BoxingStep> PlanBoxing(const Shape& shape, DType dtype, const NdSbp&
 
 // The physical graph of the device at `position` in the placement: local shapes, Boxing nodes
 // carrying communicator key `comm_key`, constants pre-sliced. Graph inputs keep their names and
-// take the local block of the logical feed (see LocalFeed); outputs are all-B (whole) tensors.
-Graph BuildPhysicalGraph(const Plan& plan, int position, const std::string& comm_key);
+// take the local block of the logical feed (see LocalFeed); outputs are all-B (whole) tensors or
+// local blocks of their output_sbp target. reduce_outputs named in `defer_all_reduce` are
+// returned as local partial sums (before their all-reduce tail): the caller reduces them (a
+// trainer reduces gradients in buckets); DeferredReduceGroup says over which devices.
+Graph BuildPhysicalGraph(const Plan& plan, int position, const std::string& comm_key,
+                         const std::set<std::string>& defer_all_reduce = {});
+
+// For graph output `output_index` of a plan: whether it ends in an all-reduce tail (so it can be
+// deferred), and the placement positions (with `position`) whose partial sums that tail adds:
+// every position that differs from `position` only on the all-reduced placement axes, in order.
+bool IsDeferrableOutput(const Plan& plan, size_t output_index);
+std::vector<int> DeferredReduceGroup(const Plan& plan, size_t output_index, int position);
 
 // A graph for the device at `position` that takes its local block of a tensor in SBP `from` and
 // returns its local block in `to` (the boxing steps alone): for tests and resharding.

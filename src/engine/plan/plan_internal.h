@@ -30,6 +30,9 @@ double EstimateFlops(const Node& n, const std::vector<Shape>& in, const std::vec
 void ReplayPlan(Plan& plan, const std::vector<int>& fed, const std::vector<NdSbp>& fed_sbp,
                 const std::vector<std::vector<Candidate>>& cands, const std::vector<int>& choice);
 
+// `s` with every B replaced by P: how a reduce_outputs entry is routed before its all-reduce.
+NdSbp PartialOnBroadcastAxes(const NdSbp& s);
+
 // FNV-1a over bytes, continuing from `seed` (the offset basis for a fresh hash).
 uint64_t Fnv1a(const void* data, size_t bytes, uint64_t seed = 0xcbf29ce484222325ull);
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <unordered_map>
 
 #include "base/error.h"
 #include "engine/plan/plan.h"
@@ -87,8 +88,17 @@ NdSbp DataDefault(const Shape& shape, const Placement& p) {
   return s;
 }
 
+struct CodesHash {
+  size_t operator()(const std::vector<int64_t>& v) const {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int64_t x : v) h = (h ^ static_cast<uint64_t>(x)) * 0x100000001b3ull;
+    return static_cast<size_t>(h);
+  }
+};
+
 struct Entry {
   std::vector<int64_t> codes;  // SBP code per frontier value
+  uint64_t hash = 0;           // of codes: orders a layer deterministically and cheaply
   double time = 0;
   double params = 0;
   double peak = 0;
@@ -126,6 +136,9 @@ static Graph PrepareLogical(const Graph& model, const PlanOptions& o) {
     ThreadPool pool(1);
     FoldConstants(g, pool);
   }
+  // Folding turns shape computations (Shape -> Reshape, as gradient graphs have) into constants:
+  // infer again so the values they shape become static.
+  InferShapes(g);
   EliminateDeadCode(g);
   for (const Node& n : g.nodes)
     for (int id : n.outputs)
@@ -178,9 +191,26 @@ Plan MakePlan(const Graph& model, const PlanOptions& options) {
   }
 
   // Frontier after each step (fixed by liveness; the search only varies the SBPs).
+  // Inputs with exactly one possible SBP (annotated, or the data-parallel default; a training
+  // graph's weights) stay out of the search state: they would only lengthen every state's key.
+  std::vector<int64_t> fixed_code(g.values.size(), -1);
+  std::vector<int> fixed;
+  auto input_choices = [&](const Value& v) -> std::vector<NdSbp> {
+    if (!v.sbp.empty()) return {v.sbp};
+    if (options.mode == PlanMode::kAuto) return InputChoices(v.type.ToShape(), P);
+    return {DataDefault(v.type.ToShape(), P)};
+  };
   std::vector<std::vector<int>> frontier(T + 1);
-  for (int id : g.inputs)
-    if (last[static_cast<size_t>(id)] >= 0) frontier[0].push_back(id);
+  for (int id : g.inputs) {
+    if (last[static_cast<size_t>(id)] < 0) continue;
+    const std::vector<NdSbp> choices = input_choices(g.values[static_cast<size_t>(id)]);
+    if (choices.size() == 1 && !is_output[static_cast<size_t>(id)]) {
+      fixed_code[static_cast<size_t>(id)] = Code(choices[0]);
+      fixed.push_back(id);
+    } else {
+      frontier[0].push_back(id);
+    }
+  }
   for (size_t t = 0; t < T; ++t) {
     const Node& n = g.nodes[static_cast<size_t>(plan.order[t])];
     for (int id : frontier[t])
@@ -204,16 +234,23 @@ Plan MakePlan(const Graph& model, const PlanOptions& options) {
     return box_memo[key] = s;
   };
 
+  // Local bytes of a value in an SBP (memoized: every extension sums them over the frontier).
+  std::vector<std::unordered_map<int64_t, double>> bytes_memo(g.values.size());
+  auto live_bytes = [&](int id, int64_t code) {
+    auto& m = bytes_memo[static_cast<size_t>(id)];
+    auto it = m.find(code);
+    if (it != m.end()) return it->second;
+    return m[code] = LocalBytesAt0(g.values[static_cast<size_t>(id)], Decode(code, nd), P);
+  };
+  double fixed_bytes = 0;  // fixed inputs are counted as live throughout
+  for (int id : fixed) fixed_bytes += live_bytes(id, fixed_code[static_cast<size_t>(id)]);
+
   // Initial states: the SBPs graph inputs are fed in.
   std::vector<std::vector<Entry>> layers(T + 1);
   {
     std::vector<Entry> init{Entry{}};
     for (int id : frontier[0]) {
-      const Value& v = g.values[static_cast<size_t>(id)];
-      std::vector<NdSbp> choices;
-      if (!v.sbp.empty()) choices = {v.sbp};
-      else if (options.mode == PlanMode::kAuto) choices = InputChoices(v.type.ToShape(), P);
-      else choices = {DataDefault(v.type.ToShape(), P)};
+      const std::vector<NdSbp> choices = input_choices(g.values[static_cast<size_t>(id)]);
       std::vector<Entry> next;
       for (const Entry& e : init)
         for (const NdSbp& c : choices) {
@@ -234,7 +271,7 @@ Plan MakePlan(const Graph& model, const PlanOptions& options) {
     std::map<int, size_t> pos_before, pos_after;
     for (size_t i = 0; i < frontier[t].size(); ++i) pos_before[frontier[t][i]] = i;
     for (size_t i = 0; i < frontier[t + 1].size(); ++i) pos_after[frontier[t + 1][i]] = i;
-    std::map<std::vector<int64_t>, Entry> next;
+    std::unordered_map<std::vector<int64_t>, Entry, CodesHash> next;
     for (size_t ei = 0; ei < layers[t].size(); ++ei) {
       const Entry& e = layers[t][ei];
       for (size_t ci = 0; ci < cands[t].size(); ++ci) {
@@ -245,10 +282,12 @@ Plan MakePlan(const Graph& model, const PlanOptions& options) {
         for (size_t i = 0; i < n.inputs.size(); ++i) {
           int id = n.inputs[i];
           if (id == kNoValue || !is_activation(id)) continue;
-          x.time += box_cost(id, e.codes[pos_before.at(id)], Code(c.in[i]));
+          const int64_t have = fixed_code[static_cast<size_t>(id)] >= 0 ? fixed_code[static_cast<size_t>(id)]
+                                                                         : e.codes[pos_before.at(id)];
+          x.time += box_cost(id, have, Code(c.in[i]));
         }
         x.codes.assign(frontier[t + 1].size(), 0);
-        double live = 0;
+        double live = fixed_bytes;
         for (size_t i = 0; i < frontier[t + 1].size(); ++i) {
           int id = frontier[t + 1][i];
           auto b = pos_before.find(id);
@@ -264,7 +303,7 @@ Plan MakePlan(const Graph& model, const PlanOptions& options) {
             }
             x.codes[i] = produced;
           }
-          live += LocalBytesAt0(g.values[static_cast<size_t>(id)], Decode(x.codes[i], nd), P);
+          live += live_bytes(id, x.codes[i]);
         }
         x.peak = std::max(e.peak, live + c.out_bytes);
         if (x.params + x.peak > budget) {
@@ -284,6 +323,11 @@ Plan MakePlan(const Graph& model, const PlanOptions& options) {
                static_cast<int64_t>(smallest_over), " bytes)");
     std::vector<Entry>& layer = layers[t + 1];
     for (auto& kv : next) layer.push_back(std::move(kv.second));
+    // Hash order is not deterministic across standard libraries: order the layer by its codes so
+    // every rank keeps the same states and breaks ties alike.
+    for (Entry& e : layer) e.hash = CodesHash()(e.codes);
+    std::sort(layer.begin(), layer.end(),
+              [](const Entry& a, const Entry& b) { return a.hash != b.hash ? a.hash < b.hash : a.codes < b.codes; });
     if (static_cast<int>(layer.size()) > options.max_states) {
       std::stable_sort(layer.begin(), layer.end(), [](const Entry& a, const Entry& b) { return a.time < b.time; });
       layer.resize(static_cast<size_t>(options.max_states));
@@ -291,14 +335,29 @@ Plan MakePlan(const Graph& model, const PlanOptions& options) {
     }
   }
 
-  // Close: graph outputs are returned whole (all-B).
+  // Close: graph outputs are returned whole (all-B) or in their requested SBP.
+  for (const auto& [name, sbp] : options.output_sbp) {
+    int id = g.FindValue(name);
+    OF_CHECK(id != kNoValue && std::find(g.outputs.begin(), g.outputs.end(), id) != g.outputs.end(), kNotFound,
+             "output SBP requested for '", name, "', which is not an output of the model");
+    CheckSbpFits("output '" + name + "'", g.values[static_cast<size_t>(id)].type.ToShape(), sbp, P);
+  }
+  auto output_cost = [&](int id, int64_t from) {
+    const std::string& name = g.values[static_cast<size_t>(id)].name;
+    auto it = options.output_sbp.find(name);
+    const NdSbp target = it != options.output_sbp.end() ? it->second : AllBroadcast(nd);
+    if (!options.reduce_outputs.count(name)) return box_cost(id, from, Code(target));
+    const int64_t partial = Code(PartialOnBroadcastAxes(target));
+    return box_cost(id, from, partial) + box_cost(id, partial, Code(target));
+  };
   std::vector<Entry>& final_layer = layers[T];
   int best = -1;
   double best_time = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < final_layer.size(); ++i) {
     double time = final_layer[i].time;
     for (size_t f = 0; f < frontier[T].size(); ++f)
-      time += box_cost(frontier[T][f], final_layer[i].codes[f], Code(AllBroadcast(nd)));
+      if (is_output[static_cast<size_t>(frontier[T][f])])
+        time += output_cost(frontier[T][f], final_layer[i].codes[f]);
     if (time < best_time) {
       best_time = time;
       best = static_cast<int>(i);
@@ -315,7 +374,12 @@ Plan MakePlan(const Graph& model, const PlanOptions& options) {
   }
   std::vector<NdSbp> inputs_sbp;
   for (int64_t c : input_codes) inputs_sbp.push_back(Decode(c, nd));
-  ReplayPlan(plan, frontier[0], inputs_sbp, cands, choice);
+  std::vector<int> fed = frontier[0];
+  for (int id : fixed) {
+    fed.push_back(id);
+    inputs_sbp.push_back(Decode(fixed_code[static_cast<size_t>(id)], nd));
+  }
+  ReplayPlan(plan, fed, inputs_sbp, cands, choice);
   return plan;
 }
 

@@ -8,6 +8,13 @@
 
 namespace oneflow {
 
+NdSbp PartialOnBroadcastAxes(const NdSbp& s) {
+  NdSbp p = s;
+  for (Sbp& x : p)
+    if (x.is_broadcast()) x = Sbp::P();
+  return p;
+}
+
 void ReplayPlan(Plan& plan, const std::vector<int>& fed, const std::vector<NdSbp>& fed_sbp,
                 const std::vector<std::vector<Candidate>>& cands, const std::vector<int>& choice) {
   const Graph& g = plan.logical;
@@ -30,7 +37,26 @@ void ReplayPlan(Plan& plan, const std::vector<int>& fed, const std::vector<NdSbp
 
   std::set<std::pair<int, std::string>> stored;  // (parameter, SBP) pairs held per device
   int64_t live = 0;
-  for (int id : fed) live += local_bytes(id, plan.value_sbp[static_cast<size_t>(id)]);
+  // Optimizer state of a parameter held in SBP `s`: its local bytes per state tensor, divided over
+  // its replicas (the product of its B axes) under ZeRO.
+  auto add_optimizer_state = [&](int id, const NdSbp& s) {
+    if (plan.options.optimizer_states <= 0) return;
+    int64_t bytes = local_bytes(id, s) / static_cast<int64_t>(DTypeSize(g.values[static_cast<size_t>(id)].type.dtype)) * 4;
+    int64_t replicas = 1;
+    for (size_t a = 0; a < s.size(); ++a)
+      if (s[a].is_broadcast()) replicas *= P.hierarchy[a];
+    if (plan.options.zero_stage >= 1) bytes = (bytes + replicas - 1) / replicas;
+    plan.optimizer_bytes += bytes * plan.options.optimizer_states;
+  };
+  for (int id : fed) {
+    const NdSbp& s = plan.value_sbp[static_cast<size_t>(id)];
+    if (g.values[static_cast<size_t>(id)].is_parameter) {  // a training graph's weight, fed as an input
+      plan.param_bytes += local_bytes(id, s);
+      add_optimizer_state(id, s);
+    } else {
+      live += local_bytes(id, s);
+    }
+  }
   plan.activation_bytes = live;
   for (size_t t = 0; t < plan.order.size(); ++t) {
     const Node& n = g.nodes[static_cast<size_t>(plan.order[t])];
@@ -50,8 +76,10 @@ void ReplayPlan(Plan& plan, const std::vector<int>& fed, const std::vector<NdSbp
       if (id == kNoValue) continue;
       const Value& v = g.values[static_cast<size_t>(id)];
       if (v.constant.defined()) {
-        if (v.is_parameter && stored.insert({id, NdSbpToString(c.in[i])}).second)
+        if (v.is_parameter && stored.insert({id, NdSbpToString(c.in[i])}).second) {
           plan.param_bytes += local_bytes(id, c.in[i]);
+          add_optimizer_state(id, c.in[i]);
+        }
         continue;
       }
       const NdSbp& have = plan.value_sbp[static_cast<size_t>(id)];
@@ -88,14 +116,30 @@ void ReplayPlan(Plan& plan, const std::vector<int>& fed, const std::vector<NdSbp
   }
   for (int id : g.outputs) {
     const Value& v = g.values[static_cast<size_t>(id)];
+    auto it = plan.options.output_sbp.find(v.name);
+    const NdSbp target = it != plan.options.output_sbp.end() ? it->second : AllBroadcast(nd);
+    const NdSbp& from = plan.value_sbp[static_cast<size_t>(id)];
     std::vector<BoxingStep> steps;
-    if (!v.constant.defined())
-      steps = PlanBoxing(v.type.ToShape(), v.type.dtype, plan.value_sbp[static_cast<size_t>(id)], AllBroadcast(nd), P, cost);
+    size_t reduce_start = 0;
+    if (!v.constant.defined()) {
+      if (plan.options.reduce_outputs.count(v.name)) {
+        const NdSbp partial = PartialOnBroadcastAxes(target);
+        steps = PlanBoxing(v.type.ToShape(), v.type.dtype, from, partial, P, cost);
+        reduce_start = steps.size();
+        for (BoxingStep& b : PlanBoxing(v.type.ToShape(), v.type.dtype, partial, target, P, cost)) steps.push_back(b);
+      } else {
+        steps = PlanBoxing(v.type.ToShape(), v.type.dtype, from, target, P, cost);
+        reduce_start = steps.size();
+      }
+    }
+    plan.output_reduce_start.push_back(reduce_start);
     for (const BoxingStep& b : steps) plan.comm_seconds += b.seconds;
     plan.output_boxing.push_back(std::move(steps));
   }
   plan.step_seconds = plan.compute_seconds + plan.comm_seconds;
-  const std::string where = P.ToString() + "|" + PlanModeName(plan.options.mode);
+  std::string where = P.ToString() + "|" + PlanModeName(plan.options.mode);
+  for (const auto& [name, sbp] : plan.options.output_sbp) where += "|" + name + "=" + NdSbpToString(sbp);
+  for (const std::string& name : plan.options.reduce_outputs) where += "|reduce:" + name;
   plan.graph_hash = Fnv1a(where.data(), where.size(), GraphHash(g));
 }
 

@@ -258,6 +258,51 @@ Sigs Gather(const SbpContext& c) {
   return sigs;
 }
 
+// Gradient ops (ai.oneflow). Activation derivatives are linear in dY: P passes with the saved
+// forward value B.
+Sigs SoftmaxGradRule(const SbpContext& c) {
+  Sigs sigs;
+  int64_t r = c.in_rank(0), axis = c.attrs->GetInt("axis", -1);
+  if (axis < 0) axis += r;
+  for (int64_t k = 0; k < r; ++k)
+    if (k != axis) sigs.push_back({{Sbp::S(static_cast<int>(k)), Sbp::S(static_cast<int>(k))}, {Sbp::S(static_cast<int>(k))}});
+  return sigs;
+}
+
+// LayerNormalizationGrad(dY, X, Scale, Mean?, InvStdDev?) -> dX, dScale?, dB?: rows split before
+// the normalized axis give split dX and partial dScale/dB.
+Sigs LayerNormGradRule(const SbpContext& c) {
+  Sigs sigs;
+  int64_t r = c.in_rank(1), axis = c.attrs->GetInt("axis", -1);
+  if (axis < 0) axis += r;
+  for (int64_t k = 0; k < axis; ++k) {
+    SbpSignature s;
+    const Sbp split = Sbp::S(static_cast<int>(k));
+    s.in = {split, split, Sbp::B()};
+    for (size_t i = 3; i < c.inputs.size(); ++i) s.in.push_back(split);
+    s.out = {split};
+    for (size_t o = 1; o < c.outputs.size(); ++o) s.out.push_back(Sbp::P());
+    sigs.push_back(s);
+  }
+  return sigs;
+}
+
+// ReduceSumToShape(X, shape): a split of X on an axis the sum keeps stays a split (the physical
+// graph rewrites `shape` to the local one); on a summed axis it gives P; P passes through.
+Sigs ReduceSumToShapeRule(const SbpContext& c) {
+  Sigs sigs;
+  const Shape& x = c.in(0);
+  const Shape& y = c.out(0);
+  const int64_t lead = static_cast<int64_t>(x.size()) - static_cast<int64_t>(y.size());
+  for (int64_t k = 0; k < static_cast<int64_t>(x.size()); ++k) {
+    const int64_t a = k - lead;
+    const bool kept = a >= 0 && y[static_cast<size_t>(a)] == x[static_cast<size_t>(k)];
+    sigs.push_back({{Sbp::S(static_cast<int>(k)), Sbp::B()}, {kept ? Sbp::S(static_cast<int>(a)) : Sbp::P()}});
+  }
+  sigs.push_back({{Sbp::P(), Sbp::B()}, {Sbp::P()}});
+  return sigs;
+}
+
 }  // namespace
 
 void AttachSbpRules(OpRegistry& r) {
@@ -297,6 +342,14 @@ void AttachSbpRules(OpRegistry& r) {
   r.SetSbp("", "Transpose", Transpose);
   r.SetSbp("", "Concat", Concat);
   r.SetSbp("", "Gather", Gather);
+  // Gradient ops.
+  for (const char* op : {"ReluGrad", "SigmoidGrad", "TanhGrad", "ErfGrad", "LeakyReluGrad", "EluGrad", "GeluGrad",
+                         "HardSigmoidGrad", "HardSwishGrad", "SoftplusGrad", "SoftsignGrad", "MishGrad", "SeluGrad",
+                         "CeluGrad", "ThresholdedReluGrad", "ShrinkGrad", "SwishGrad"})
+    r.SetSbp(kOneflowDomain, op, ElementwiseRule(Linear::kFirst));
+  for (const char* op : {"SoftmaxGrad", "LogSoftmaxGrad"}) r.SetSbp(kOneflowDomain, op, SoftmaxGradRule);
+  r.SetSbp(kOneflowDomain, "LayerNormalizationGrad", LayerNormGradRule);
+  r.SetSbp(kOneflowDomain, "ReduceSumToShape", ReduceSumToShapeRule);
 }
 
 }  // namespace oneflow
