@@ -307,6 +307,68 @@ TEST(MixedPrecision, F16TrainingLearns) {
   EXPECT_LT(last, 0.5 * first);
 }
 
+// x [8, 2, 8, 8] -> Conv 3x3 (4 filters, pad 1) + bias -> Relu -> GlobalAveragePool -> Flatten
+// -> MatMul + bias -> logits [8, 3]: Conv and its gradients through the pass on the CPU.
+Graph MakeCnn() {
+  std::mt19937 rng(17);
+  Graph g;
+  g.opset_imports[""] = 17;
+  const int x = g.AddValue("input", TensorType::Of(DType::kFloat32, {8, 2, 8, 8}));
+  g.inputs.push_back(x);
+  auto param = [&](const std::string& name, Tensor t) {
+    const int id = g.AddConstant(name, std::move(t));
+    g.values[static_cast<size_t>(id)].is_parameter = true;
+    return id;
+  };
+  auto op = [&](const std::string& type, std::vector<int> in, const std::string& out, AttrMap attrs = {}) {
+    Node n;
+    n.name = out;
+    n.op_type = type;
+    n.opset = 17;
+    n.inputs = std::move(in);
+    n.outputs.push_back(g.AddValue(out));
+    n.attrs = std::move(attrs);
+    g.nodes.push_back(std::move(n));
+    return g.nodes.back().outputs[0];
+  };
+  const int w = param("conv.weight", Randn({4, 2, 3, 3}, rng, 0.5f));
+  const int b = param("conv.bias", Randn({4}, rng, 0.1f));
+  const int conv = op("Conv", {x, w, b}, "conv",
+                      MakeAttrs({{"kernel_shape", Attribute::Ints({3, 3})}, {"pads", Attribute::Ints({1, 1, 1, 1})}}));
+  const int pooled = op("GlobalAveragePool", {op("Relu", {conv}, "act")}, "pool");
+  const int flat = op("Flatten", {pooled}, "flat");
+  const int fw = param("fc.weight", Randn({4, 3}, rng, 0.7f));
+  const int fb = param("fc.bias", Tensor(DType::kFloat32, {3}));
+  g.outputs.push_back(op("Add", {op("MatMul", {flat, fw}, "fc.mm"), fb}, "logits"));
+  PrepareGraph(g);
+  return g;
+}
+
+TEST(MixedPrecision, Bf16ConvNetTracksF32) {
+  const Graph model = MakeCnn();
+  TrainingOptions o32 = Options(Precision::kFloat32), o16 = Options(Precision::kBFloat16);
+  o32.optimizer.lr = o16.optimizer.lr = 3e-2f;
+  TrainingSession f32(model, o32), bf16(model, o16);
+  std::mt19937 rng(19);
+  const Tensor x = Randn({8, 2, 8, 8}, rng, 1.0f);
+  Tensor labels(DType::kInt64, {8});
+  for (int64_t i = 0; i < 8; ++i) labels.data<int64_t>()[i] = i % 3;
+  const Batch b{x, labels};
+  double first = 0, l32 = 0, l16 = 0;
+  bool differs = false;
+  for (int step = 0; step < 30; ++step) {
+    l32 = TrainStep(f32, b);
+    l16 = TrainStep(bf16, b);
+    if (step == 0) first = l32;
+    differs |= l32 != l16;
+    EXPECT_LE(std::fabs(l32 - l16), 0.03 + 0.05 * l32) << "step " << step;
+  }
+  EXPECT_TRUE(differs) << "bf16 losses are bit-identical to f32: the pass did not take effect";
+  EXPECT_LT(l32, 0.8 * first);  // both fit the fixed batch
+  EXPECT_LT(l16, 0.8 * first);
+  EXPECT_EQ(bf16.GetGradient("conv.weight").dtype(), DType::kFloat32);
+}
+
 TEST(MixedPrecision, BadLossScaleConfigIsRejected) {
   TrainingOptions o = Options(Precision::kFloat16);
   o.loss_scale.backoff = 1.5f;
