@@ -136,6 +136,13 @@ void ValidateLossScaleConfig(const LossScaleConfig& c) {
   OF_REQUIRE(c.growth_interval > 0, "loss scale growth interval must be > 0, got ", c.growth_interval);
 }
 
+void DynamicLossScale::Restore(float scale, int64_t good_steps) {
+  OF_REQUIRE(std::isfinite(scale) && scale > 0.0f, "loss scale must be finite and > 0, got ", scale);
+  OF_REQUIRE(good_steps >= 0, "loss scale growth count must be >= 0, got ", good_steps);
+  scale_ = scale;
+  good_steps_ = good_steps;
+}
+
 void DynamicLossScale::Update(bool overflow) {
   if (overflow) {
     scale_ *= config_.backoff;

@@ -47,6 +47,11 @@ class DynamicLossScale {
   float scale() const { return scale_; }
   // Records a step's outcome: overflow (skipped) backs off; an applied step counts toward growth.
   void Update(bool overflow);
+  // Applied steps since the last change of the scale (checkpoints save it with the scale).
+  int64_t good_steps() const { return good_steps_; }
+  // Restores a checkpointed state; kInvalidArgument for a scale that is not finite and > 0 or a
+  // negative count.
+  void Restore(float scale, int64_t good_steps);
 
  private:
   LossScaleConfig config_;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -291,6 +292,48 @@ TEST(MixedPrecision, F16LossScaleBacksOffOnOverflowAndGrows) {
   }
   EXPECT_EQ(s.loss_scale(), expected * 2.0f);
   EXPECT_EQ(s.step(), 3);
+}
+
+// Accumulated f16 gradients are scaled: a checkpoint carries the scale (and the growth count), so
+// a resumed session applies the same update and grows the scale at the same step.
+TEST(MixedPrecision, CheckpointKeepsTheLossScale) {
+  const Graph model = MakeMlp(23);
+  TrainingOptions o = Options(Precision::kFloat16);
+  o.loss_scale.initial_scale = std::ldexp(1.0f, 30);
+  o.loss_scale.growth_interval = 3;
+  TrainingSession s(model, o);
+  std::mt19937 rng(29);
+  const Tensor teacher = Randn({kIn, kClasses}, rng, 1.0f);
+  const Batch b = MakeBatch(rng, teacher);
+  auto run_backward = [&](TrainingSession& t) {
+    t.Run({{"input", b.x}, {"labels", b.labels}}, {}, RunMode::kTrain);
+    t.Backward();
+  };
+  int applied = 0;
+  for (int k = 0; k < 40 && applied < 1; ++k) {
+    run_backward(s);
+    applied += s.Step() == StepOutcome::kApplied;
+  }
+  ASSERT_EQ(applied, 1);
+  run_backward(s);  // gradients pending at the checkpoint
+  const std::string path = testing::TempDir() + "mp_loss_scale.ckpt";
+  s.SaveCheckpoint(path);
+  TrainingSession r(model, o);
+  EXPECT_EQ(r.loss_scale(), std::ldexp(1.0f, 30));
+  r.LoadCheckpoint(path);
+  EXPECT_EQ(r.loss_scale(), s.loss_scale());
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_EQ(s.Step(), StepOutcome::kApplied);
+    ASSERT_EQ(r.Step(), StepOutcome::kApplied);
+    EXPECT_EQ(r.loss_scale(), s.loss_scale()) << "after step " << k;
+    for (const std::string& name : s.parameter_names()) {
+      const Tensor a = s.GetParameter(name), c = r.GetParameter(name);
+      ASSERT_EQ(std::memcmp(a.raw(), c.raw(), a.nbytes()), 0) << name << " differs after the resumed step " << k;
+    }
+    run_backward(s);
+    run_backward(r);
+  }
+  std::remove(path.c_str());
 }
 
 TEST(MixedPrecision, F16TrainingLearns) {
