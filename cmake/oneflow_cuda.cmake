@@ -74,7 +74,7 @@ message(STATUS "CUDA backend: on (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architect
 # Few translation units on purpose: each .cu instantiates its templates once (CI has 2 cores).
 file(GLOB ONEFLOW_CUDA_SOURCES CONFIGURE_DEPENDS
   ${PROJECT_SOURCE_DIR}/src/device/cuda/*.cc ${PROJECT_SOURCE_DIR}/src/kernels/cuda/*.cc
-  ${PROJECT_SOURCE_DIR}/src/kernels/cuda/*.cu)
+  ${PROJECT_SOURCE_DIR}/src/kernels/cuda/*.cu ${PROJECT_SOURCE_DIR}/src/train/*.cu)
 target_sources(oneflow_core PRIVATE ${ONEFLOW_CUDA_SOURCES})
 target_compile_definitions(oneflow_core PUBLIC ONEFLOW_HAVE_CUDA=1)
 target_link_libraries(oneflow_core PUBLIC CUDA::cudart CUDA::cublasLt)

@@ -364,6 +364,13 @@ typedef enum oneflow_nonfinite_policy_t {
   ONEFLOW_NONFINITE_REFUSE = 1
 } oneflow_nonfinite_policy_t;
 
+/* The precision of a training session's compute-heavy ops (docs/training.md "Mixed precision"). */
+typedef enum oneflow_precision_t {
+  ONEFLOW_PRECISION_F32 = 0,
+  ONEFLOW_PRECISION_BF16 = 1,
+  ONEFLOW_PRECISION_F16 = 2
+} oneflow_precision_t;
+
 typedef struct oneflow_training_options_t {
   size_t struct_size;          /* set by oneflow_training_options_init */
   /* Loss. */
@@ -402,6 +409,19 @@ typedef struct oneflow_training_options_t {
   /* Recompute forward segments in backward instead of keeping their activations: less memory,
    * about one extra forward of compute. */
   int32_t activation_checkpointing;
+  /* Mixed precision: MatMul/Gemm/Conv and the elementwise ops between them in BF16 or F16 around
+   * f32 master weights (parameters, gradients, optimizer state, checkpoints and exports stay f32);
+   * Softmax, normalization statistics, reductions and the loss stay f32. F16 scales the loss
+   * dynamically unless loss_scaling_off is 1: a step whose scaled gradients hold Inf/NaN (with a
+   * finite loss) is skipped whatever nonfinite_policy says and the scale is multiplied by
+   * loss_scale_backoff; after loss_scale_growth_interval consecutive applied steps it is
+   * multiplied by loss_scale_growth. See oneflow_session_get_loss_scale. */
+  oneflow_precision_t precision;       /* default F32 */
+  int32_t loss_scaling_off;            /* F16 only; default 0 (dynamic scaling on) */
+  float loss_scale_initial;            /* default 65536 */
+  float loss_scale_growth;             /* default 2, >= 1 */
+  float loss_scale_backoff;            /* default 0.5, in (0, 1) */
+  int64_t loss_scale_growth_interval;  /* default 2000, > 0 */
 } oneflow_training_options_t;
 
 ONEFLOW_API void oneflow_training_options_init(oneflow_training_options_t* options);
@@ -589,6 +609,14 @@ ONEFLOW_API oneflow_status_t oneflow_session_create_on_device(oneflow_env_t* env
                                                               const oneflow_session_options_t* options,
                                                               oneflow_device_kind_t device, int32_t index,
                                                               oneflow_session_t** out_session);
+
+/* ==== Mixed-precision training ================================================================ */
+
+/* The dynamic loss scale the next backward of a training session multiplies the loss by (F16
+ * precision with loss scaling), or 1 when the session does not scale its loss. `session` must be a
+ * training session (ONEFLOW_INVALID_ARGUMENT otherwise); `out_scale` must not be NULL. Thread-safe
+ * like every training call (serialized by the session). */
+ONEFLOW_API oneflow_status_t oneflow_session_get_loss_scale(const oneflow_session_t* session, float* out_scale);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -97,6 +97,18 @@ train::TrainingOptions ConvertOptions(const oneflow_session_options_t* so, const
              "training_options.nonfinite_policy: unknown policy ", static_cast<int>(nf));
   o.nonfinite = nf == ONEFLOW_NONFINITE_SKIP ? train::NonFinitePolicy::kSkip : train::NonFinitePolicy::kRefuse;
   o.activation_checkpointing = OF_FIELD(to, activation_checkpointing, 0) != 0;
+  const oneflow_precision_t pr = OF_FIELD(to, precision, ONEFLOW_PRECISION_F32);
+  OF_REQUIRE(pr == ONEFLOW_PRECISION_F32 || pr == ONEFLOW_PRECISION_BF16 || pr == ONEFLOW_PRECISION_F16,
+             "training_options.precision: unknown precision ", static_cast<int>(pr));
+  o.precision = pr == ONEFLOW_PRECISION_BF16  ? train::Precision::kBFloat16
+                : pr == ONEFLOW_PRECISION_F16 ? train::Precision::kFloat16
+                                              : train::Precision::kFloat32;
+  const train::LossScaleConfig ls;
+  o.loss_scale.enabled = OF_FIELD(to, loss_scaling_off, 0) == 0;
+  o.loss_scale.initial_scale = OF_FIELD(to, loss_scale_initial, ls.initial_scale);
+  o.loss_scale.growth = OF_FIELD(to, loss_scale_growth, ls.growth);
+  o.loss_scale.backoff = OF_FIELD(to, loss_scale_backoff, ls.backoff);
+  o.loss_scale.growth_interval = OF_FIELD(to, loss_scale_growth_interval, ls.growth_interval);
   return o;
 }
 
@@ -128,6 +140,12 @@ void oneflow_training_options_init(oneflow_training_options_t* o) {
   o->gamma = s.gamma;
   o->decay_steps = s.decay_steps;
   o->nonfinite_policy = ONEFLOW_NONFINITE_SKIP;
+  const train::LossScaleConfig ls;
+  o->precision = ONEFLOW_PRECISION_F32;
+  o->loss_scale_initial = ls.initial_scale;
+  o->loss_scale_growth = ls.growth;
+  o->loss_scale_backoff = ls.backoff;
+  o->loss_scale_growth_interval = ls.growth_interval;
 }
 
 oneflow_status_t oneflow_training_session_create(oneflow_env_t* env, const oneflow_graph_t* graph,
@@ -227,6 +245,14 @@ oneflow_status_t oneflow_session_get_training_state(const oneflow_session_t* ses
     out_state->learning_rate = t.learning_rate();
     out_state->last_loss = t.last_loss();
     out_state->last_grad_norm = t.last_grad_norm();
+  });
+}
+
+oneflow_status_t oneflow_session_get_loss_scale(const oneflow_session_t* session, float* out_scale) {
+  return Guard([&] {
+    TrainingSession& t = Training(session);
+    OF_REQUIRE(out_scale != nullptr, "out_scale is NULL");
+    *out_scale = t.loss_scale();
   });
 }
 

@@ -52,14 +52,7 @@ double SumSquares(const float* g, int64_t n) {
   return total;
 }
 
-// Scalars of one step, precomputed in double the way PyTorch does (Python floats).
-struct StepScalars {
-  float lr, scale, wd, momentum, dampening_c, decay;  // decay: AdamW's 1 - lr*wd
-  float b1, c1, b2, c2, step_size, bc2_sqrt, eps;
-  bool first;  // SGD: the momentum buffer starts as the first gradient
-};
-
-void SgdChunk(const OptimizerConfig& c, const StepScalars& s, ParamSlot& slot, int64_t b, int64_t e) {
+void SgdChunk(const OptimizerConfig& c, const UpdateScalars& s, ParamSlot& slot, int64_t b, int64_t e) {
   float* p = slot.value.data<float>();
   const float* g = slot.grad.data<float>();
   if (c.momentum == 0.0f) {
@@ -79,7 +72,7 @@ void SgdChunk(const OptimizerConfig& c, const StepScalars& s, ParamSlot& slot, i
   }
 }
 
-void AdamChunk(const OptimizerConfig& c, const StepScalars& s, ParamSlot& slot, int64_t b, int64_t e) {
+void AdamChunk(const OptimizerConfig& c, const UpdateScalars& s, ParamSlot& slot, int64_t b, int64_t e) {
   float* p = slot.value.data<float>();
   const float* g = slot.grad.data<float>();
   float* m = slot.state[0].data<float>();
@@ -176,14 +169,8 @@ float ClipScale(double norm, float max_norm) {
   return coef < 1.0 ? static_cast<float>(coef) : 1.0f;
 }
 
-void ApplyUpdate(const OptimizerConfig& c, const std::vector<ParamSlot*>& params, float lr, float grad_scale,
-                 int64_t step, ThreadPool& pool) {
-  const size_t nstate = OptimizerStateNames(c).size();
-  for (const ParamSlot* p : params) {
-    OF_ASSERT(p->value.dtype() == DType::kFloat32 && p->grad.dtype() == DType::kFloat32);
-    OF_ASSERT(p->grad.numel() == p->value.numel() && p->state.size() == nstate);
-  }
-  StepScalars s{};
+UpdateScalars ComputeUpdateScalars(const OptimizerConfig& c, float lr, float grad_scale, int64_t step) {
+  UpdateScalars s{};
   s.lr = lr;
   s.scale = grad_scale;
   s.wd = c.weight_decay;
@@ -201,6 +188,17 @@ void ApplyUpdate(const OptimizerConfig& c, const std::vector<ParamSlot*>& params
   s.step_size = static_cast<float>(lr / bc1);
   s.bc2_sqrt = static_cast<float>(std::sqrt(bc2));
   s.eps = c.eps;
+  return s;
+}
+
+void ApplyUpdate(const OptimizerConfig& c, const std::vector<ParamSlot*>& params, float lr, float grad_scale,
+                 int64_t step, ThreadPool& pool) {
+  const size_t nstate = OptimizerStateNames(c).size();
+  for (const ParamSlot* p : params) {
+    OF_ASSERT(p->value.dtype() == DType::kFloat32 && p->grad.dtype() == DType::kFloat32);
+    OF_ASSERT(p->grad.numel() == p->value.numel() && p->state.size() == nstate);
+  }
+  const UpdateScalars s = ComputeUpdateScalars(c, lr, grad_scale, step);
 
   std::vector<Chunk> chunks = MakeChunks(params);
   const double cost = c.kind == OptimizerKind::kSgd ? 4.0 * kChunk : 12.0 * kChunk;

@@ -61,6 +61,16 @@ GradientNorm GlobalGradientNorm(const std::vector<ParamSlot*>& params, ThreadPoo
 // max_norm / (norm + 1e-6), capped at 1). max_norm <= 0 disables clipping (factor 1).
 float ClipScale(double norm, float max_norm);
 
+// Scalars of one step, precomputed in double the way PyTorch does (Python floats): what every
+// element's update reads. Shared by the CPU loops and the CUDA multi-tensor kernel
+// (train/optimizer_cuda.h), so both devices round alike.
+struct UpdateScalars {
+  float lr, scale, wd, momentum, dampening_c, decay;  // decay: AdamW's 1 - lr*wd
+  float b1, c1, b2, c2, step_size, bc2_sqrt, eps;
+  bool first;  // SGD: the momentum buffer starts as the first gradient
+};
+UpdateScalars ComputeUpdateScalars(const OptimizerConfig& config, float lr, float grad_scale, int64_t step);
+
 // Applies one update to every parameter in one parallel region: `lr` is this step's learning rate,
 // `grad_scale` multiplies every gradient (clipping), `step` is the number of updates applied
 // before this one. Element-wise, so results do not depend on the thread count.

@@ -1,5 +1,7 @@
 // TrainingSession checkpoints in the native container: parameters, optimizer state, accumulated
 // gradients, the step counter and the options that shape the state. Loading is all-or-nothing.
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -49,6 +51,14 @@ void TrainingSession::SaveCheckpoint(const std::string& path) const {
   ck.metadata["skipped_steps"] = std::to_string(s.skipped);
   ck.metadata["seed"] = std::to_string(options_.seed);
   ck.metadata["deterministic"] = options_.deterministic ? "1" : "0";
+  if (s.scaler) {
+    // Accumulated gradients are scaled by it: a resumed run must continue with the same scale.
+    // %a round-trips the float exactly.
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%a", static_cast<double>(s.scaler->scale()));
+    ck.metadata["loss_scale"] = buf;
+    ck.metadata["loss_scale_good_steps"] = std::to_string(s.scaler->good_steps());
+  }
   WriteCheckpoint(ck, path);
 }
 
@@ -69,6 +79,18 @@ void TrainingSession::LoadCheckpoint(const std::string& path) {
              "checkpoint '", path, "' holds state of optimizer '", meta("optimizer"), "' (", meta("optimizer_state"),
              "); this session uses '", OptimizerKindName(options_.optimizer.kind), "' (", our_slots, ")");
   OF_REQUIRE(ck.step >= 0, "checkpoint '", path, "' has a negative step ", ck.step);
+  // A checkpoint without a loss scale (e.g. of an f32 run) keeps this session's current scale.
+  float loss_scale = 0.0f;
+  int64_t loss_scale_good = 0;
+  const std::string scale_text = meta("loss_scale");
+  if (s.scaler && !scale_text.empty()) {
+    char* end = nullptr;
+    loss_scale = std::strtof(scale_text.c_str(), &end);
+    OF_REQUIRE(end && *end == '\0' && std::isfinite(loss_scale) && loss_scale > 0.0f, "checkpoint '", path,
+               "' has a bad loss scale '", scale_text, "'");
+    loss_scale_good = std::atoll(meta("loss_scale_good_steps").c_str());
+    OF_REQUIRE(loss_scale_good >= 0, "checkpoint '", path, "' has a negative loss scale growth count");
+  }
 
   // Validate everything first: a mismatch leaves the session untouched.
   std::vector<std::string> problems;
@@ -105,6 +127,10 @@ void TrainingSession::LoadCheckpoint(const std::string& path) {
                                 "parameter of this model"));
   OF_REQUIRE(problems.empty(), "checkpoint '", path, "' does not match this training session (", problems.size(),
              " problem", problems.size() == 1 ? "" : "s", "):", JoinProblems(problems));
+  if (s.scaler && scale_text.empty())
+    for (auto& [p, t] : grads)
+      OF_REQUIRE(t == nullptr, "checkpoint '", path, "' holds accumulated gradients but no loss scale; this session "
+                 "scales its f16 loss, so they cannot be interpreted (zero them before saving)");
 
   for (const Copy& c : copies) std::memcpy(c.to->raw(), c.from->raw(), c.from->nbytes());
   s.ZeroGradients();
@@ -116,6 +142,7 @@ void TrainingSession::LoadCheckpoint(const std::string& path) {
   }
   s.step = ck.step;
   s.skipped = std::atoll(meta("skipped_steps").c_str());
+  if (s.scaler && !scale_text.empty()) s.scaler->Restore(loss_scale, loss_scale_good);
   s.pending.clear();
   s.has_pending = false;
 }

@@ -1,7 +1,9 @@
 // BuildTrainingGraph: parameters become inputs, the loss is found or appended, gradients are built.
 #include "train/training_graph.h"
 
+#include "engine/session.h"
 #include "graph/losses.h"
+#include "train/mixed_precision.h"
 #include "train/param_select.h"
 
 namespace oneflow::train {
@@ -37,6 +39,10 @@ TrainingGraph BuildTrainingGraph(const Graph& model, const TrainingOptions& opti
     wrt.push_back(val.name);
   }
   t.user_outputs = g.outputs;
+  // Before the loss is appended, so the loss itself stays f32.
+  if (options.precision != Precision::kFloat32)
+    t.low_precision_nodes =
+        ApplyMixedPrecision(g, options.precision == Precision::kBFloat16 ? DType::kBFloat16 : DType::kFloat16);
 
   if (options.appended_loss == AppendedLoss::kNone) {
     t.loss = FindOutput(g, options.loss_output, "loss_output");
@@ -55,7 +61,23 @@ TrainingGraph BuildTrainingGraph(const Graph& model, const TrainingOptions& opti
     }
   }
 
-  t.info = BuildGradients(g, t.name(t.loss), wrt);
+  std::string seed = t.name(t.loss);
+  if (options.precision == Precision::kFloat16 && options.loss_scale.enabled) {
+    // Backward starts from loss * scale, so small f16 gradients do not flush to zero.
+    t.loss_scale = g.AddValue(g.UniqueName("loss_scale"), TensorType::Of(DType::kFloat32, Shape{}));
+    g.inputs.push_back(t.loss_scale);
+    Node mul;
+    mul.name = g.UniqueName("scaled_loss");
+    mul.op_type = "Mul";
+    mul.opset = g.opset_imports.count("") ? g.opset_imports.at("") : 17;
+    const int scaled = g.AddValue(mul.name, TensorType::Of(DType::kFloat32, Shape{}));
+    mul.inputs = {t.loss, t.loss_scale};
+    mul.outputs = {scaled};
+    g.nodes.push_back(std::move(mul));
+    PrepareGraph(g);
+    seed = t.name(scaled);
+  }
+  t.info = BuildGradients(g, seed, wrt);
   for (const std::string& w : wrt) t.gradients.push_back(g.FindValue(t.info.gradients.at(w)));
 
   for (int v : t.data_inputs) {

@@ -22,13 +22,16 @@ struct TrainingGraph {
   int loss = kNoValue;             // the scalar loss ("loss" when appended and the name is free)
   std::vector<int> gradients;      // per parameter, same order: its gradient (a graph output)
   GradientInfo info;               // what BuildGradients reported
+  int loss_scale = kNoValue;       // f16 loss scaling: the scalar f32 input the loss is multiplied by
+                                   // before differentiation (fed at backward, not by the caller)
+  size_t low_precision_nodes = 0;  // nodes the mixed-precision pass moved to bf16/f16
   Graph interface;                 // what callers feed and fetch: data inputs; user outputs + loss
 
   const std::string& name(int v) const { return graph.values[static_cast<size_t>(v)].name; }
 };
 
-// `model` must be prepared (PrepareGraph); only the loss, frozen and loss-shaping fields of
-// `options` are read. Errors as TrainingSession's constructor: kInvalidArgument for a missing
+// `model` must be prepared (PrepareGraph); only the loss, frozen, loss-shaping and precision fields
+// of `options` are read. Errors as TrainingSession's constructor: kInvalidArgument for a missing
 // loss or logits output or no trainable parameter, kUnsupported naming the op when the loss does
 // not differentiate back to the parameters.
 TrainingGraph BuildTrainingGraph(const Graph& model, const TrainingOptions& options);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/executor.h"
+#include "train/mixed_precision.h"
 #include "train/optimizer.h"
 #include "train/training_session.h"
 
@@ -54,6 +55,9 @@ struct TrainingSession::Impl {
   int64_t backward_count = 0;  // backward calls since the last step
   int64_t step = 0;
   int64_t skipped = 0;
+  // f16 loss scaling: the backward graph's scale input and the scale's state (null otherwise).
+  std::string loss_scale_name;
+  std::unique_ptr<DynamicLossScale> scaler;
 
   const ParamState* Find(const std::string& name) const;
   const ParamState& Get(const std::string& name) const;  // kNotFound naming the parameter

@@ -28,6 +28,10 @@ void CheckOptions(const TrainingOptions& o) {
   OF_REQUIRE(o.nonfinite == NonFinitePolicy::kSkip || o.nonfinite == NonFinitePolicy::kRefuse,
              "unknown NaN/Inf policy ", static_cast<int>(o.nonfinite));
   OF_REQUIRE(std::isfinite(o.max_grad_norm), "max_grad_norm must be finite");
+  OF_REQUIRE(o.precision == Precision::kFloat32 || o.precision == Precision::kBFloat16 ||
+                 o.precision == Precision::kFloat16,
+             "unknown precision ", static_cast<int>(o.precision));
+  if (o.precision == Precision::kFloat16 && o.loss_scale.enabled) ValidateLossScaleConfig(o.loss_scale);
   const bool appended = o.appended_loss != AppendedLoss::kNone;
   OF_REQUIRE(appended != !o.loss_output.empty(),
              appended ? "give either loss_output or an appended loss, not both"
@@ -104,6 +108,12 @@ TrainingSession::TrainingSession(const Graph& model, const TrainingOptions& opti
   req.loss = t.loss;
   req.gradients = t.gradients;
   req.checkpointing = options.activation_checkpointing;
+  if (t.loss_scale != kNoValue) {
+    // Fed by Backward from the scaler, never by the caller (so not in the interface).
+    s.loss_scale_name = t.name(t.loss_scale);
+    s.scaler = std::make_unique<DynamicLossScale>(options.loss_scale);
+    req.data_inputs.push_back(t.loss_scale);
+  }
   TrainingGraphs graphs = SplitForTraining(g, req);
   s.saved_names = graphs.saved;
   s.checkpoints = graphs.checkpoints;
@@ -154,6 +164,10 @@ std::vector<std::pair<std::string, Tensor>> TrainingSession::Run(
     if (named.count(name)) continue;
     if (const ParamState* p = s.Find(name)) {
       named[name] = p->slot.value;
+      continue;
+    }
+    if (s.scaler && name == s.loss_scale_name) {
+      named[name] = Tensor::Scalar(DType::kFloat32, s.scaler->scale());
       continue;
     }
     Fail(ErrorCode::kInvalidArgument, "input '", name, "' is missing",
@@ -210,6 +224,7 @@ void TrainingSession::Backward() {
                             "one run)");
   std::map<std::string, Tensor> named = s.pending;
   for (const ParamState& p : s.params) named[p.name] = p.slot.value;
+  if (s.scaler) named[s.loss_scale_name] = Tensor::Scalar(DType::kFloat32, s.scaler->scale());
   std::vector<Tensor> grads = s.backward->Run(named);
   s.pending.clear();
   s.has_pending = false;
@@ -242,7 +257,18 @@ StepOutcome TrainingSession::Step() {
   std::vector<ParamSlot*> slots;
   for (ParamState& p : s.params) slots.push_back(&p.slot);
   GradientNorm norm = GlobalGradientNorm(slots, *s.pool);
+  // With loss scaling the gradients are scale x the true ones.
+  const float loss_scale = s.scaler ? s.scaler->scale() : 1.0f;
+  norm.norm /= loss_scale;
   s.last_grad_norm = norm.norm;
+  if (s.scaler && !norm.finite && !s.nonfinite_loss) {
+    // The scaled f16 gradients overflowed (the loss itself is finite): the expected signal to
+    // back off, so the step is skipped whatever the NaN/Inf policy says.
+    s.scaler->Update(true);
+    s.ZeroGradients();
+    ++s.skipped;
+    return StepOutcome::kSkipped;
+  }
   if (!norm.finite || s.nonfinite_loss) {
     if (options_.nonfinite == NonFinitePolicy::kSkip) {
       s.ZeroGradients();
@@ -260,7 +286,9 @@ StepOutcome TrainingSession::Step() {
          "; parameters are unchanged and the gradients kept (zero them to go on)");
   }
   float lr = LearningRate(options_.schedule, options_.optimizer.lr, s.step);
-  ApplyUpdate(options_.optimizer, slots, lr, ClipScale(norm.norm, options_.max_grad_norm), s.step, *s.pool);
+  ApplyUpdate(options_.optimizer, slots, lr, ClipScale(norm.norm, options_.max_grad_norm) / loss_scale, s.step,
+              *s.pool);
+  if (s.scaler) s.scaler->Update(false);
   ++s.step;
   s.ZeroGradients();
   return StepOutcome::kApplied;
@@ -335,6 +363,11 @@ double TrainingSession::last_loss() const {
 double TrainingSession::last_grad_norm() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->last_grad_norm;
+}
+
+float TrainingSession::loss_scale() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->scaler ? impl_->scaler->scale() : 1.0f;
 }
 
 size_t TrainingSession::DefaultFetchCount(RunMode mode) const {

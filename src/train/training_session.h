@@ -12,6 +12,7 @@
 #include "engine/executor.h"
 #include "graph/graph.h"
 #include "train/lr_schedule.h"
+#include "train/mixed_precision.h"
 #include "train/optimizer.h"
 
 namespace oneflow::train {
@@ -25,6 +26,10 @@ enum class AppendedLoss { kNone, kMse, kL1, kSoftmaxCrossEntropy };
 // fails with kRuntime naming the parameter; gradients stay for inspection until ZeroGradients).
 // Parameters are never touched either way.
 enum class NonFinitePolicy { kSkip, kRefuse };
+
+// The precision of the compute-heavy ops (train/mixed_precision.h); parameters, optimizer state
+// and gradients stay f32 either way.
+enum class Precision { kFloat32, kBFloat16, kFloat16 };
 
 struct TrainingOptions {
   int intra_op_threads = 0;    // 0 = one per core (deterministic mode needs an explicit count)
@@ -52,6 +57,12 @@ struct TrainingOptions {
   uint64_t seed = 0;
   NonFinitePolicy nonfinite = NonFinitePolicy::kSkip;
   bool activation_checkpointing = false;
+
+  // Mixed precision: MatMul/Gemm/Conv and the elementwise ops between them in bf16 or f16 around
+  // f32 master weights; f16 also scales the loss dynamically (`loss_scale`), skipping steps whose
+  // scaled gradients overflow whatever `nonfinite` says.
+  Precision precision = Precision::kFloat32;
+  LossScaleConfig loss_scale;
 };
 
 enum class RunMode { kTrain, kEval };
@@ -105,6 +116,7 @@ class TrainingSession {
   float learning_rate() const;    // the rate the next step will use
   double last_loss() const;       // the loss of the last train-mode run (NaN before any)
   double last_grad_norm() const;  // the global norm before clipping at the last step (NaN before any)
+  float loss_scale() const;       // the dynamic loss scale the next backward uses (1 without scaling)
   TrainingMemory memory() const;
 
   // Checkpoints: trained parameters, optimizer state, accumulated gradients, the step counter and

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "graph/ops/conv_shape.h"
+#include "kernels/cpu/half_compute.h"
 #include "kernels/cpu/conv_dnnl.h"
 #include "kernels/cpu/nn_kernels.h"
 #include "kernels/cpu/tensor_copy.h"
@@ -201,6 +202,7 @@ std::shared_ptr<DnnlConv2d> ConvKernel::DnnlPlan(const Shape& xs, const std::str
 }
 
 void ConvKernel::Compute(KernelContext& ctx) {
+  if (HasHalfInput(ctx)) return ComputeHalfViaF32(ctx, [this](KernelContext& c) { Compute(c); });
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(1);
   const Tensor* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;

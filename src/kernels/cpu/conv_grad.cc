@@ -15,6 +15,7 @@
 
 #include "graph/op_schema.h"
 #include "graph/ops/conv_shape.h"
+#include "kernels/cpu/half_compute.h"
 #include "kernels/cpu/nn_grad_kernels.h"
 #include "kernels/cpu/nn_kernels.h"
 #include "kernels/cpu/reduce_util.h"
@@ -404,6 +405,7 @@ void RequireSameDType(const KernelContext& ctx, const Tensor& a, const Tensor& b
 
 template <bool kTranspose>
 void ConvGradDataKernel(KernelContext& ctx) {
+  if (HasHalfInput(ctx)) return ComputeHalfViaF32(ctx, ConvGradDataKernel<kTranspose>);
   const Tensor& dy = ctx.input(0);
   const Tensor& w = ctx.input(1);
   RequireSameDType(ctx, dy, w);
@@ -424,6 +426,7 @@ void ConvGradDataKernel(KernelContext& ctx) {
 
 template <bool kTranspose>
 void ConvGradFilterKernel(KernelContext& ctx) {
+  if (HasHalfInput(ctx)) return ComputeHalfViaF32(ctx, ConvGradFilterKernel<kTranspose>);
   const Tensor& x = ctx.input(0);
   const Tensor& dy = ctx.input(1);
   RequireSameDType(ctx, x, dy);
@@ -443,6 +446,7 @@ void ConvGradFilterKernel(KernelContext& ctx) {
 
 // dB[c] = sum of dY[n, c, ...] over the batch and every spatial position.
 void ConvGradBiasKernel(KernelContext& ctx) {
+  if (HasHalfInput(ctx)) return ComputeHalfViaF32(ctx, ConvGradBiasKernel);
   const Tensor& dy = ctx.input(0);
   OF_REQUIRE(dy.rank() >= 2, ctx.node_desc(), ": dY must have rank >= 2");
   const int64_t N = dy.dim(0), C = dy.dim(1), S = ShapeProduct(dy.shape(), 2, dy.shape().size());

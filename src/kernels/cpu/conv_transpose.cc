@@ -1,6 +1,7 @@
 // CPU kernel: ConvTranspose (1-D/2-D/3-D, groups, dilations, pads, output_padding, output_shape,
 // auto_pad). cols = W_g^T x X_g by GEMM, then col2im scatters each column into the output.
 #include "graph/ops/conv_shape.h"
+#include "kernels/cpu/half_compute.h"
 #include "kernels/cpu/nn_kernels.h"
 
 namespace oneflow {
@@ -74,6 +75,7 @@ ConvTransposeKernel::ConvTransposeKernel(const KernelInitContext& init) {
 }
 
 void ConvTransposeKernel::Compute(KernelContext& ctx) {
+  if (HasHalfInput(ctx)) return ComputeHalfViaF32(ctx, [this](KernelContext& c) { Compute(c); });
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(1);
   const Tensor* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;

@@ -6,6 +6,7 @@
 #include "graph/ops/tensor_util.h"
 #include "kernels/cpu/all_kernels.h"
 #include "kernels/cpu/elementwise_util.h"
+#include "kernels/cpu/half_compute.h"
 #include "kernels/cpu/tensor_copy.h"
 #include "graph/op_schema.h"
 #include "kernels/kernel.h"
@@ -152,6 +153,7 @@ void SwishGradKernel(KernelContext& ctx) {
 
 // Y (of `shape`) = X summed over the dims where X broadcasts Y (numpy alignment from the right).
 void ReduceSumToShapeKernel(KernelContext& ctx) {
+  if (HasHalfInput(ctx)) return ComputeHalfViaF32(ctx, ReduceSumToShapeKernel);
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);
   const Shape& xs = x.shape();

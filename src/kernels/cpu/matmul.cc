@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "graph/infer_util.h"
+#include "kernels/cpu/half_compute.h"
 #include "kernels/cpu/nn_kernels.h"
 
 namespace oneflow {
@@ -85,6 +86,7 @@ MatMulKernel::MatMulKernel(const KernelInitContext& init) : act_(ReadActivation(
 }
 
 void MatMulKernel::Compute(KernelContext& ctx) {
+  if (HasHalfInput(ctx)) return ComputeHalfViaF32(ctx, [this](KernelContext& c) { Compute(c); });
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
   Tensor& y = ctx.output(0);
@@ -175,6 +177,7 @@ static void FillBroadcastC(const Tensor& c, T beta, T* y, int64_t M, int64_t N) 
 }
 
 void GemmKernel::Compute(KernelContext& ctx) {
+  if (HasHalfInput(ctx)) return ComputeHalfViaF32(ctx, [this](KernelContext& c) { Compute(c); });
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
   const Tensor* c = ctx.has_input(2) ? &ctx.input(2) : nullptr;

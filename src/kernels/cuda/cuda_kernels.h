@@ -15,12 +15,16 @@ void RegisterCudaElementwiseKernels(KernelRegistry& r);  // cuda/elementwise.cu 
 void RegisterCudaReductionKernels(KernelRegistry& r);    // cuda/reduce_norm.cu (Reduce*, Softmax, LayerNorm)
 void RegisterCudaTransposeKernels(KernelRegistry& r);    // cuda/transpose.cu
 void RegisterCudaMatMulKernels(KernelRegistry& r);       // cuda/matmul_cublaslt.cc
+void RegisterCudaGradKernels(KernelRegistry& r);         // cuda/grad.cu (activation grads, ReduceSumToShape, Sum)
+void RegisterCudaNormLossGradKernels(KernelRegistry& r); // cuda/norm_loss_grad.cu (Softmax/LayerNorm grads, SCE loss)
 
 inline void RegisterAllCudaKernels(KernelRegistry& r) {
   RegisterCudaElementwiseKernels(r);
   RegisterCudaReductionKernels(r);
   RegisterCudaTransposeKernels(r);
   RegisterCudaMatMulKernels(r);
+  RegisterCudaGradKernels(r);
+  RegisterCudaNormLossGradKernels(r);
 }
 
 namespace cuda {
