@@ -60,7 +60,8 @@ extension = Extension(
     libraries=["dl"],
     extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-missing-field-initializers",
                         "-fvisibility=hidden"],
-    depends=[str(p.relative_to(HERE)) for p in (HERE / "ext").glob("*.h")],
+    # The C ABI header too: its structs' layout is compiled in (a stale build would write past them).
+    depends=[str(p.relative_to(HERE)) for p in (HERE / "ext").glob("*.h")] + [str(INCLUDE_DIR / "oneflow_c.h")],
 )
 
 setup(version=_version(), ext_modules=[extension], cmdclass={"build_ext": BuildExtBundlingLibrary})

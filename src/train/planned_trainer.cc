@@ -99,6 +99,9 @@ class PlannedTrainer final : public DistributedTrainer {
 PlannedTrainer::PlannedTrainer(const Graph& model, const DistributedTrainingOptions& options) : opts_(options) {
   const TrainingOptions& to = opts_.training;
   OF_REQUIRE(!to.activation_checkpointing, "activation checkpointing is not supported by distributed training yet");
+  OF_CHECK(!(to.precision == Precision::kFloat16 && to.loss_scale.enabled), kUnsupported,
+           "f16 training with dynamic loss scaling is not supported by distributed training yet: use bf16, or "
+           "disable loss scaling");
   OF_REQUIRE(opts_.zero_stage >= 0 && opts_.zero_stage <= 2, "zero_stage must be 0, 1 or 2, got ", opts_.zero_stage);
   OF_REQUIRE(opts_.bucket_bytes > 0, "bucket_bytes must be positive");
   OF_REQUIRE(opts_.max_states >= 1, "max_states must be positive");
