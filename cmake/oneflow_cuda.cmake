@@ -85,6 +85,8 @@ endif()
 if(ONEFLOW_HAVE_NCCL)
   target_include_directories(oneflow_core PUBLIC ${NCCL_INCLUDE_DIR})
   target_compile_definitions(oneflow_core PUBLIC ONEFLOW_HAVE_NCCL=1)
+  # The NCCL communicator (src/engine/comm/nccl.cc, compiled in every build, NCCL code only with this).
+  target_link_libraries(oneflow_core PUBLIC ${NCCL_LIBRARY})
 endif()
 # Device code: hidden symbols like the rest of the core; fast math is opted into per kernel, not globally.
 target_compile_options(oneflow_core PRIVATE
