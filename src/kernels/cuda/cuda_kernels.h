@@ -15,12 +15,14 @@ void RegisterCudaElementwiseKernels(KernelRegistry& r);  // cuda/elementwise.cu 
 void RegisterCudaReductionKernels(KernelRegistry& r);    // cuda/reduce_norm.cu (Reduce*, Softmax, LayerNorm)
 void RegisterCudaTransposeKernels(KernelRegistry& r);    // cuda/transpose.cu
 void RegisterCudaMatMulKernels(KernelRegistry& r);       // cuda/matmul_cublaslt.cc
+void RegisterCudaBoxingKernels(KernelRegistry& r);       // cuda/boxing.cc (ai.oneflow Boxing)
 
 inline void RegisterAllCudaKernels(KernelRegistry& r) {
   RegisterCudaElementwiseKernels(r);
   RegisterCudaReductionKernels(r);
   RegisterCudaTransposeKernels(r);
   RegisterCudaMatMulKernels(r);
+  RegisterCudaBoxingKernels(r);
 }
 
 namespace cuda {
