@@ -161,7 +161,8 @@ TEST(NcclTimeout, InitOfAMissingPeerAbortsAfterTheTimeout) {
 
 TEST(NcclTimeout, AbortFromAnotherThreadStopsAWait) {
   OF_REQUIRE_CUDA_DEVICE();
-  auto comm = CreateNcclCommunicator(0, 2, 0, CreateInMemoryStore(), 120000);
+  auto store = CreateInMemoryStore();
+  auto comm = CreateNcclCommunicator(0, 2, 0, store, 120000);
   std::thread stopper([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     comm->Abort("rank 1 failed: test");
@@ -178,6 +179,15 @@ TEST(NcclTimeout, AbortFromAnotherThreadStopsAWait) {
   EXPECT_NE(err.find("aborted while"), std::string::npos) << err;
   EXPECT_NE(err.find("rank 1 failed: test"), std::string::npos) << err;
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0);
+  // The abort is published in the store: a peer's next call fails with rank 0's cause (its own
+  // 1-member group needs no NCCL communicator, so sharing the GPU is fine here).
+  auto peer = CreateNcclCommunicator(1, 2, 0, store, 120000);
+  try {
+    peer->Barrier({1});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("aborted by rank 0: rank 1 failed: test"), std::string::npos) << e.what();
+  }
 }
 
 // One rank's boxing graph run node by node with CUDA kernels on its own stream.

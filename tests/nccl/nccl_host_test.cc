@@ -284,6 +284,8 @@ TEST(InMemoryStore, SetGetAndTimeout) {
   auto store = CreateInMemoryStore();
   store->Set("a", {'x', 'y'});
   EXPECT_EQ(store->Get("a", 10), (std::vector<char>{'x', 'y'}));
+  EXPECT_TRUE(store->Check("a"));
+  EXPECT_FALSE(store->Check("missing"));
   try {
     store->Get("missing", 20);
     FAIL() << "no error";
@@ -291,6 +293,34 @@ TEST(InMemoryStore, SetGetAndTimeout) {
     EXPECT_EQ(e.code(), ErrorCode::kRuntime);
     EXPECT_NE(std::string(e.what()).find("'missing' was not published within 20 ms"), std::string::npos) << e.what();
   }
+}
+
+// The Gloo FileStore behind the same interface (the multi-process NCCL id exchange uses it).
+TEST(FileStore, SetGetCheckAndTimeout) {
+  char dir[] = "/tmp/oneflow-nccl-store-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::shared_ptr<RendezvousStore> store;
+  try {
+    store = CreateFileStore(dir);
+  } catch (const Error& e) {
+    ASSERT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no Gloo"), std::string::npos) << e.what();
+    return;  // built without Gloo: the error is the behaviour
+  }
+  EXPECT_FALSE(store->Check("nccl/id[0,1]"));
+  store->Set("nccl/id[0,1]", {'1', '2', '3'});
+  EXPECT_TRUE(store->Check("nccl/id[0,1]"));
+  // A second handle on the directory (another process in a real job) sees the value.
+  EXPECT_EQ(CreateFileStore(dir)->Get("nccl/id[0,1]", 1000), (std::vector<char>{'1', '2', '3'}));
+  try {
+    store->Get("never", 50);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kRuntime);
+    EXPECT_NE(std::string(e.what()).find("'never' was not published within 50 ms"), std::string::npos) << e.what();
+  }
+  std::string cmd = std::string("rm -rf ") + dir;
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
 }
 
 // Two ranks on one GPU are refused up front, whatever the machine has.

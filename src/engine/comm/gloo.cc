@@ -2,6 +2,7 @@
 // group of ranks gets its own Gloo context, connected on first use (every member reaches its
 // first collective on a group in the same order, so the lazy rendezvous is SPMD-safe).
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -257,10 +258,22 @@ class GlooComm final : public Communicator {
 #ifdef ONEFLOW_WITH_GLOO
 namespace {
 
+// Gloo's FileStore with its (protected) non-waiting key check made reachable.
+struct CheckableFileStore : gloo::rendezvous::FileStore {
+  using gloo::rendezvous::FileStore::FileStore;
+  using gloo::rendezvous::FileStore::check;
+};
+
 class GlooFileStore final : public RendezvousStore {
  public:
-  explicit GlooFileStore(const std::string& dir) : store_(dir) {}
-  void Set(const std::string& key, const std::vector<char>& value) override { store_.set(key, value); }
+  explicit GlooFileStore(const std::string& dir) : store_(MakeDir(dir)) {}
+  void Set(const std::string& key, const std::vector<char>& value) override {
+    try {
+      store_.set(key, value);
+    } catch (const std::exception& e) {
+      Fail(ErrorCode::kIo, "cannot write rendezvous key '", key, "': ", e.what());
+    }
+  }
   std::vector<char> Get(const std::string& key, int64_t timeout_ms) override {
     try {
       store_.wait({key}, std::chrono::milliseconds(timeout_ms));
@@ -269,9 +282,15 @@ class GlooFileStore final : public RendezvousStore {
       Fail(ErrorCode::kRuntime, "rendezvous key '", key, "' was not published within ", timeout_ms, " ms: ", e.what());
     }
   }
+  bool Check(const std::string& key) override { return store_.check({key}); }
 
  private:
-  gloo::rendezvous::FileStore store_;
+  static const std::string& MakeDir(const std::string& dir) {
+    OF_CHECK(mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST, kIo, "cannot create the rendezvous directory ", dir, ": ",
+             std::strerror(errno));
+    return dir;
+  }
+  CheckableFileStore store_;
 };
 
 }  // namespace

@@ -49,6 +49,10 @@ class InMemoryStore final : public RendezvousStore {
     OF_CHECK(found, kRuntime, "rendezvous key '", key, "' was not published within ", timeout_ms, " ms");
     return values_[key];
   }
+  bool Check(const std::string& key) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return values_.count(key) > 0;
+  }
 
  private:
   std::mutex mutex_;

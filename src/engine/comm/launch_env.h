@@ -34,6 +34,8 @@ class RendezvousStore {
   virtual void Set(const std::string& key, const std::vector<char>& value) = 0;
   // Waits up to `timeout_ms` for `key`; throws kRuntime naming the key when it never appears.
   virtual std::vector<char> Get(const std::string& key, int64_t timeout_ms) = 0;
+  // Whether `key` is set, without waiting.
+  virtual bool Check(const std::string& key) = 0;
 };
 
 // For ranks that are threads of one process.

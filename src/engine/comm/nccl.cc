@@ -140,9 +140,10 @@ class NcclComm final : public Communicator {
                 const std::vector<size_t>& recv_sizes, const std::vector<int>& group) override {
     OF_REQUIRE(send_sizes.size() == group.size() && recv_sizes.size() == group.size(), "all-to-all: ",
                send_sizes.size(), " send and ", recv_sizes.size(), " receive sizes for a group of ", group.size());
+    const size_t self = Index(group);
+    OF_REQUIRE(send_sizes[self] == recv_sizes[self], "all-to-all: rank ", rank_, " sends itself ", send_sizes[self],
+               " bytes but expects ", recv_sizes[self]);
     Run("all-to-all", group, [&](ncclComm_t comm, cudaStream_t stream, size_t me, const Op& op) {
-      OF_REQUIRE(send_sizes[me] == recv_sizes[me], "all-to-all: rank ", rank_, " sends itself ", send_sizes[me],
-                 " bytes but expects ", recv_sizes[me]);
       const std::vector<size_t> so = nccl::CompactOffsets(send_sizes), ro = nccl::CompactOffsets(recv_sizes);
       const char* s = static_cast<const char*>(send);
       char* r = static_cast<char*>(recv);
@@ -189,10 +190,12 @@ class NcclComm final : public Communicator {
     });
   }
 
-  // Marks the rank aborted; the communicators are aborted now when no call is running, else by
-  // the running call within one poll interval (it owns them until it returns).
+  // Marks the rank aborted and tells the peers through the store; the communicators are aborted
+  // now when no call is running, else by the running call within one poll interval (it owns them
+  // until it returns).
   void Abort(const std::string& why) override {
     SetCause(why.empty() ? "aborted" : why);
+    Publish(StrCat("rank ", rank_, ": ", Cause()));
     std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
     if (lock.owns_lock()) AbortAll();
   }
@@ -202,6 +205,7 @@ class NcclComm final : public Communicator {
     const char* what;
     const std::vector<int>* group;
     Clock::time_point deadline;
+    mutable Clock::time_point next_peer_check;  // the store is read at most every 100 ms
   };
 
   size_t Index(const std::vector<int>& group) const {
@@ -231,6 +235,25 @@ class NcclComm final : public Communicator {
     std::lock_guard<std::mutex> lock(cause_mutex_);
     return cause_;
   }
+  // The job-wide abort record: the first failing rank's cause, which every peer polls for while it
+  // waits (a peer stuck in a collective with a dead rank stops at once instead of at its timeout).
+  std::string AbortKey() const { return prefix_ + "abort"; }
+  void Publish(const std::string& text) {
+    try {
+      if (!store_->Check(AbortKey())) {
+        store_->Set(AbortKey(), std::vector<char>(text.begin(), text.end()));
+      }
+    } catch (const std::exception&) {
+      // The store is gone too: the peers will run into their timeouts.
+    }
+  }
+  // Whether a peer published an abort; adopts its cause.
+  bool PeerAborted() {
+    if (!store_->Check(AbortKey())) return false;
+    std::vector<char> v = store_->Get(AbortKey(), 1);
+    SetCause(StrCat("aborted by ", std::string(v.begin(), v.end())));
+    return true;
+  }
   void AbortAll() {
     if (comms_.empty()) return;
     int previous = 0;
@@ -248,6 +271,11 @@ class NcclComm final : public Communicator {
   }
   // Between polls: a requested abort or the deadline ends the wait.
   void CheckProgress(const Op& op, const char* waiting_for) {
+    const Clock::time_point now = Clock::now();
+    if (now >= op.next_peer_check) {
+      op.next_peer_check = now + std::chrono::milliseconds(100);
+      PeerAborted();
+    }
     if (aborted_)
       Fail(ErrorCode::kRuntime, "rank ", rank_, ": ", op.what, " on group ", GroupText(*op.group), " aborted while ",
            waiting_for, ": ", Cause());
@@ -331,12 +359,12 @@ class NcclComm final : public Communicator {
   void Run(const char* what, const std::vector<int>& group, Fn&& fn) {
     std::lock_guard<std::mutex> lock(mutex_);
     const size_t me = Index(group);
-    if (aborted_) {
+    if (aborted_ || PeerAborted()) {
       AbortAll();
       Fail(ErrorCode::kRuntime, "rank ", rank_, ": ", what, " on group ", GroupText(group),
            ": the NCCL communicator was aborted: ", Cause());
     }
-    const Op op{what, &group, Clock::now() + timeout_};
+    const Op op{what, &group, Clock::now() + timeout_, Clock::now() + std::chrono::milliseconds(100)};
     cuda::DeviceGuard guard(device_);
     cudaStream_t stream = cuda::CurrentStream();
     try {
@@ -344,8 +372,9 @@ class NcclComm final : public Communicator {
       fn(comm, stream, me, op);
       WaitStream(comm, stream, op);
     } catch (const std::exception& e) {
-      // Peers may be stuck in this collective: abort so that they fail too instead of hanging.
+      // Peers may be stuck in this collective: abort and tell them, so they fail too instead of hanging.
       SetCause(e.what());
+      Publish(Cause());
       AbortAll();
       throw;
     }
