@@ -16,7 +16,7 @@
 #include "device/cuda/cuda_device.h"
 #endif
 #ifdef ONEFLOW_HAVE_NCCL
-#include <nccl.h>
+#include "engine/comm/nccl_api.h"
 #endif
 
 namespace oneflow {
@@ -198,11 +198,23 @@ TEST(NcclErrors, ResultCodesAndMessages) {
   EXPECT_EQ(m, "rank 3: all-gather (ncclAllGather) on group [1,3] failed: ncclRemoteError (6): remote process exited; "
                "peer 1 closed the connection");
 #ifdef ONEFLOW_HAVE_NCCL
-  // Our names follow nccl.h's values (also a static_assert in nccl.cc) and NCCL's own text exists.
+  // Our names follow nccl.h's values (also a static_assert in nccl.cc).
   EXPECT_STREQ(nccl::NcclResultName(ncclInvalidUsage), "ncclInvalidUsage");
-  EXPECT_GT(std::strlen(ncclGetErrorString(ncclSystemError)), 0u);
 #endif
 }
+
+#ifdef ONEFLOW_HAVE_NCCL
+// NCCL is loaded at run time (no GPU needed for this): every entry point bound, a usable version,
+// and its own error text.
+TEST(NcclApi, LoadsAtRunTime) {
+  const nccl::Api& api = nccl::LoadApi();
+  EXPECT_GE(api.version, 21400) << api.library;
+  EXPECT_NE(api.AllReduce, nullptr);
+  EXPECT_NE(api.GroupEnd, nullptr);
+  EXPECT_GT(std::strlen(api.GetErrorString(ncclSystemError)), 0u);
+  EXPECT_EQ(&nccl::LoadApi(), &api) << "loaded once";
+}
+#endif
 
 // Sets environment variables for one test and restores them afterwards.
 class EnvScope {

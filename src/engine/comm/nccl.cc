@@ -18,6 +18,8 @@
 #ifdef ONEFLOW_HAVE_NCCL
 #include <nccl.h>
 
+#include "engine/comm/nccl_api.h"
+
 #include "device/cuda/cuda_check.h"
 #include "device/cuda/cuda_device.h"
 #endif
@@ -60,8 +62,8 @@ class NcclComm final : public Communicator {
  public:
   NcclComm(int rank, int size, int device, std::shared_ptr<RendezvousStore> store, int64_t timeout_ms,
            std::string prefix)
-      : rank_(rank), size_(size), device_(device), timeout_(timeout_ms), store_(std::move(store)),
-        prefix_(std::move(prefix)) {}
+      : api_(nccl::LoadApi()), rank_(rank), size_(size), device_(device), timeout_(timeout_ms),
+        store_(std::move(store)), prefix_(std::move(prefix)) {}
 
   // Abort rather than finalize: ncclCommFinalize waits until the whole group is quiescent, which
   // deadlocks when the ranks of one process are destroyed one after another on one thread. Every
@@ -80,7 +82,7 @@ class NcclComm final : public Communicator {
   void AllReduceSum(void* buf, int64_t count, DType dtype, const std::vector<int>& group) override {
     const ncclDataType_t type = NcclSumType(dtype);
     Run("all-reduce", group, [&](ncclComm_t comm, cudaStream_t stream, size_t, const Op& op) {
-      Check(ncclAllReduce(buf, buf, static_cast<size_t>(count), type, ncclSum, comm, stream), comm, "ncclAllReduce", op);
+      Check(api_.AllReduce(buf, buf, static_cast<size_t>(count), type, ncclSum, comm, stream), comm, "ncclAllReduce", op);
     });
   }
 
@@ -93,14 +95,14 @@ class NcclComm final : public Communicator {
       const size_t unit = nccl::PaddedUnit(sizes);
       if (unit == 0) return;
       if (nccl::AllEqual(sizes)) {
-        Check(ncclAllGather(send, recv, unit, ncclUint8, comm, stream), comm, "ncclAllGather", op);
+        Check(api_.AllGather(send, recv, unit, ncclUint8, comm, stream), comm, "ncclAllGather", op);
         return;
       }
       auto tmp = cuda::AllocateDeviceStorage(unit * sizes.size(), device_, stream);
       char* t = static_cast<char*>(tmp->data());
       if (sizes[me]) OF_CUDA_CHECK(cudaMemcpyAsync(t + me * unit, send, sizes[me], cudaMemcpyDeviceToDevice, stream));
       // In place: this rank's segment already sits at its slot of the padded buffer.
-      Check(ncclAllGather(t + me * unit, t, unit, ncclUint8, comm, stream), comm, "ncclAllGather", op);
+      Check(api_.AllGather(t + me * unit, t, unit, ncclUint8, comm, stream), comm, "ncclAllGather", op);
       for (const nccl::SegmentCopy& c : nccl::PaddedToCompact(sizes))
         OF_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(recv) + c.dst, t + c.src, c.bytes, cudaMemcpyDeviceToDevice,
                                       stream));
@@ -119,7 +121,7 @@ class NcclComm final : public Communicator {
       const size_t unit = nccl::PaddedUnit(bytes);
       if (unit == 0) return;
       if (nccl::AllEqual(bytes)) {
-        Check(ncclReduceScatter(send, recv, unit / es, type, ncclSum, comm, stream), comm, "ncclReduceScatter", op);
+        Check(api_.ReduceScatter(send, recv, unit / es, type, ncclSum, comm, stream), comm, "ncclReduceScatter", op);
         return;
       }
       auto tmp = cuda::AllocateDeviceStorage(unit * bytes.size(), device_, stream);
@@ -128,7 +130,7 @@ class NcclComm final : public Communicator {
       for (const nccl::SegmentCopy& c : nccl::CompactToPadded(bytes))
         OF_CUDA_CHECK(cudaMemcpyAsync(t + c.dst, static_cast<const char*>(send) + c.src, c.bytes,
                                       cudaMemcpyDeviceToDevice, stream));
-      Check(ncclReduceScatter(t, t + me * unit, unit / es, type, ncclSum, comm, stream), comm, "ncclReduceScatter", op);
+      Check(api_.ReduceScatter(t, t + me * unit, unit / es, type, ncclSum, comm, stream), comm, "ncclReduceScatter", op);
       if (bytes[me])
         OF_CUDA_CHECK(cudaMemcpyAsync(recv, t + me * unit, bytes[me], cudaMemcpyDeviceToDevice, stream));
     });
@@ -154,8 +156,8 @@ class NcclComm final : public Communicator {
         for (size_t j = 0; j < group.size() && res == ncclSuccess; ++j) {
           if (j == me) continue;
           const int peer = static_cast<int>(j);
-          if (send_sizes[j]) res = ncclSend(s + so[j], send_sizes[j], ncclUint8, peer, comm, stream);
-          if (res == ncclSuccess && recv_sizes[j]) res = ncclRecv(r + ro[j], recv_sizes[j], ncclUint8, peer, comm, stream);
+          if (send_sizes[j]) res = api_.Send(s + so[j], send_sizes[j], ncclUint8, peer, comm, stream);
+          if (res == ncclSuccess && recv_sizes[j]) res = api_.Recv(r + ro[j], recv_sizes[j], ncclUint8, peer, comm, stream);
         }
         return res;
       });
@@ -166,19 +168,19 @@ class NcclComm final : public Communicator {
     OF_REQUIRE(root_index >= 0 && static_cast<size_t>(root_index) < group.size(), "broadcast: root index ", root_index,
                " is outside group ", GroupText(group));
     Run("broadcast", group, [&](ncclComm_t comm, cudaStream_t stream, size_t, const Op& op) {
-      Check(ncclBroadcast(buf, buf, bytes, ncclUint8, root_index, comm, stream), comm, "ncclBroadcast", op);
+      Check(api_.Broadcast(buf, buf, bytes, ncclUint8, root_index, comm, stream), comm, "ncclBroadcast", op);
     });
   }
 
   // A pair of ranks gets its own communicator, so a send/recv involves only the two of them.
   void Send(const void* buf, size_t bytes, int peer) override {
     Run("send", Pair(peer), [&](ncclComm_t comm, cudaStream_t stream, size_t me, const Op& op) {
-      Check(ncclSend(buf, bytes, ncclUint8, static_cast<int>(1 - me), comm, stream), comm, "ncclSend", op);
+      Check(api_.Send(buf, bytes, ncclUint8, static_cast<int>(1 - me), comm, stream), comm, "ncclSend", op);
     });
   }
   void Recv(void* buf, size_t bytes, int peer) override {
     Run("recv", Pair(peer), [&](ncclComm_t comm, cudaStream_t stream, size_t me, const Op& op) {
-      Check(ncclRecv(buf, bytes, ncclUint8, static_cast<int>(1 - me), comm, stream), comm, "ncclRecv", op);
+      Check(api_.Recv(buf, bytes, ncclUint8, static_cast<int>(1 - me), comm, stream), comm, "ncclRecv", op);
     });
   }
 
@@ -186,7 +188,7 @@ class NcclComm final : public Communicator {
     Run("barrier", group, [&](ncclComm_t comm, cudaStream_t stream, size_t, const Op& op) {
       auto one = cuda::AllocateDeviceStorage(sizeof(int32_t), device_, stream);
       OF_CUDA_CHECK(cudaMemsetAsync(one->data(), 0, sizeof(int32_t), stream));
-      Check(ncclAllReduce(one->data(), one->data(), 1, ncclInt32, ncclSum, comm, stream), comm, "ncclAllReduce", op);
+      Check(api_.AllReduce(one->data(), one->data(), 1, ncclInt32, ncclSum, comm, stream), comm, "ncclAllReduce", op);
     });
   }
 
@@ -259,15 +261,15 @@ class NcclComm final : public Communicator {
     int previous = 0;
     cudaGetDevice(&previous);
     cudaSetDevice(device_);
-    for (auto& entry : comms_) ncclCommAbort(entry.second);  // best effort: nothing to report to
+    for (auto& entry : comms_) api_.CommAbort(entry.second);  // best effort: nothing to report to
     comms_.clear();
     cudaSetDevice(previous);
   }
 
   [[noreturn]] void Raise(ncclResult_t r, ncclComm_t comm, const char* call, const Op& op) {
-    const char* last = ncclGetLastError(comm);
+    const char* last = api_.GetLastError(comm);
     throw Error(nccl::NcclErrorCode(r), nccl::NcclErrorMessage(rank_, StrCat(op.what, " (", call, ")"), *op.group, r,
-                                                               ncclGetErrorString(r), last ? last : ""));
+                                                               api_.GetErrorString(r), last ? last : ""));
   }
   // Between polls: a requested abort or the deadline ends the wait.
   void CheckProgress(const Op& op, const char* waiting_for) {
@@ -288,7 +290,7 @@ class NcclComm final : public Communicator {
   void WaitReady(ncclComm_t comm, const char* call, const Op& op) {
     for (int spin = 0;; ++spin) {
       ncclResult_t state = ncclInProgress;
-      ncclResult_t q = ncclCommGetAsyncError(comm, &state);
+      ncclResult_t q = api_.CommGetAsyncError(comm, &state);
       if (q != ncclSuccess) Raise(q, comm, "ncclCommGetAsyncError", op);
       if (state == ncclSuccess) return;
       if (state != ncclInProgress) Raise(state, comm, call, op);
@@ -304,9 +306,9 @@ class NcclComm final : public Communicator {
   // ncclGroupStart ... ncclGroupEnd around `body`, the group always closed even when a call in it failed.
   template <typename Body>
   void GroupCall(ncclComm_t comm, const char* call, const Op& op, Body&& body) {
-    Check(ncclGroupStart(), comm, "ncclGroupStart", op);
+    Check(api_.GroupStart(), comm, "ncclGroupStart", op);
     ncclResult_t r = body();
-    ncclResult_t end = ncclGroupEnd();
+    ncclResult_t end = api_.GroupEnd();
     Check(r, comm, call, op);
     Check(end, comm, "ncclGroupEnd", op);
   }
@@ -316,7 +318,7 @@ class NcclComm final : public Communicator {
     done.Record(stream);
     for (int spin = 0; !done.Done(); ++spin) {
       ncclResult_t state = ncclSuccess;
-      ncclResult_t q = ncclCommGetAsyncError(comm, &state);
+      ncclResult_t q = api_.CommGetAsyncError(comm, &state);
       if (q != ncclSuccess) Raise(q, comm, "ncclCommGetAsyncError", op);
       if (state != ncclSuccess && state != ncclInProgress) Raise(state, comm, "completion", op);
       CheckProgress(op, "the collective to complete on the device");
@@ -332,7 +334,7 @@ class NcclComm final : public Communicator {
     ncclUniqueId id;
     const std::string key = prefix_ + "id" + GroupText(group);
     if (me == 0) {
-      Check(ncclGetUniqueId(&id), nullptr, "ncclGetUniqueId", op);
+      Check(api_.GetUniqueId(&id), nullptr, "ncclGetUniqueId", op);
       store_->Set(key, std::vector<char>(id.internal, id.internal + sizeof id.internal));
     } else {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(op.deadline - Clock::now()).count();
@@ -344,11 +346,11 @@ class NcclComm final : public Communicator {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     ncclComm_t comm = nullptr;
-    ncclResult_t r = ncclCommInitRankConfig(&comm, static_cast<int>(group.size()), id, static_cast<int>(me), &config);
+    ncclResult_t r = api_.CommInitRankConfig(&comm, static_cast<int>(group.size()), id, static_cast<int>(me), &config);
     try {
       Check(r, comm, "ncclCommInitRankConfig", op);
     } catch (...) {
-      if (comm) ncclCommAbort(comm);
+      if (comm) api_.CommAbort(comm);
       throw;
     }
     comms_[group] = comm;
@@ -380,6 +382,7 @@ class NcclComm final : public Communicator {
     }
   }
 
+  const nccl::Api& api_;
   const int rank_, size_, device_;
   const std::chrono::milliseconds timeout_;
   const std::shared_ptr<RendezvousStore> store_;
