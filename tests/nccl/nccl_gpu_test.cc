@@ -95,6 +95,12 @@ TEST(NcclOneRank, BoxingKernel) {
     c.domain = kOneflowDomain;
     c.opset = 1;
     c.attrs = std::move(extra);
+    // The schema's defaults (RunKernel builds the node without schema resolution).
+    for (const char* k : {"axis", "in_axis"})
+      if (!c.attrs.has(k)) c.attrs.set(k, Attribute::Int(0));
+    if (!c.attrs.has("keep")) c.attrs.set("keep", Attribute::Int(1));
+    for (const char* k : {"sizes", "in_sizes", "starts"})
+      if (!c.attrs.has(k)) c.attrs.set(k, Attribute::Ints({}));
     c.attrs.set("mode", Attribute::String(mode));
     c.attrs.set("comm", Attribute::String("nccl_test/one"));
     c.attrs.set("group", Attribute::Ints({0}));
