@@ -99,17 +99,11 @@ class NcclComm final : public Communicator {
         return;
       }
       auto tmp = cuda::AllocateDeviceStorage(unit * sizes.size(), device_, stream);
-      char* t = static_cast<char*>(tmp->data());
-      if (sizes[me]) OF_CUDA_CHECK(cudaMemcpyAsync(t + me * unit, send, sizes[me], cudaMemcpyDeviceToDevice, stream));
-      // In place: this rank's segment already sits at its slot of the padded buffer.
-      Check(api_.AllGather(t + me * unit, t, unit, ncclUint8, comm, stream), comm, "ncclAllGather", op);
-      for (const nccl::SegmentCopy& c : nccl::PaddedToCompact(sizes))
-        OF_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(recv) + c.dst, t + c.src, c.bytes, cudaMemcpyDeviceToDevice,
-                                      stream));
+      nccl::PaddedAllGather(send, recv, sizes, me, static_cast<char*>(tmp->data()), Ops(comm, stream, me, op, ncclUint8, 1));
     });
   }
 
-  // Uneven counts: the same padding; the pad is zeroed so it sums to zeros, never to garbage.
+  // Uneven counts: the same padding (nccl::PaddedReduceScatter).
   void ReduceScatterSum(const void* send, void* recv, const std::vector<int64_t>& counts, DType dtype,
                         const std::vector<int>& group) override {
     OF_REQUIRE(counts.size() == group.size(), "reduce-scatter: ", counts.size(), " counts for a group of ", group.size());
@@ -125,14 +119,7 @@ class NcclComm final : public Communicator {
         return;
       }
       auto tmp = cuda::AllocateDeviceStorage(unit * bytes.size(), device_, stream);
-      char* t = static_cast<char*>(tmp->data());
-      OF_CUDA_CHECK(cudaMemsetAsync(t, 0, unit * bytes.size(), stream));
-      for (const nccl::SegmentCopy& c : nccl::CompactToPadded(bytes))
-        OF_CUDA_CHECK(cudaMemcpyAsync(t + c.dst, static_cast<const char*>(send) + c.src, c.bytes,
-                                      cudaMemcpyDeviceToDevice, stream));
-      Check(api_.ReduceScatter(t, t + me * unit, unit / es, type, ncclSum, comm, stream), comm, "ncclReduceScatter", op);
-      if (bytes[me])
-        OF_CUDA_CHECK(cudaMemcpyAsync(recv, t + me * unit, bytes[me], cudaMemcpyDeviceToDevice, stream));
+      nccl::PaddedReduceScatter(send, recv, bytes, me, static_cast<char*>(tmp->data()), Ops(comm, stream, me, op, type, es));
     });
   }
 
@@ -302,6 +289,24 @@ class NcclComm final : public Communicator {
     if (r == ncclSuccess) return;
     if (r == ncclInProgress && comm) return WaitReady(comm, call, op);
     Raise(r, comm, call, op);
+  }
+  // The primitives of nccl::PaddedAllGather / PaddedReduceScatter on this stream and communicator
+  // (`type` and `es` are the reduce-scatter's element type and size).
+  nccl::PaddedCollectiveOps Ops(ncclComm_t comm, cudaStream_t stream, size_t me, const Op& op, ncclDataType_t type,
+                                size_t es) {
+    nccl::PaddedCollectiveOps ops;
+    ops.copy = [stream](void* dst, const void* src, size_t bytes) {
+      OF_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
+    };
+    ops.zero = [stream](void* dst, size_t bytes) { OF_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream)); };
+    ops.all_gather = [this, comm, stream, me, &op](char* buf, size_t unit) {
+      Check(api_.AllGather(buf + me * unit, buf, unit, ncclUint8, comm, stream), comm, "ncclAllGather", op);
+    };
+    ops.reduce_scatter = [this, comm, stream, me, type, es, &op](char* buf, size_t unit) {
+      Check(api_.ReduceScatter(buf, buf + me * unit, unit / es, type, ncclSum, comm, stream), comm, "ncclReduceScatter",
+            op);
+    };
+    return ops;
   }
   // ncclGroupStart ... ncclGroupEnd around `body`, the group always closed even when a call in it failed.
   template <typename Body>

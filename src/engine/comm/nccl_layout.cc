@@ -35,6 +35,26 @@ std::vector<SegmentCopy> PaddedToCompact(const std::vector<size_t>& sizes) {
   return copies;
 }
 
+void PaddedAllGather(const void* send, void* recv, const std::vector<size_t>& sizes, size_t me, char* scratch,
+                     const PaddedCollectiveOps& ops) {
+  const size_t unit = PaddedUnit(sizes);
+  // In place: this member's segment goes to its slot first, then every slot is filled.
+  if (sizes[me]) ops.copy(scratch + me * unit, send, sizes[me]);
+  ops.all_gather(scratch, unit);
+  for (const SegmentCopy& c : PaddedToCompact(sizes)) ops.copy(static_cast<char*>(recv) + c.dst, scratch + c.src, c.bytes);
+}
+
+void PaddedReduceScatter(const void* send, void* recv, const std::vector<size_t>& sizes, size_t me, char* scratch,
+                         const PaddedCollectiveOps& ops) {
+  const size_t unit = PaddedUnit(sizes);
+  // The pad is zeroed so it sums to zeros, never to garbage (NaN, overflow traps in sanitizers).
+  ops.zero(scratch, unit * sizes.size());
+  for (const SegmentCopy& c : CompactToPadded(sizes))
+    ops.copy(scratch + c.dst, static_cast<const char*>(send) + c.src, c.bytes);
+  ops.reduce_scatter(scratch, unit);
+  if (sizes[me]) ops.copy(recv, scratch + me * unit, sizes[me]);
+}
+
 std::vector<Copy2D> PlanBlockCopy(const Shape& src_shape, const std::vector<int64_t>& src_start, const Shape& dst_shape,
                                   const std::vector<int64_t>& dst_start, const Shape& block, size_t elem_size) {
   const size_t rank = block.size();

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,23 @@ std::vector<SegmentCopy> CompactToPadded(const std::vector<size_t>& sizes);
 std::vector<SegmentCopy> PaddedToCompact(const std::vector<size_t>& sizes);
 // Byte offsets of the segments in the compact layout (size n + 1: the last is the total).
 std::vector<size_t> CompactOffsets(const std::vector<size_t>& sizes);
+
+// The uneven all-gather / reduce-scatter exactly as the NCCL backend issues them, over the
+// primitives it uses, so the sequence and its offsets are tested on the host with emulated ones.
+struct PaddedCollectiveOps {
+  std::function<void(void* dst, const void* src, size_t bytes)> copy;  // ordered device copies
+  std::function<void(void* dst, size_t bytes)> zero;
+  // NCCL's equal-count collectives in their in-place form on `buf` (n x unit bytes): all-gather
+  // from this member's slot (buf + me*unit) into all slots; reduce-scatter of all slots into it.
+  std::function<void(char* buf, size_t unit)> all_gather;
+  std::function<void(char* buf, size_t unit)> reduce_scatter;
+};
+// `sizes` in bytes per member (the reduce-scatter's are multiples of its element size); `scratch`
+// holds n x PaddedUnit(sizes) bytes; `me` is this member's index.
+void PaddedAllGather(const void* send, void* recv, const std::vector<size_t>& sizes, size_t me, char* scratch,
+                     const PaddedCollectiveOps& ops);
+void PaddedReduceScatter(const void* send, void* recv, const std::vector<size_t>& sizes, size_t me, char* scratch,
+                         const PaddedCollectiveOps& ops);
 
 // A strided 2-D copy: `height` rows of `width` bytes, row r from src + r*src_pitch to
 // dst + r*dst_pitch (the arguments of cudaMemcpy2DAsync, offsets relative to the two buffers).
