@@ -39,6 +39,7 @@ fi
 grep "CUDA backend" "$OUT/configure.log" | tee -a "$SUMMARY"
 TARGETS="oneflow_cuda_tests oneflow_cuda_host_tests oneflow_cuda_c_api_test oneflow_gpu_gemm_bench liboneflow"
 TARGETS="$TARGETS oneflow_cuda_train_tests"  # training kernels + fused optimizer (docs/training.md)
+TARGETS="$TARGETS oneflow_nccl_gpu_tests oneflow_nccl_host_tests"  # NCCL communicator + CUDA Boxing
 if ! timeout 300 ninja -C "$BUILD" -j"$JOBS" $TARGETS > "$OUT/build.log" 2>&1; then
   fail "build (see build.log)"; grep -m 20 -E "error|FAILED" "$OUT/build.log" | tee -a "$SUMMARY"; exit 1
 fi
@@ -60,6 +61,15 @@ run_gtest cuda_gpu "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaDe
 run_gtest cuda_host "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaErrors.*:CudaRegistry.*'
 run_gtest cuda_allocator "$BUILD/tests/cuda/oneflow_cuda_host_tests"
 run_gtest cuda_train_gpu "$BUILD/tests/cuda_train/oneflow_cuda_train_tests"
+# NCCL on one GPU (1-rank communicator, init timeout/abort, boxing table with staged communicators);
+# the NcclMultiGpu.* tests need 2-4 GPUs and run only where there are that many.
+NCCL_FILTER='NcclOneRank.*:NcclTimeout.*:CudaBoxing.*'
+grep -q "NCCL ON" "$OUT/configure.log" || { log "NCCL not found: only the staged CUDA boxing table runs"; NCCL_FILTER='CudaBoxing.*'; }
+run_gtest nccl_gpu "$BUILD/tests/nccl/oneflow_nccl_gpu_tests" --gtest_filter="$NCCL_FILTER"
+run_gtest nccl_host "$BUILD/tests/nccl/oneflow_nccl_host_tests"
+if [ "$NCCL_FILTER" != 'CudaBoxing.*' ] && [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 4 ]; then
+  run_gtest nccl_multi_gpu "$BUILD/tests/nccl/oneflow_nccl_gpu_tests" --gtest_filter='NcclMultiGpu.*'
+fi
 FIXTURE="$BUILD/gpu-check-fixture"
 if python3 tests/c_api/make_c_api_fixture.py "$FIXTURE" > "$OUT/c_api_fixture.log" 2>&1; then
   if timeout 60 "$BUILD/tests/cuda/oneflow_cuda_c_api_test" "$FIXTURE/model.onnx" > "$OUT/cuda_c_api.log" 2>&1; then

@@ -14,13 +14,21 @@ namespace oneflow {
 
 // Every collective takes the group it runs in: the global ranks taking part, in the order that
 // defines segment positions. Every member must issue the same collectives on the same group in
-// the same order (SPMD); the calling rank must be a member. Buffers are host memory.
+// the same order (SPMD); the calling rank must be a member. Buffers live where memory() says.
 class Communicator {
  public:
   virtual ~Communicator() = default;
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
   virtual std::string backend() const = 0;
+  // Where the buffers of every call live. kHost (in-process, Gloo): host pointers. kCuda (NCCL):
+  // device pointers on device(), the work ordered on the calling thread's cuda::CurrentStream()
+  // after what is already queued there. Either way a call returns once its data is in place
+  // (for kCuda: the stream has completed it), so callers may reuse the buffers at once. A caller
+  // holding the other kind of memory stages through host copies (the CUDA Boxing kernel does).
+  enum class Memory { kHost, kCuda };
+  virtual Memory memory() const { return Memory::kHost; }
+  virtual int device() const { return -1; }  // the CUDA device of a kCuda communicator
 
   // In place: `buf` becomes the elementwise sum over the group (every member gets identical bits:
   // the sum is taken in group order).
@@ -65,5 +73,6 @@ std::vector<std::shared_ptr<Communicator>> CreateInProcessGroup(int world_size, 
 // `timeout_ms` (ONEFLOW_COMM_TIMEOUT_MS overrides; default 5 minutes) naming the ranks found dead.
 // Throws kUnsupported when the library was built without Gloo.
 std::shared_ptr<Communicator> CreateGlooCommunicatorFromEnv(int64_t timeout_ms = 300000);
+// NCCL (device buffers): CreateNcclCommunicatorFromEnv and CreateNcclGroup in engine/comm/nccl.h.
 
 }  // namespace oneflow

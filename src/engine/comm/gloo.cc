@@ -2,6 +2,7 @@
 // group of ranks gets its own Gloo context, connected on first use (every member reaches its
 // first collective on a group in the same order, so the lazy rendezvous is SPMD-safe).
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +15,7 @@
 
 #include "base/error.h"
 #include "engine/comm/communicator.h"
+#include "engine/comm/launch_env.h"
 
 #ifdef ONEFLOW_WITH_GLOO
 #include <gloo/allgatherv.h>
@@ -29,27 +31,6 @@
 #endif
 
 namespace oneflow {
-namespace {
-
-int EnvInt(const char* const* names, int fallback) {
-  for (const char* const* n = names; *n; ++n) {
-    const char* v = std::getenv(*n);
-    if (v && *v) {
-      char* end = nullptr;
-      long x = std::strtol(v, &end, 10);
-      OF_REQUIRE(*end == '\0' && x >= 0 && x < (1 << 20), "environment variable ", *n, "='", v, "' is not a valid count");
-      return static_cast<int>(x);
-    }
-  }
-  return fallback;
-}
-
-std::string Env(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
-
-}  // namespace
 
 #ifdef ONEFLOW_WITH_GLOO
 namespace {
@@ -274,29 +255,63 @@ class GlooComm final : public Communicator {
 }  // namespace
 #endif  // ONEFLOW_WITH_GLOO
 
-std::shared_ptr<Communicator> CreateGlooCommunicatorFromEnv(int64_t timeout_ms) {
-  static const char* const kRank[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", nullptr};
-  static const char* const kSize[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", nullptr};
-  static const char* const kTimeout[] = {"ONEFLOW_COMM_TIMEOUT_MS", nullptr};
-  int rank = EnvInt(kRank, -1), size = EnvInt(kSize, -1);
-  OF_REQUIRE(rank >= 0 && size >= 1, "no rank/world size in the environment (set RANK and WORLD_SIZE, or launch with "
-             "mpirun or srun)");
-  OF_REQUIRE(rank < size, "RANK ", rank, " is not below WORLD_SIZE ", size);
-  timeout_ms = EnvInt(kTimeout, static_cast<int>(std::min<int64_t>(timeout_ms, 1 << 30)));
-  OF_REQUIRE(timeout_ms > 0, "the collective timeout must be positive");
-  std::string master = Env("MASTER_ADDR", "127.0.0.1");
-  std::string store = Env("ONEFLOW_GLOO_STORE", "/tmp/oneflow-gloo-" + master + "-" + Env("MASTER_PORT", "29500"));
-  std::string host = Env("ONEFLOW_GLOO_HOST", master == "localhost" || master == "127.0.0.1" ? "127.0.0.1" : "");
-  if (host.empty()) {
-    char name[256] = {0};
-    gethostname(name, sizeof name - 1);
-    host = name;
-  }
 #ifdef ONEFLOW_WITH_GLOO
-  return std::make_shared<GlooComm>(rank, size, store, host, timeout_ms);
+namespace {
+
+// Gloo's FileStore with its (protected) non-waiting key check made reachable.
+struct CheckableFileStore : gloo::rendezvous::FileStore {
+  using gloo::rendezvous::FileStore::FileStore;
+  using gloo::rendezvous::FileStore::check;
+};
+
+class GlooFileStore final : public RendezvousStore {
+ public:
+  explicit GlooFileStore(const std::string& dir) : store_(MakeDir(dir)) {}
+  void Set(const std::string& key, const std::vector<char>& value) override {
+    try {
+      store_.set(key, value);
+    } catch (const std::exception& e) {
+      Fail(ErrorCode::kIo, "cannot write rendezvous key '", key, "': ", e.what());
+    }
+  }
+  std::vector<char> Get(const std::string& key, int64_t timeout_ms) override {
+    try {
+      store_.wait({key}, std::chrono::milliseconds(timeout_ms));
+      return store_.get(key);
+    } catch (const std::exception& e) {
+      Fail(ErrorCode::kRuntime, "rendezvous key '", key, "' was not published within ", timeout_ms, " ms: ", e.what());
+    }
+  }
+  bool Check(const std::string& key) override { return store_.check({key}); }
+
+ private:
+  static const std::string& MakeDir(const std::string& dir) {
+    OF_CHECK(mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST, kIo, "cannot create the rendezvous directory ", dir, ": ",
+             std::strerror(errno));
+    return dir;
+  }
+  CheckableFileStore store_;
+};
+
+}  // namespace
+#endif
+
+std::shared_ptr<RendezvousStore> CreateFileStore(const std::string& dir) {
+#ifdef ONEFLOW_WITH_GLOO
+  return std::make_shared<GlooFileStore>(dir);
+#else
+  Fail(ErrorCode::kUnsupported, "this build of OneFlow has no Gloo (install libgloo-dev and rebuild): no file store at ",
+       dir);
+#endif
+}
+
+std::shared_ptr<Communicator> CreateGlooCommunicatorFromEnv(int64_t timeout_ms) {
+  const LaunchEnv env = ReadLaunchEnv(timeout_ms);
+#ifdef ONEFLOW_WITH_GLOO
+  return std::make_shared<GlooComm>(env.rank, env.world_size, env.store_dir, env.host, env.timeout_ms);
 #else
   Fail(ErrorCode::kUnsupported, "this build of OneFlow has no Gloo backend (install libgloo-dev and rebuild); rank ",
-       rank, " of ", size, " cannot join ", store, " via ", host);
+       env.rank, " of ", env.world_size, " cannot join ", env.store_dir, " via ", env.host);
 #endif
 }
 

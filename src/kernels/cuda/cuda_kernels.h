@@ -17,6 +17,7 @@ void RegisterCudaTransposeKernels(KernelRegistry& r);    // cuda/transpose.cu
 void RegisterCudaMatMulKernels(KernelRegistry& r);       // cuda/matmul_cublaslt.cc
 void RegisterCudaGradKernels(KernelRegistry& r);         // cuda/grad.cu (activation grads, ReduceSumToShape, Sum)
 void RegisterCudaNormLossGradKernels(KernelRegistry& r); // cuda/norm_loss_grad.cu (Softmax/LayerNorm grads, SCE loss)
+void RegisterCudaBoxingKernels(KernelRegistry& r);       // cuda/boxing.cc (ai.oneflow Boxing)
 
 inline void RegisterAllCudaKernels(KernelRegistry& r) {
   RegisterCudaElementwiseKernels(r);
@@ -25,6 +26,7 @@ inline void RegisterAllCudaKernels(KernelRegistry& r) {
   RegisterCudaMatMulKernels(r);
   RegisterCudaGradKernels(r);
   RegisterCudaNormLossGradKernels(r);
+  RegisterCudaBoxingKernels(r);
 }
 
 namespace cuda {
