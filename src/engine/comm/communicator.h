@@ -71,7 +71,8 @@ std::vector<std::shared_ptr<Communicator>> CreateInProcessGroup(int world_size, 
 // /tmp/oneflow-gloo-<MASTER_ADDR>-<MASTER_PORT>); this host's address from ONEFLOW_GLOO_HOST
 // (default: MASTER_ADDR when it is local, else the host name). Collectives fail after
 // `timeout_ms` (ONEFLOW_COMM_TIMEOUT_MS overrides; default 5 minutes) naming the ranks found dead.
-// Throws kUnsupported when the library was built without Gloo.
+// Throws kUnsupported when the library was built without Gloo. The rendezvous runs once per
+// process and job: later calls return the same communicator (sessions and trainers share it).
 std::shared_ptr<Communicator> CreateGlooCommunicatorFromEnv(int64_t timeout_ms = 300000);
 // NCCL (device buffers): CreateNcclCommunicatorFromEnv and CreateNcclGroup in engine/comm/nccl.h.
 

@@ -308,7 +308,15 @@ std::shared_ptr<RendezvousStore> CreateFileStore(const std::string& dir) {
 std::shared_ptr<Communicator> CreateGlooCommunicatorFromEnv(int64_t timeout_ms) {
   const LaunchEnv env = ReadLaunchEnv(timeout_ms);
 #ifdef ONEFLOW_WITH_GLOO
-  return std::make_shared<GlooComm>(env.rank, env.world_size, env.store_dir, env.host, env.timeout_ms);
+  // One communicator per process and job: a second rendezvous under the same store would collide
+  // with the first one's keys, so every session and trainer of this process shares it.
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<Communicator>> by_job;
+  std::lock_guard<std::mutex> lock(mutex);
+  const std::string job = env.store_dir + "|" + std::to_string(env.rank) + "/" + std::to_string(env.world_size);
+  auto it = by_job.find(job);
+  if (it != by_job.end()) return it->second;
+  return by_job[job] = std::make_shared<GlooComm>(env.rank, env.world_size, env.store_dir, env.host, env.timeout_ms);
 #else
   Fail(ErrorCode::kUnsupported, "this build of OneFlow has no Gloo backend (install libgloo-dev and rebuild); rank ",
        env.rank, " of ", env.world_size, " cannot join ", env.store_dir, " via ", env.host);
