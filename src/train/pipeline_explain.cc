@@ -43,6 +43,7 @@ struct StageFigures {
 }  // namespace
 
 std::string PipelineTrainer::Explain(bool json) const {
+  std::lock_guard<std::mutex> lock(mutex_);
   const CostModel& cost = options_.dist.plan.cost;
   const int S = num_stages_, M = options_.micro_batches;
   const bool shapes_known = !last_block_shapes_.empty();
@@ -80,21 +81,25 @@ std::string PipelineTrainer::Explain(bool json) const {
     // Backward costs about twice the forward (a gradient for each matmul operand).
     f.fwd_s = f.flops / cost.flops_per_s;
     f.bwd_s = 2 * f.fwd_s;
-    f.send_s = f.boundary_bytes > 0 ? cost.link_latency_s + f.boundary_bytes / cost.link_bytes_per_s : 0;
+    // What the stage sends per micro-batch: its activation forward and the gradient of what it
+    // received back (as many bytes as the previous stage's activation).
+    auto transfer = [&](double bytes) { return bytes > 0 ? cost.link_latency_s + bytes / cost.link_bytes_per_s : 0.0; };
+    f.send_s = transfer(f.boundary_bytes) + (k > 0 ? transfer(fig[static_cast<size_t>(k - 1)].boundary_bytes) : 0.0);
     if (dp_ > 1)
       f.allreduce_s = 2.0 * (dp_ - 1) * (cost.link_latency_s + f.param_bytes / dp_ / cost.link_bytes_per_s);
   }
-  // 1F1B: (M + S - 1) slots of the slowest stage's forward + backward + its two transfers, then the
-  // data-parallel all-reduce of the slowest stage.
+  // 1F1B: (M + S - 1) slots of the slowest stage's forward + backward + its sends, then the
+  // data-parallel all-reduce of the slowest stage. The bubble is the (S - 1) slots of warm-up and
+  // cool-down: (S - 1) / (M + S - 1) of the step.
   double slot = 0, allreduce = 0, compute = 0, sends = 0;
   for (const StageFigures& f : fig) {
-    slot = std::max(slot, f.fwd_s + f.bwd_s + 2 * f.send_s);
+    slot = std::max(slot, f.fwd_s + f.bwd_s + f.send_s);
     allreduce = std::max(allreduce, f.allreduce_s);
   }
   for (const StageFigures& f : fig) {
-    if (f.fwd_s + f.bwd_s + 2 * f.send_s == slot) {
+    if (f.fwd_s + f.bwd_s + f.send_s == slot) {
       compute = M * (f.fwd_s + f.bwd_s);
-      sends = M * 2 * f.send_s;
+      sends = M * f.send_s;
     }
   }
   const double total = (M + S - 1) * slot + allreduce;

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <set>
 
 #include "base/error.h"
+#include "engine/plan/plan_internal.h"
 #include "train/lr_schedule.h"
 #include "train/training_graph.h"
 
@@ -118,6 +118,18 @@ PipelineTrainer::PipelineTrainer(const Graph& model, const DistributedTrainingOp
   }
 
   devices_ = MakeLocalDevices(P, options_.dist.num_devices, options_.dist.timeout_ms, process_comm_);
+  if (process_comm_) {
+    // Every rank must have cut the same model the same way: stages, boundaries, parameters and
+    // their initial values.
+    std::string shape;
+    for (const PipelineStage& st : stages_) {
+      shape += StrCat("|", st.input, ">", st.output, ":", st.forward_nodes);
+      for (const std::string& p : st.params) shape += "," + p;
+    }
+    uint64_t hash = Fnv1a(shape.data(), shape.size());
+    for (const Tensor& w : t.initial) hash = Fnv1a(w.raw(), w.nbytes(), hash);
+    CheckSameModel(*process_comm_, hash, P.devices);
+  }
   device_.resize(devices_.size());
   const size_t num_state = OptimizerStateNames(to.optimizer).size();
   for (size_t slot = 0; slot < devices_.size(); ++slot) {
@@ -196,6 +208,7 @@ std::map<std::string, Tensor> PipelineTrainer::CheckFeeds(const std::vector<std:
 }
 
 TrainStepResult PipelineTrainer::TrainStep(const std::vector<std::pair<std::string, Tensor>>& feeds) {
+  std::lock_guard<std::mutex> lock(mutex_);
   int64_t batch = 0;
   std::map<std::string, Tensor> named = CheckFeeds(feeds, true, batch);
   const int64_t m = options_.micro_batches;
@@ -204,7 +217,6 @@ TrainStepResult PipelineTrainer::TrainStep(const std::vector<std::pair<std::stri
              " micro-batches) cannot be split over the ", dp_, " data-parallel devices of a stage");
   std::vector<StepOutcome> out(devices_.size());
   RunOnDevices(devices_, [&](size_t slot) { TrainOnDevice(slot, named, batch, out[slot]); });
-  last_batch_ = batch;
   const Piece block = SliceRule(SliceRule(batch, m, 0).rows, dp_, 0);
   last_block_shapes_.clear();
   for (const auto& [name, t] : named) {
@@ -359,15 +371,33 @@ void PipelineTrainer::TrainOnDevice(size_t slot, const std::map<std::string, Ten
     if (owner == d.stage && d.dp == 0) owned.push_back(&d.params[i].slot);
   }
   GradientNorm local = GlobalGradientNorm(owned, *d.pool);
-  double stats[4] = {local.norm * local.norm, local.finite ? 0.0 : 1.0, last ? loss_sum : 0.0,
-                     last && !loss_finite ? 1.0 : 0.0};
-  c.AllReduceSum(stats, 4, DType::kFloat64, devices_.placement.devices);
-  result.result.loss = stats[2];
+  // [squared norm, loss, loss not finite, then per parameter: its owner found NaN/Inf in it]
+  std::vector<double> stats(3 + params_.size(), 0.0);
+  stats[0] = local.norm * local.norm;
+  stats[1] = last ? loss_sum : 0.0;
+  stats[2] = last && !loss_finite ? 1.0 : 0.0;
+  if (!local.finite)
+    for (size_t i = 0; i < d.params.size(); ++i) {
+      const ParamSlot& ps = d.params[i].slot;
+      if (std::find(owned.begin(), owned.end(), &ps) == owned.end()) continue;
+      const float* g = ps.grad.data<float>();
+      for (int64_t e = 0; e < ps.grad.numel(); ++e)
+        if (!std::isfinite(g[e])) {
+          stats[3 + static_cast<size_t>(d.param_index[i])] = 1.0;
+          break;
+        }
+    }
+  c.AllReduceSum(stats.data(), static_cast<int64_t>(stats.size()), DType::kFloat64, devices_.placement.devices);
+  result.result.loss = stats[1];
   result.result.grad_norm = std::sqrt(stats[0]);
-  if (stats[1] > 0 || stats[3] > 0) {
+  std::string bad_param;
+  for (size_t i = 0; i < params_.size() && bad_param.empty(); ++i)
+    if (stats[3 + i] > 0) bad_param = params_[i].name;
+  if (stats[2] > 0 || !bad_param.empty()) {
     result.result.applied = false;
     if (to.nonfinite == NonFinitePolicy::kRefuse)
-      result.refused = StrCat("step refused: ", stats[3] > 0 ? StrCat("the loss is ", stats[2]) : std::string("a gradient holds NaN or Inf"),
+      result.refused = StrCat("step refused: ", stats[2] > 0 ? StrCat("the loss is ", stats[1])
+                                                             : StrCat("the gradient of '", bad_param, "' holds NaN or Inf"),
                               "; parameters are unchanged");
     return;
   }
@@ -377,6 +407,7 @@ void PipelineTrainer::TrainOnDevice(size_t slot, const std::map<std::string, Ten
 
 std::vector<std::pair<std::string, Tensor>> PipelineTrainer::Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
                                                                  const std::vector<std::string>& fetches) {
+  std::lock_guard<std::mutex> lock(mutex_);
   int64_t batch = 0;
   std::map<std::string, Tensor> named = CheckFeeds(feeds, false, batch);
   std::vector<std::string> want = fetches.empty() ? model_outputs_ : fetches;
@@ -458,6 +489,7 @@ void PipelineTrainer::EvalOnDevice(size_t slot, const std::map<std::string, Tens
 }
 
 Tensor PipelineTrainer::GetParameter(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mutex_);
   auto it = std::find(param_names_.begin(), param_names_.end(), name);
   OF_CHECK(it != param_names_.end(), kNotFound, "'", name, "' is not a trained parameter of the model");
   const ParamInfo& info = params_[static_cast<size_t>(it - param_names_.begin())];

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,7 +27,10 @@ class PipelineTrainer final : public DistributedTrainer {
                                                   const std::vector<std::string>& fetches) override;
   const std::vector<std::string>& parameter_names() const override { return param_names_; }
   Tensor GetParameter(const std::string& name) override;
-  int64_t step() const override { return step_; }
+  int64_t step() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return step_;
+  }
   std::string Explain(bool json) const override;
 
  private:
@@ -75,7 +79,7 @@ class PipelineTrainer final : public DistributedTrainer {
   int num_stages_ = 0, dp_ = 0;
   int64_t step_ = 0, skipped_ = 0;
   std::map<std::string, Shape> last_block_shapes_;  // data inputs of the largest block of the last step
-  int64_t last_batch_ = 0;
+  mutable std::mutex mutex_;  // calls are serialized: a trainer is a state machine
 };
 
 }  // namespace oneflow::train

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <random>
 
 #include "base/error.h"
@@ -42,9 +43,12 @@ Graph LoadBench(const std::string& file) {
   return LoadModel(std::string(dir) + "/" + file);
 }
 
-void Compare(const Case& c, OptimizerKind kind, const char* placement, int stages, int micro) {
+void Compare(const Case& c, OptimizerKind kind, const char* placement, int stages, int micro,
+             const std::function<void(TrainingOptions&)>& adjust = {}) {
   const Graph model = LoadBench(c.file);
-  Figures f = CompareWithSingleDevice(model, c, Pipeline(Training(c, kind), placement, stages, micro));
+  TrainingOptions to = Training(c, kind);
+  if (adjust) adjust(to);
+  Figures f = CompareWithSingleDevice(model, c, Pipeline(to, placement, stages, micro));
   std::printf("%s %s on %s, %d stages, %d micro-batches: max relative error loss %.3g, grad norm %.3g, parameters "
               "%.3g (L2; elementwise max %.3g), outputs %.3g\n",
               c.file.c_str(), OptimizerKindName(kind), placement, stages, micro, f.loss, f.grad_norm, f.param_l2,
@@ -71,6 +75,58 @@ TEST(Pipeline, TransformerAdamTwoStagesTimesOne) { Compare(kTransformer, Optimiz
 // Four stages: every inner stage both receives and sends (the 1F1B pairing of warm-up and steady).
 TEST(Pipeline, TransformerSgdFourStages) { Compare(kTransformer, OptimizerKind::kSgd, "cpu:0-3", 4, 3); }
 
+template <typename Fn>
+std::string ErrorOf(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Clipping by the global norm over every stage (the norms are about 3, so it is active) and a
+// warm-up + cosine schedule.
+TEST(Pipeline, MlpSgdClippedWithCosineSchedule) {
+  Compare(kMlp, OptimizerKind::kSgd, "cpu:0-3", 2, 4, [](TrainingOptions& o) {
+    o.max_grad_norm = 1.0f;
+    o.schedule.kind = LrScheduleKind::kCosine;
+    o.schedule.warmup_steps = 3;
+    o.schedule.decay_steps = 15;
+  });
+}
+
+// NaN/Inf: skipped (parameters and step counter unchanged) or refused with an error.
+TEST(Pipeline, NonFiniteLossIsSkippedOrRefused) {
+  const Graph model = LoadBench(kMlp.file);
+  TrainingOptions to = Training(kMlp, OptimizerKind::kSgd);
+  Feeds bad = Batches(kMlp, 1, 4)[0];
+  bad[0].second.data<float>()[5] = std::nanf("");
+  auto pipe = CreatePipelineTrainer(model, Pipeline(to, "cpu:0-3", 2, 4));
+  const std::string w = pipe->parameter_names().back();  // a last-stage parameter
+  const Tensor before = pipe->GetParameter(w);
+  TrainStepResult r = pipe->TrainStep(bad);
+  EXPECT_FALSE(r.applied);
+  // The single-device session sees the same: Relu drops the NaN (finite loss) but W1's gradient
+  // holds NaN, and it skips the step too.
+  TrainingSession single(model, to);
+  single.Run(bad, {}, RunMode::kTrain);
+  single.Backward();
+  EXPECT_EQ(single.Step(), StepOutcome::kSkipped);
+  EXPECT_NEAR(r.loss, single.last_loss(), 1e-5 * std::fabs(single.last_loss()));
+  EXPECT_EQ(pipe->step(), 0);
+  EXPECT_EQ(RelMax(pipe->GetParameter(w), before), 0.0);
+  EXPECT_TRUE(pipe->TrainStep(Batches(kMlp, 1, 5)[0]).applied);
+  EXPECT_EQ(pipe->step(), 1);
+  to.nonfinite = NonFinitePolicy::kRefuse;
+  auto refuse = CreatePipelineTrainer(model, Pipeline(to, "cpu:0-3", 2, 4));
+  const std::string refused = ErrorOf([&] { refuse->TrainStep(bad); });
+  EXPECT_NE(refused.find("step refused: the gradient of 'fc1.weight' holds NaN or Inf; parameters are unchanged"), std::string::npos)
+      << refused;
+  EXPECT_EQ(refuse->step(), 0);
+  EXPECT_TRUE(refuse->TrainStep(Batches(kMlp, 1, 5)[0]).applied);
+}
+
 TEST(Pipeline, ExplainNamesStagesMemoryAndTime) {
   const Graph model = LoadBench(kMlp.file);
   auto pipe = CreatePipelineTrainer(model, Pipeline(Training(kMlp, OptimizerKind::kAdam), "cpu:0-3", 2, 4));
@@ -83,16 +139,6 @@ TEST(Pipeline, ExplainNamesStagesMemoryAndTime) {
   EXPECT_NE(json.find("\"bubble_fraction\":0.2"), std::string::npos) << json;
   // Optimizer state of Adam: two tensors per parameter; the two stages hold every parameter once.
   EXPECT_NE(json.find("\"strategy\":\"pipeline\""), std::string::npos) << json;
-}
-
-template <typename Fn>
-std::string ErrorOf(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(Pipeline, BadInputGivesClearErrors) {
