@@ -63,16 +63,17 @@ inline double RelMax(const Tensor& got, const Tensor& want) {
 
 using Feeds = std::vector<std::pair<std::string, Tensor>>;
 
-// The bench MLP (784-1024-1024-10, cross-entropy) or the small transformer encoder (d=64, seq 16,
+// The bench MLP (784-1024-1024-10, cross-entropy) or a transformer encoder of width `d` (seq 16,
 // MSE against random targets).
 struct Case {
   std::string file;
   bool mlp = true;
   int64_t batch = 0;
+  int64_t d = 64;
 };
 
 inline Tensor ModelInput(const Case& c, std::mt19937& rng) {
-  return c.mlp ? RandomFloat({c.batch, 784}, rng) : RandomFloat({c.batch, 16, 64}, rng);
+  return c.mlp ? RandomFloat({c.batch, 784}, rng) : RandomFloat({c.batch, 16, c.d}, rng);
 }
 
 inline std::vector<Feeds> Batches(const Case& c, int steps, unsigned seed) {

@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   }
   try {
     const bool mlp = std::string(argv[2]) == "mlp";
-    const Case c{argv[1], mlp, mlp ? 18 : 10};
+    const Case c{argv[1], mlp, mlp ? 18 : 10, 64};
     const OptimizerKind kind = std::string(argv[5]) == "adam" ? OptimizerKind::kAdam : OptimizerKind::kSgd;
     DistributedTrainingOptions o = Pipeline(Training(c, kind), "cpu:0-3", std::atoi(argv[3]), std::atoi(argv[4]));
     o.dist.backend = "gloo";
