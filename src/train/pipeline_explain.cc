@@ -108,7 +108,8 @@ std::string PipelineTrainer::Explain(bool json) const {
   std::ostringstream o;
   if (json) {
     o << "{\"strategy\":\"pipeline\",\"placement\":" << Quote(devices_.placement.ToString()) << ",\"stages\":" << S
-      << ",\"data_parallel\":" << dp_ << ",\"micro_batches\":" << M << ",\"schedule\":\"1F1B\",\"shapes\":"
+      << ",\"data_parallel\":" << dp_ << ",\"micro_batches\":" << M << ",\"schedule\":\"1F1B\",\"steps\":" << step_
+      << ",\"skipped_steps\":" << skipped_ << ",\"shapes\":"
       << (shapes_known ? "\"last step\"" : "\"symbolic dims as 1\"") << ",\"stage_list\":[";
     for (int k = 0; k < S; ++k) {
       const PipelineStage& st = stages_[static_cast<size_t>(k)];
@@ -130,7 +131,7 @@ std::string PipelineTrainer::Explain(bool json) const {
     return o.str();
   }
   o << "pipeline: " << S << " stages x " << dp_ << " data-parallel device(s) on " << devices_.placement.ToString()
-    << ", " << M << " micro-batch(es), 1F1B\n";
+    << ", " << M << " micro-batch(es), 1F1B; " << step_ << " step(s) applied, " << skipped_ << " skipped\n";
   o << "shapes: " << (shapes_known ? "the last step's largest micro-batch block" : "symbolic dims taken as 1 (no step yet)")
     << "\n";
   for (int k = 0; k < S; ++k) {

@@ -189,6 +189,9 @@ std::map<std::string, Tensor> PipelineTrainer::CheckFeeds(const std::vector<std:
                DTypeName(t.dtype()), ", the model expects ", DTypeName(decl.type.dtype));
     OF_REQUIRE(!decl.type.has_rank || t.rank() == decl.type.rank(), "input '", name, "' has shape ",
                ShapeToString(t.shape()), ", the model expects ", decl.type.ToString());
+    for (size_t i = 1; decl.type.has_rank && i < decl.type.dims.size(); ++i)
+      OF_REQUIRE(!decl.type.dims[i].known() || decl.type.dims[i].value == t.shape()[i], "input '", name,
+                 "' has shape ", ShapeToString(t.shape()), ", the model expects ", decl.type.ToString());
     OF_REQUIRE(t.rank() >= 1 && t.dim(0) >= 1, "input '", name, "' has shape ", ShapeToString(t.shape()),
                "; pipeline stages split every input along its first (batch) dim, which must be >= 1");
     if (batch < 0) {

@@ -170,6 +170,9 @@ TEST(Pipeline, BadInputGivesClearErrors) {
   Feeds six = {{"input", RandomFloat({6, 784}, rng)}, {"labels", RandomLabels(6, 10, rng)}};
   EXPECT_NE(ErrorOf([&] { pipe->TrainStep(six); }).find("cannot be split over the 2 data-parallel devices"),
             std::string::npos);
+  Feeds narrow = {{"input", RandomFloat({8, 783}, rng)}, {"labels", RandomLabels(8, 10, rng)}};
+  EXPECT_NE(ErrorOf([&] { pipe->TrainStep(narrow); }).find("input 'input' has shape [8,783], the model expects"),
+            std::string::npos);
   Feeds no_labels = {{"input", RandomFloat({8, 784}, rng)}};
   EXPECT_NE(ErrorOf([&] { pipe->TrainStep(no_labels); }).find("input 'labels' is missing"), std::string::npos);
   Feeds mismatch = {{"input", RandomFloat({8, 784}, rng)}, {"labels", RandomLabels(6, 10, rng)}};
