@@ -30,6 +30,9 @@ std::string Quote(const std::string& s) {
   return o + "\"";
 }
 
+// Byte and flop counts print as integers.
+int64_t I(double x) { return static_cast<int64_t>(x); }
+
 struct StageFigures {
   std::vector<int> ranks;
   double flops = 0;           // forward flops of one micro-batch block
@@ -117,11 +120,11 @@ std::string PipelineTrainer::Explain(bool json) const {
       o << (k ? "," : "") << "{\"stage\":" << k << ",\"ranks\":[";
       for (size_t i = 0; i < f.ranks.size(); ++i) o << (i ? "," : "") << f.ranks[i];
       o << "],\"ops\":" << st.forward_nodes << ",\"parameters\":" << st.params.size() << ",\"input\":"
-        << Quote(st.input) << ",\"output\":" << Quote(st.output) << ",\"flops_per_micro_batch\":" << f.flops
-        << ",\"bytes_sent_per_micro_batch\":" << f.boundary_bytes << ",\"measured_bytes_sent\":" << f.measured_sent
-        << ",\"memory\":{\"parameters\":" << f.param_bytes << ",\"gradients\":" << f.param_bytes
-        << ",\"optimizer_state\":" << f.state_bytes << ",\"saved_activations\":" << f.saved_bytes * f.in_flight
-        << ",\"in_flight_micro_batches\":" << f.in_flight << ",\"measured_saved_activations\":" << f.measured_saved
+        << Quote(st.input) << ",\"output\":" << Quote(st.output) << ",\"flops_per_micro_batch\":" << I(f.flops)
+        << ",\"bytes_sent_per_micro_batch\":" << I(f.boundary_bytes) << ",\"measured_bytes_sent\":" << I(f.measured_sent)
+        << ",\"memory\":{\"parameters\":" << I(f.param_bytes) << ",\"gradients\":" << I(f.param_bytes)
+        << ",\"optimizer_state\":" << I(f.state_bytes) << ",\"saved_activations\":" << I(f.saved_bytes * f.in_flight)
+        << ",\"in_flight_micro_batches\":" << f.in_flight << ",\"measured_saved_activations\":" << I(f.measured_saved)
         << "},\"seconds\":{\"forward\":" << f.fwd_s << ",\"backward\":" << f.bwd_s << ",\"send\":" << f.send_s
         << ",\"all_reduce\":" << f.allreduce_s << "}}";
     }
@@ -139,14 +142,14 @@ std::string PipelineTrainer::Explain(bool json) const {
     const StageFigures& f = fig[static_cast<size_t>(k)];
     o << "stage " << k << " on ranks [";
     for (size_t i = 0; i < f.ranks.size(); ++i) o << (i ? "," : "") << f.ranks[i];
-    o << "]: " << st.forward_nodes << " ops, " << st.params.size() << " parameters, " << f.flops
+    o << "]: " << st.forward_nodes << " ops, " << st.params.size() << " parameters, " << I(f.flops)
       << " flops forward per micro-batch block";
     if (!st.input.empty()) o << ", receives '" << st.input << "'";
-    if (k + 1 < S) o << ", sends '" << st.output << "' (" << f.boundary_bytes << " B per micro-batch block, its gradient back)";
-    o << "\n  memory per device: parameters " << f.param_bytes << " B, gradients " << f.param_bytes
-      << " B, optimizer state " << f.state_bytes << " B, saved activations " << f.saved_bytes * f.in_flight << " B ("
-      << f.in_flight << " in-flight micro-batch(es) x " << f.saved_bytes << " B)";
-    if (f.measured_saved > 0) o << "; last step: " << f.measured_saved << " B saved at the peak";
+    if (k + 1 < S) o << ", sends '" << st.output << "' (" << I(f.boundary_bytes) << " B per micro-batch block, its gradient back)";
+    o << "\n  memory per device: parameters " << I(f.param_bytes) << " B, gradients " << I(f.param_bytes)
+      << " B, optimizer state " << I(f.state_bytes) << " B, saved activations " << I(f.saved_bytes * f.in_flight) << " B ("
+      << f.in_flight << " in-flight micro-batch(es) x " << I(f.saved_bytes) << " B)";
+    if (f.measured_saved > 0) o << "; last step: " << I(f.measured_saved) << " B saved at the peak";
     o << "\n";
   }
   o << "estimated step time: " << total << " s = " << (M + S - 1) << " slots x " << slot << " s (compute " << compute
