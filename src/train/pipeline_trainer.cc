@@ -129,6 +129,16 @@ PipelineTrainer::PipelineTrainer(const Graph& model, const DistributedTrainingOp
     uint64_t hash = Fnv1a(shape.data(), shape.size());
     for (const Tensor& w : t.initial) hash = Fnv1a(w.raw(), w.nbytes(), hash);
     CheckSameModel(*process_comm_, hash, P.devices);
+    // Connect every group this rank's steps use now, so that a rank lost later fails its peers at
+    // once instead of leaving one waiting for a group that never forms.
+    const int stage = devices_.positions[0] / dp_, dp = devices_.positions[0] % dp_;
+    if (dp_ > 1) process_comm_->Barrier(StageGroup(stage));
+    for (const ParamInfo& p : params_) {
+      if (p.stages.size() < 2 || std::find(p.stages.begin(), p.stages.end(), stage) == p.stages.end()) continue;
+      std::vector<int> group;
+      for (int k : p.stages) group.push_back(Peer(k, dp));
+      process_comm_->Barrier(group);
+    }
   }
   device_.resize(devices_.size());
   const size_t num_state = OptimizerStateNames(to.optimizer).size();

@@ -4,9 +4,13 @@
 // inference outputs with its own single-device TrainingSession on the same batches.
 // Usage: pipeline_gloo_worker MODEL.onnx mlp|transformer STAGES MICRO_BATCHES sgd|adam
 // Exit 0 when everything is within 1e-5 relative; 1 with the figures on stderr otherwise.
+//        pipeline_gloo_worker die MLP.onnx
+// Rank 3 exits (code 3) right before the first step; the others must fail naming it.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+
+#include <unistd.h>
 
 #include "base/error.h"
 #include "pipeline_compare.h"
@@ -15,7 +19,24 @@ using namespace oneflow;
 using namespace oneflow::train;
 using namespace oneflow::train::pipeline_test;
 
+int Die(const char* model) {
+  try {
+    const Case c{model, true, 16, 64};
+    DistributedTrainingOptions o = Pipeline(Training(c, OptimizerKind::kSgd), "cpu:0-3", 2, 4);
+    o.dist.backend = "gloo";
+    std::unique_ptr<DistributedTrainer> pipe = CreatePipelineTrainer(LoadModel(model), o);
+    if (std::string(std::getenv("RANK")) == "3") _exit(3);
+    pipe->TrainStep(Batches(c, 1, 1)[0]);
+    std::fprintf(stderr, "rank %s: the step succeeded without rank 3\n", std::getenv("RANK"));
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %s: %s\n", std::getenv("RANK"), e.what());
+    return 1;
+  }
+}
+
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "die") return Die(argv[2]);
   if (argc != 6) {
     std::fprintf(stderr, "usage: %s MODEL.onnx mlp|transformer STAGES MICRO_BATCHES sgd|adam\n", argv[0]);
     return 2;
