@@ -158,9 +158,12 @@ std::vector<PipelineStage> CutIntoStages(const TrainingGraph& t, int stages) {
   std::vector<double> prefix(order.size() + 1, 0.0);
   for (size_t i = 0; i < order.size(); ++i) prefix[i + 1] = prefix[i] + NodeFlops(g, g.nodes[static_cast<size_t>(order[i])]);
 
+  // The last stage computes the loss: cuts lie before its producer.
+  const int loss_producer = g.Producers()[static_cast<size_t>(t.loss)];
+  const size_t loss_pos = static_cast<size_t>(std::find(order.begin(), order.end(), loss_producer) - order.begin());
   std::vector<Separator> seps;
   for (const Separator& s : SingleValueSeparators(g, order))
-    if (g.values[static_cast<size_t>(s.value)].type.dtype == DType::kFloat32) seps.push_back(s);
+    if (g.values[static_cast<size_t>(s.value)].type.dtype == DType::kFloat32 && s.position < loss_pos) seps.push_back(s);
   if (seps.size() + 1 < static_cast<size_t>(stages)) {
     std::string names;
     for (const Separator& s : seps) names += (names.empty() ? "" : ", ") + t.name(s.value);
