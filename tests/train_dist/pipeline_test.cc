@@ -141,6 +141,7 @@ TEST(Pipeline, NonFiniteLossIsSkippedOrRefused) {
 TEST(Pipeline, ExplainNamesStagesMemoryAndTime) {
   const Graph model = LoadBench(kMlp.file);
   auto pipe = CreatePipelineTrainer(model, Pipeline(Training(kMlp, OptimizerKind::kAdam), "cpu:0-3", 2, 4));
+  EXPECT_NE(pipe->Explain(false).find("symbolic dims taken as 1 (no step yet)"), std::string::npos);
   pipe->TrainStep(Batches(kMlp, 1, 3)[0]);  // batch 18
   const std::string text = pipe->Explain(false), json = pipe->Explain(true);
   EXPECT_NE(text.find("stage 0 on ranks [0,1]"), std::string::npos) << text;
