@@ -7,7 +7,10 @@
 
 `weights()` returns the same numpy weights so a PyTorch copy can start from identical values.
 
-    python3 make_train_models.py OUT_DIR
+    python3 make_train_models.py OUT_DIR [--small]
+
+--small also writes transformer_encoder_small.onnx: the same structure at d=64, 4 heads, a
+feed-forward of 128 (tests feed it seq 16).
 """
 import os
 import sys
@@ -112,6 +115,8 @@ def main():
     os.makedirs(out, exist_ok=True)
     make_mlp(os.path.join(out, "mlp_784_1024_1024_10.onnx"))
     make_transformer(os.path.join(out, "transformer_encoder.onnx"))
+    if "--small" in sys.argv[2:]:
+        make_transformer(os.path.join(out, "transformer_encoder_small.onnx"), D=64, HEADS=4, FF=128)
     print(f"training bench models written to {out}")
 
 

@@ -68,6 +68,43 @@ Graph ExtractSubgraph(const Graph& g, const std::vector<int>& node_order, const 
   return out;
 }
 
+std::vector<Separator> SingleValueSeparators(const Graph& g, const std::vector<int>& order) {
+  const std::vector<int> producer = g.Producers();
+  const size_t m = order.size();
+  std::vector<int> pos(g.nodes.size(), -1);
+  for (size_t i = 0; i < m; ++i) pos[static_cast<size_t>(order[i])] = static_cast<int>(i);
+  std::vector<int> last_use(g.values.size(), -1);
+  for (size_t i = 0; i < m; ++i)
+    for (int v : g.nodes[static_cast<size_t>(order[i])].inputs)
+      if (v != kNoValue) last_use[static_cast<size_t>(v)] = static_cast<int>(i);
+  // Values crossing the boundary after position i: count and the sum of their ids (which is the
+  // id itself when exactly one crosses).
+  std::vector<int64_t> count(m + 1, 0), id_sum(m + 1, 0);
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    int p = producer[v];
+    if (p == kNoValue || pos[static_cast<size_t>(p)] < 0) continue;
+    int d = pos[static_cast<size_t>(p)], l = last_use[v];
+    if (l <= d) continue;
+    count[static_cast<size_t>(d)] += 1;
+    count[static_cast<size_t>(l)] -= 1;
+    id_sum[static_cast<size_t>(d)] += static_cast<int64_t>(v);
+    id_sum[static_cast<size_t>(l)] -= static_cast<int64_t>(v);
+  }
+  std::vector<Separator> out;
+  int64_t live = 0, ids = 0;
+  for (size_t i = 0; i + 1 < m; ++i) {
+    live += count[i];
+    ids += id_sum[i];
+    if (live != 1) continue;
+    const int v = static_cast<int>(ids);
+    const Node& n = g.nodes[static_cast<size_t>(producer[static_cast<size_t>(v)])];
+    int real_outputs = 0;
+    for (int o : n.outputs) real_outputs += o != kNoValue;
+    if (real_outputs == 1) out.push_back({i, v});
+  }
+  return out;
+}
+
 namespace {
 
 size_t StaticBytes(const TensorType& t) {
@@ -83,44 +120,13 @@ void AppendUnique(std::vector<int>& list, std::vector<char>& seen, int v) {
   list.push_back(v);
 }
 
-// Segment boundaries: forward values that are the only activation crossing the point of the
-// forward order right after their producer, chosen greedily so that each segment holds about
-// sqrt(total saved bytes * mean boundary bytes) of saved activations (Chen et al.'s sqrt(n) rule
-// generalized to unequal sizes).
-std::set<int> ChooseCheckpoints(const Graph& g, const std::vector<int>& fwd_order, const std::vector<int>& producer,
+// Segment boundaries: separators of the forward order, chosen greedily so that each segment holds
+// about sqrt(total saved bytes * mean boundary bytes) of saved activations (Chen et al.'s sqrt(n)
+// rule generalized to unequal sizes).
+std::set<int> ChooseCheckpoints(const Graph& g, const std::vector<int>& fwd_order,
                                 const std::vector<char>& needed_by_backward) {
-  const size_t m = fwd_order.size();
-  std::vector<int> pos(g.nodes.size(), -1);
-  for (size_t i = 0; i < m; ++i) pos[static_cast<size_t>(fwd_order[i])] = static_cast<int>(i);
-  std::vector<int> last_use(g.values.size(), -1);
-  for (size_t i = 0; i < m; ++i)
-    for (int v : g.nodes[static_cast<size_t>(fwd_order[i])].inputs)
-      if (v != kNoValue) last_use[static_cast<size_t>(v)] = static_cast<int>(i);
-  // Values crossing the boundary after position i: count and the sum of their ids (which is the
-  // id itself when exactly one crosses).
-  std::vector<int64_t> count(m + 1, 0), id_sum(m + 1, 0);
-  for (size_t v = 0; v < g.values.size(); ++v) {
-    int p = producer[v];
-    if (p == kNoValue || pos[static_cast<size_t>(p)] < 0) continue;
-    int d = pos[static_cast<size_t>(p)], l = last_use[v];
-    if (l <= d) continue;
-    count[static_cast<size_t>(d)] += 1;
-    count[static_cast<size_t>(l)] -= 1;
-    id_sum[static_cast<size_t>(d)] += static_cast<int64_t>(v);
-    id_sum[static_cast<size_t>(l)] -= static_cast<int64_t>(v);
-  }
   std::vector<int> candidates;
-  int64_t live = 0, ids = 0;
-  for (size_t i = 0; i + 1 < m; ++i) {
-    live += count[i];
-    ids += id_sum[i];
-    if (live != 1) continue;
-    const int v = static_cast<int>(ids);
-    const Node& n = g.nodes[static_cast<size_t>(producer[static_cast<size_t>(v)])];
-    int real_outputs = 0;
-    for (int o : n.outputs) real_outputs += o != kNoValue;
-    if (real_outputs == 1) candidates.push_back(v);
-  }
+  for (const Separator& s : SingleValueSeparators(g, fwd_order)) candidates.push_back(s.value);
   if (candidates.empty()) return {};
   double saved_total = 0, cand_total = 0;
   for (size_t v = 0; v < g.values.size(); ++v)
@@ -132,7 +138,7 @@ std::set<int> ChooseCheckpoints(const Graph& g, const std::vector<int>& fwd_orde
   std::vector<char> is_candidate(g.values.size(), 0);
   for (int c : candidates) is_candidate[static_cast<size_t>(c)] = 1;
   double since_last = 0;
-  for (size_t i = 0; i < m; ++i) {
+  for (size_t i = 0; i < fwd_order.size(); ++i) {
     for (int o : g.nodes[static_cast<size_t>(fwd_order[i])].outputs) {
       if (o == kNoValue) continue;
       if (is_candidate[static_cast<size_t>(o)] && since_last >= threshold) {
@@ -214,7 +220,7 @@ TrainingGraphs SplitForTraining(const Graph& g, const SplitRequest& r) {
       if (needed[v]) AppendUnique(saved, saved_seen, static_cast<int>(v));
     backward_order = bwd_order;
   } else {
-    std::set<int> ckpt = ChooseCheckpoints(g, fwd_order, producer, needed);
+    std::set<int> ckpt = ChooseCheckpoints(g, fwd_order, needed);
     for (int c : ckpt) kept[static_cast<size_t>(c)] = 1;
     // Shapes measured in forward are kept: recomputing one would recompute what it measures.
     for (size_t n = r.first_backward_node; n < g.nodes.size(); ++n)

@@ -17,6 +17,18 @@ namespace oneflow::train {
 Graph ExtractSubgraph(const Graph& g, const std::vector<int>& node_order, const std::vector<int>& inputs,
                       const std::vector<int>& outputs);
 
+// A value that alone separates a forward order: right after its producer (order[position]) it is
+// the only node output still read by a later node of the order. Graph inputs and constants (data,
+// parameters, labels) do not count: any part may read them.
+struct Separator {
+  size_t position = 0;
+  int value = kNoValue;
+};
+// Every separator of `order` (producer-first node indices of `g`), in order; the last node is never
+// one, and producers of several outputs are skipped. Activation checkpointing chooses segment
+// boundaries among them; pipeline parallelism cuts stages at them.
+std::vector<Separator> SingleValueSeparators(const Graph& g, const std::vector<int>& order);
+
 struct SplitRequest {
   size_t first_backward_node = 0;   // g.nodes[first_backward_node, end) compute gradients
   std::vector<int> data_inputs;     // fed by the caller (model inputs, labels)

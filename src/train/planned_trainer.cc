@@ -634,6 +634,7 @@ std::unique_ptr<DistributedTrainer> CreatePlannedTrainer(const Graph& model, con
 std::unique_ptr<DistributedTrainer> DistributedTrainer::Create(const Graph& model,
                                                                const DistributedTrainingOptions& options) {
   OF_REQUIRE(options.pipeline_stages >= 1, "pipeline_stages must be >= 1, got ", options.pipeline_stages);
+  if (options.pipeline_stages > 1) return CreatePipelineTrainer(model, options);
   return CreatePlannedTrainer(model, options);
 }
 
