@@ -600,11 +600,14 @@ typedef enum oneflow_device_kind_t {
 } oneflow_device_kind_t;
 
 /* oneflow_session_create on a chosen device: ONEFLOW_DEVICE_CPU (index 0) is oneflow_session_create.
- * ONEFLOW_DEVICE_CUDA checks the device first: ONEFLOW_UNSUPPORTED naming the reason when the
- * library was built without CUDA or the machine has no usable device, ONEFLOW_INVALID_ARGUMENT for
- * an index out of range. Running whole sessions on CUDA is not available yet (the executor places
- * every tensor in host memory; docs/cuda.md says what remains), so a present device also answers
- * ONEFLOW_UNSUPPORTED, saying so. Ownership and lifetime as oneflow_session_create. */
+ * ONEFLOW_DEVICE_CUDA checks the device first: ONEFLOW_UNSUPPORTED "no CUDA device: <reason>" when
+ * the library was built without CUDA or the machine has no usable device, ONEFLOW_INVALID_ARGUMENT
+ * for an index out of range. Then it builds a session whose nodes run on that device where a CUDA
+ * kernel exists and on the CPU otherwise (with copies around those nodes), with constants uploaded
+ * once, intermediates in device memory, and CUDA graphs for static input shapes (docs/cuda.md,
+ * "Executor integration"). oneflow_session_run on it takes and returns host tensors;
+ * oneflow_session_run_device also takes and returns device tensors. Ownership and lifetime as
+ * oneflow_session_create. */
 ONEFLOW_API oneflow_status_t oneflow_session_create_on_device(oneflow_env_t* env, const oneflow_graph_t* graph,
                                                               const oneflow_session_options_t* options,
                                                               oneflow_device_kind_t device, int32_t index,
@@ -617,6 +620,69 @@ ONEFLOW_API oneflow_status_t oneflow_session_create_on_device(oneflow_env_t* env
  * training session (ONEFLOW_INVALID_ARGUMENT otherwise); `out_scale` must not be NULL. Thread-safe
  * like every training call (serialized by the session). */
 ONEFLOW_API oneflow_status_t oneflow_session_get_loss_scale(const oneflow_session_t* session, float* out_scale);
+
+/* ---- CUDA sessions and device tensors ---------------------------------------------------------
+ * Device tensors view memory on a CUDA device; the host never reads their bytes. They are accepted
+ * by oneflow_session_run_device only: oneflow_session_run and oneflow_dist_session_run refuse them
+ * (ONEFLOW_INVALID_ARGUMENT), and the other calls that read tensor data (training parameters,
+ * saving) must not be given them. oneflow_tensor_data returns the device pointer. */
+
+/* How a CUDA session uses CUDA graphs: AUTO (default) captures a run into a graph when every
+ * input dim of the model is static and the whole run stays on the device; ON does so for any
+ * shapes (one graph per set of input shapes, at most 16); OFF never. A graph is captured on the
+ * second run of a shape set and replayed from the third. */
+typedef enum oneflow_cuda_graph_mode_t {
+  ONEFLOW_CUDA_GRAPHS_AUTO = 0,
+  ONEFLOW_CUDA_GRAPHS_ON = 1,
+  ONEFLOW_CUDA_GRAPHS_OFF = 2
+} oneflow_cuda_graph_mode_t;
+
+typedef struct oneflow_device_session_options_t {
+  size_t struct_size;                   /* set by oneflow_device_session_options_init */
+  oneflow_cuda_graph_mode_t cuda_graphs; /* default ONEFLOW_CUDA_GRAPHS_AUTO */
+} oneflow_device_session_options_t;
+
+ONEFLOW_API void oneflow_device_session_options_init(oneflow_device_session_options_t* options);
+
+/* oneflow_session_create_on_device with device options (`device_options` may be NULL: defaults;
+ * ignored for ONEFLOW_DEVICE_CPU). Errors, ownership and lifetime as oneflow_session_create_on_device. */
+ONEFLOW_API oneflow_status_t oneflow_session_create_on_device_ex(
+    oneflow_env_t* env, const oneflow_graph_t* graph, const oneflow_session_options_t* options,
+    oneflow_device_kind_t device, int32_t index, const oneflow_device_session_options_t* device_options,
+    oneflow_session_t** out_session);
+
+/* Wraps device memory the caller owns as a tensor, without copying. `data` must be memory of CUDA
+ * device `index` (cudaMalloc, cudaMallocAsync or managed; checked: ONEFLOW_INVALID_ARGUMENT
+ * otherwise) holding at least the tensor's bytes (`byte_size`); it may be NULL only for zero-sized
+ * tensors. Ownership as oneflow_tensor_create_borrowed: the buffer must stay valid until `deleter`
+ * (nullable) is called when the last reference goes away; without a deleter the caller keeps it
+ * alive as long as the tensor and every run using it. ONEFLOW_DEVICE_CPU is
+ * oneflow_tensor_create_borrowed (index 0). Errors: ONEFLOW_UNSUPPORTED "no CUDA device: ..." when
+ * there is none. The data written by the caller must be complete (its stream synchronized) before a
+ * run reads it: sessions run on streams of their own and do not wait on the caller's. */
+ONEFLOW_API oneflow_status_t oneflow_tensor_create_device_borrowed(oneflow_dtype_t dtype, const int64_t* shape,
+                                                                   size_t rank, oneflow_device_kind_t device,
+                                                                   int32_t index, void* data, size_t byte_size,
+                                                                   oneflow_deleter_fn deleter, void* user_data,
+                                                                   oneflow_tensor_t** out_tensor);
+
+/* Where a tensor's bytes live: ONEFLOW_DEVICE_CPU for host tensors (and NULL), or
+ * ONEFLOW_DEVICE_CUDA with the device index (0 for host tensors). */
+ONEFLOW_API oneflow_device_kind_t oneflow_tensor_device_kind(const oneflow_tensor_t* tensor);
+ONEFLOW_API int32_t oneflow_tensor_device_index(const oneflow_tensor_t* tensor);
+
+/* oneflow_session_run that also takes device tensors among `inputs` (they must be on the session's
+ * device: used in place, no host copy) and, with `outputs_on_device` non-zero, returns the outputs
+ * as device tensors on the session's device (fresh device memory owned by the handle, freed by
+ * oneflow_tensor_release; the run's work is complete on return). Release a device output only after
+ * work the caller queued on it has completed: its memory returns to the session's pool for reuse. A CPU session refuses device
+ * tensors and outputs_on_device (ONEFLOW_INVALID_ARGUMENT), as does a training session.
+ * Thread safety and the rest as oneflow_session_run. */
+ONEFLOW_API oneflow_status_t oneflow_session_run_device(oneflow_session_t* session, const char* const* input_names,
+                                                        const oneflow_tensor_t* const* inputs, size_t num_inputs,
+                                                        const char* const* output_names, size_t num_output_names,
+                                                        int32_t outputs_on_device, oneflow_tensor_t** out_outputs,
+                                                        size_t out_capacity);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -37,7 +37,8 @@ if ! timeout 240 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DON
   fail "configure (see configure.log)"; tail -n 20 "$OUT/configure.log" | tee -a "$SUMMARY"; exit 1
 fi
 grep "CUDA backend" "$OUT/configure.log" | tee -a "$SUMMARY"
-TARGETS="oneflow_cuda_tests oneflow_cuda_host_tests oneflow_cuda_c_api_test oneflow_gpu_gemm_bench liboneflow"
+TARGETS="oneflow_cuda_tests oneflow_cuda_host_tests oneflow_cuda_c_api_test oneflow_gpu_gemm_bench liboneflow
+         oneflow_cuda_session_tests oneflow_cuda_placement_tests oneflow_cli"
 TARGETS="$TARGETS oneflow_cuda_train_tests"  # training kernels + fused optimizer (docs/training.md)
 TARGETS="$TARGETS oneflow_nccl_gpu_tests oneflow_nccl_host_tests"  # NCCL communicator + CUDA Boxing
 if ! timeout 300 ninja -C "$BUILD" -j"$JOBS" $TARGETS > "$OUT/build.log" 2>&1; then
@@ -70,6 +71,8 @@ run_gtest nccl_host "$BUILD/tests/nccl/oneflow_nccl_host_tests"
 if [ "$NCCL_FILTER" != 'CudaBoxing.*' ] && [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 4 ]; then
   run_gtest nccl_multi_gpu "$BUILD/tests/nccl/oneflow_nccl_gpu_tests" --gtest_filter='NcclMultiGpu.*'
 fi
+run_gtest cuda_session_gpu "$BUILD/tests/cuda/oneflow_cuda_session_tests" --gtest_filter='CudaSession.*'
+run_gtest cuda_placement "$BUILD/tests/cuda/oneflow_cuda_placement_tests"
 FIXTURE="$BUILD/gpu-check-fixture"
 if python3 tests/c_api/make_c_api_fixture.py "$FIXTURE" > "$OUT/c_api_fixture.log" 2>&1; then
   if timeout 60 "$BUILD/tests/cuda/oneflow_cuda_c_api_test" "$FIXTURE/model.onnx" > "$OUT/cuda_c_api.log" 2>&1; then
@@ -79,6 +82,30 @@ if python3 tests/c_api/make_c_api_fixture.py "$FIXTURE" > "$OUT/c_api_fixture.lo
   fi
 else
   fail "could not make the C API fixture model (python3 with onnx; see c_api_fixture.log)"
+fi
+# The CLI on the device: `oneflow run --device cuda` writes what the CPU run writes; bench times it.
+if [ -f "$FIXTURE/model.onnx" ] && timeout 120 python3 - "$BUILD/oneflow" "$FIXTURE" "$OUT/cli" > "$OUT/cuda_cli.log" 2>&1 <<'PY'
+import os, subprocess, sys
+import numpy as np
+bin_, fixture, work = sys.argv[1:4]
+os.makedirs(work, exist_ok=True)
+x = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+b = np.random.default_rng(1).standard_normal((5, 4)).astype(np.float32)
+np.save(f"{work}/x.npy", x); np.save(f"{work}/b.npy", b)
+for dev in ("cpu", "cuda", "cuda:0"):
+    subprocess.run([bin_, "run", f"{fixture}/model.onnx", "--input", f"x={work}/x.npy", "--input", f"b={work}/b.npy",
+                    "--output-dir", f"{work}/{dev.replace(':', '_')}", "--device", dev], check=True)
+y = np.maximum(x + b, 0) + x
+for dev in ("cpu", "cuda", "cuda_0"):
+    assert np.array_equal(np.load(f"{work}/{dev}/y.npy"), y), dev
+print(subprocess.run([bin_, "bench", f"{fixture}/model.onnx", "--shape", "x=64x4", "--shape", "b=64x4", "--device", "cuda",
+                      "--cuda-graphs", "on"], check=True, capture_output=True, text=True).stdout.strip())
+print("cuda_cli: passed")
+PY
+then
+  log "cuda_cli: passed ($(grep -m1 p50_ms "$OUT/cuda_cli.log"))"
+else
+  fail "cuda_cli (see cuda_cli.log)"
 fi
 log "tests done at $(elapsed)"
 

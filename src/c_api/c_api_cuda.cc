@@ -1,6 +1,7 @@
-// The C ABI's CUDA section: device enumeration and device selection for sessions. Compiled in every
-// build; without ONEFLOW_HAVE_CUDA it reports that the library was built without CUDA.
+// The C ABI's CUDA section: device enumeration, sessions on a CUDA device, device tensors. Compiled
+// in every build; without ONEFLOW_HAVE_CUDA it reports that the library was built without CUDA.
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "c_api/c_api_internal.h"
@@ -28,6 +29,50 @@ void RequireCudaDevice(int32_t index) {
   OF_CHECK(count > 0, kUnsupported, "no CUDA device: ", why);
   OF_REQUIRE(index >= 0 && index < count, "CUDA device ", index, " does not exist (", count, " device",
              count == 1 ? "" : "s", ")");
+}
+
+// The session options of the C ABI, read as oneflow_session_create reads them.
+SessionOptions ReadSessionOptions(const oneflow_session_options_t* options) {
+  SessionOptions opts;
+  if (options) {
+    OF_REQUIRE(options->struct_size >= offsetof(oneflow_session_options_t, optimization_level) + sizeof(int32_t),
+               "options.struct_size is too small; initialize options with oneflow_session_options_init");
+    opts.intra_op_threads = options->intra_op_threads;
+    opts.optimization_level = options->optimization_level;
+  }
+  return opts;
+}
+
+CudaGraphMode ReadGraphMode(const oneflow_device_session_options_t* o) {
+  if (o == nullptr) return CudaGraphMode::kAuto;
+  OF_REQUIRE(o->struct_size >= offsetof(oneflow_device_session_options_t, cuda_graphs) + sizeof(o->cuda_graphs),
+             "device_options.struct_size is too small; initialize it with oneflow_device_session_options_init");
+  switch (o->cuda_graphs) {
+    case ONEFLOW_CUDA_GRAPHS_AUTO: return CudaGraphMode::kAuto;
+    case ONEFLOW_CUDA_GRAPHS_ON: return CudaGraphMode::kOn;
+    case ONEFLOW_CUDA_GRAPHS_OFF: return CudaGraphMode::kOff;
+  }
+  Fail(ErrorCode::kInvalidArgument, "device_options.cuda_graphs is ", static_cast<int>(o->cuda_graphs),
+       "; expected ONEFLOW_CUDA_GRAPHS_AUTO, _ON or _OFF");
+}
+
+// Checks that `data` is memory of CUDA device `index` (device or managed), so that a host pointer
+// is refused here instead of faulting in a kernel.
+void RequireDevicePointer(const void* data, int32_t index) {
+#ifdef ONEFLOW_HAVE_CUDA
+  cudaPointerAttributes attr{};
+  const cudaError_t status = cudaPointerGetAttributes(&attr, data);
+  if (status != cudaSuccess) (void)cudaGetLastError();
+  const bool device_memory = status == cudaSuccess &&
+                             (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged);
+  OF_REQUIRE(device_memory, "data ", data, " is not memory of CUDA device ", index, " (",
+             status == cudaSuccess ? "host or unregistered memory" : cudaGetErrorString(status), ")");
+  OF_REQUIRE(attr.type == cudaMemoryTypeManaged || attr.device == index, "data ", data, " is memory of CUDA device ",
+             attr.device, ", not of device ", index);
+#else
+  (void)data;
+  (void)index;
+#endif
 }
 
 }  // namespace
@@ -75,6 +120,21 @@ oneflow_status_t oneflow_session_create_on_device(oneflow_env_t* env, const onef
                                                   const oneflow_session_options_t* options,
                                                   oneflow_device_kind_t device, int32_t index,
                                                   oneflow_session_t** out_session) {
+  return oneflow_session_create_on_device_ex(env, graph, options, device, index, nullptr, out_session);
+}
+
+void oneflow_device_session_options_init(oneflow_device_session_options_t* options) {
+  if (!options) return;
+  std::memset(options, 0, sizeof(*options));
+  options->struct_size = sizeof(*options);
+  options->cuda_graphs = ONEFLOW_CUDA_GRAPHS_AUTO;
+}
+
+oneflow_status_t oneflow_session_create_on_device_ex(oneflow_env_t* env, const oneflow_graph_t* graph,
+                                                     const oneflow_session_options_t* options,
+                                                     oneflow_device_kind_t device, int32_t index,
+                                                     const oneflow_device_session_options_t* device_options,
+                                                     oneflow_session_t** out_session) {
   if (device == ONEFLOW_DEVICE_CPU) {
     if (index != 0)
       return Guard([&] { OF_REQUIRE(false, "CPU device index must be 0, got ", index); });
@@ -85,8 +145,100 @@ oneflow_status_t oneflow_session_create_on_device(oneflow_env_t* env, const onef
     OF_REQUIRE(out_session != nullptr, "out_session is NULL");
     OF_REQUIRE(device == ONEFLOW_DEVICE_CUDA, "unknown device kind ", static_cast<int>(device));
     RequireCudaDevice(index);
-    Fail(ErrorCode::kUnsupported, "CUDA device ", index,
-         " is present, but sessions cannot run on CUDA yet: the executor places every tensor in host memory "
-         "(see docs/cuda.md); the CUDA kernels are usable through the kernel registry");
+    SessionOptions opts = ReadSessionOptions(options);
+    opts.device = DeviceType::kCuda;
+    opts.device_index = index;
+    opts.cuda_graphs = ReadGraphMode(device_options);
+    auto h = std::make_unique<oneflow_session_s>();
+    h->session = std::make_unique<Session>(*graph->graph, opts);
+    h->io.Build(h->session->model());
+    *out_session = h.release();
+  });
+}
+
+oneflow_status_t oneflow_tensor_create_device_borrowed(oneflow_dtype_t dtype, const int64_t* shape, size_t rank,
+                                                       oneflow_device_kind_t device, int32_t index, void* data,
+                                                       size_t byte_size, oneflow_deleter_fn deleter, void* user_data,
+                                                       oneflow_tensor_t** out_tensor) {
+  if (device == ONEFLOW_DEVICE_CPU) {
+    if (index != 0)
+      return Guard([&] { OF_REQUIRE(false, "CPU device index must be 0, got ", index); });
+    return oneflow_tensor_create_borrowed(dtype, shape, rank, data, byte_size, deleter, user_data, out_tensor);
+  }
+  return Guard([&] {
+    OF_REQUIRE(out_tensor != nullptr, "out_tensor is NULL");
+    OF_REQUIRE(device == ONEFLOW_DEVICE_CUDA, "unknown device kind ", static_cast<int>(device));
+    const DType dt = ToDType(dtype);
+    const Shape s = ToShape(shape, rank);
+    const size_t needed = static_cast<size_t>(NumElements(s)) * DTypeSize(dt);
+    OF_REQUIRE(data != nullptr || needed == 0, "data is NULL for a tensor of ", needed, " bytes");
+    OF_REQUIRE(byte_size >= needed, "buffer of ", byte_size, " bytes is too small for ", DTypeName(dt),
+               ShapeToString(s), " (", needed, " bytes)");
+    RequireCudaDevice(index);
+    if (data != nullptr) RequireDevicePointer(data, index);
+    std::function<void()> release;
+    if (deleter) release = [deleter, data, user_data] { deleter(data, user_data); };
+    auto t = std::make_unique<oneflow_tensor_s>();
+    t->tensor = Tensor(dt, s, Storage::Borrow(data, byte_size, std::move(release)));
+    t->device = ONEFLOW_DEVICE_CUDA;
+    t->device_index = index;
+    *out_tensor = t.release();
+  });
+}
+
+oneflow_device_kind_t oneflow_tensor_device_kind(const oneflow_tensor_t* tensor) {
+  return tensor ? tensor->device : ONEFLOW_DEVICE_CPU;
+}
+
+int32_t oneflow_tensor_device_index(const oneflow_tensor_t* tensor) { return tensor ? tensor->device_index : 0; }
+
+oneflow_status_t oneflow_session_run_device(oneflow_session_t* session, const char* const* input_names,
+                                            const oneflow_tensor_t* const* inputs, size_t num_inputs,
+                                            const char* const* output_names, size_t num_output_names,
+                                            int32_t outputs_on_device, oneflow_tensor_t** out_outputs,
+                                            size_t out_capacity) {
+  return Guard([&] {
+    OF_REQUIRE(session != nullptr, "session is NULL");
+    OF_REQUIRE(session->session != nullptr, "oneflow_session_run_device runs inference sessions, not training sessions");
+    const Session& s = *session->session;
+    const bool cuda_session = s.options().device == DeviceType::kCuda;
+    OF_REQUIRE(num_inputs == 0 || (input_names != nullptr && inputs != nullptr),
+               "input_names or inputs is NULL with num_inputs = ", num_inputs);
+    OF_REQUIRE(num_output_names == 0 || output_names != nullptr, "output_names is NULL with num_output_names = ",
+               num_output_names);
+    OF_REQUIRE(out_outputs != nullptr, "out_outputs is NULL");
+    std::vector<std::pair<std::string, Tensor>> feeds;
+    std::vector<char> on_device(num_inputs, 0);
+    for (size_t i = 0; i < num_inputs; ++i) {
+      OF_REQUIRE(input_names[i] != nullptr, "input_names[", i, "] is NULL");
+      OF_REQUIRE(inputs[i] != nullptr, "inputs[", i, "] (for '", input_names[i], "') is NULL");
+      if (inputs[i]->device == ONEFLOW_DEVICE_CUDA) {
+        OF_REQUIRE(cuda_session, "inputs[", i, "] (for '", input_names[i],
+                   "') is a CUDA device tensor but the session runs on the CPU");
+        OF_REQUIRE(inputs[i]->device_index == s.options().device_index, "inputs[", i, "] (for '", input_names[i],
+                   "') is on CUDA device ", inputs[i]->device_index, " but the session runs on device ",
+                   s.options().device_index);
+        on_device[i] = 1;
+      }
+      feeds.emplace_back(input_names[i], inputs[i]->tensor);
+    }
+    OF_REQUIRE(cuda_session || !outputs_on_device, "outputs_on_device is set but the session runs on the CPU");
+    std::vector<std::string> fetches;
+    for (size_t i = 0; i < num_output_names; ++i) {
+      OF_REQUIRE(output_names[i] != nullptr, "output_names[", i, "] is NULL");
+      fetches.emplace_back(output_names[i]);
+    }
+    CheckOutputCapacity(out_capacity, num_output_names ? num_output_names : s.optimized().outputs.size());
+    auto results = s.Run(feeds, fetches, on_device, outputs_on_device != 0);
+    std::vector<std::unique_ptr<oneflow_tensor_s>> handles;
+    for (auto& r : results) {
+      handles.push_back(std::make_unique<oneflow_tensor_s>());
+      handles.back()->tensor = std::move(r.second);
+      if (outputs_on_device) {
+        handles.back()->device = ONEFLOW_DEVICE_CUDA;
+        handles.back()->device_index = s.options().device_index;
+      }
+    }
+    for (size_t i = 0; i < handles.size(); ++i) out_outputs[i] = handles[i].release();
   });
 }

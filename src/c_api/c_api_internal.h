@@ -26,6 +26,10 @@ struct oneflow_env_s {
 
 struct oneflow_tensor_s {
   Tensor tensor;
+  // Where the bytes live (oneflow_tensor_create_device_borrowed, device outputs): the host unless
+  // set. Only oneflow_session_run_device accepts device tensors; nothing else reads their bytes.
+  oneflow_device_kind_t device = ONEFLOW_DEVICE_CPU;
+  int32_t device_index = 0;
 };
 
 // The names, dims and symbol pointers handed out by *_get_*_info live here, owned by the handle.
@@ -159,6 +163,8 @@ inline RunArguments ReadRunArguments(const char* const* input_names, const onefl
   for (size_t i = 0; i < num_inputs; ++i) {
     OF_REQUIRE(input_names[i] != nullptr, "input_names[", i, "] is NULL");
     OF_REQUIRE(inputs[i] != nullptr, "inputs[", i, "] (for '", input_names[i], "') is NULL");
+    OF_REQUIRE(inputs[i]->device == ONEFLOW_DEVICE_CPU, "inputs[", i, "] (for '", input_names[i],
+               "') is a CUDA device tensor; device tensors go to oneflow_session_run_device");
     a.feeds.emplace_back(input_names[i], inputs[i]->tensor);
   }
   for (size_t i = 0; i < num_output_names; ++i) {

@@ -6,15 +6,29 @@
 
 namespace oneflow {
 
-namespace {
-constexpr size_t kMaxCachedPlans = 16;
-}  // namespace
-
 Executor::Executor(std::shared_ptr<const Graph> graph, int num_threads)
     : Executor(std::move(graph), std::make_shared<ThreadPool>(num_threads)) {}
 
 Executor::Executor(std::shared_ptr<const Graph> graph, std::shared_ptr<ThreadPool> pool)
     : graph_(std::move(graph)), pool_(std::move(pool)) {
+  std::vector<std::unique_ptr<NodeRunner>> no_device_runners;
+  BuildSteps(no_device_runners);
+}
+
+Executor::Executor(std::shared_ptr<const Graph> graph, int num_threads, const ExecutorDevice& device)
+    : graph_(std::move(graph)), pool_(std::make_shared<ThreadPool>(num_threads)), device_(device) {
+  if (device.type == DeviceType::kCpu) {
+    OF_REQUIRE(device.index == 0, "CPU device index must be 0, got ", device.index);
+    std::vector<std::unique_ptr<NodeRunner>> no_device_runners;
+    BuildSteps(no_device_runners);
+  } else {
+    InitCuda();  // places the nodes, then BuildSteps with the device kernels
+  }
+}
+
+// `device_runners` (by node index; empty for a CPU executor) holds the device kernels of the nodes
+// placement_ puts on the device; every other node gets its CPU kernel.
+void Executor::BuildSteps(std::vector<std::unique_ptr<NodeRunner>>& device_runners) {
   const Graph& g = *graph_;
   const size_t nv = g.values.size();
   root_.resize(nv);
@@ -28,7 +42,9 @@ Executor::Executor(std::shared_ptr<const Graph> graph, std::shared_ptr<ThreadPoo
   for (size_t s = 0; s < order.size(); ++s) {
     const Node& n = g.nodes[static_cast<size_t>(order[s])];
     Step step;
-    step.runner = std::make_unique<NodeRunner>(g, n);
+    const size_t ni = static_cast<size_t>(order[s]);
+    if (!device_runners.empty() && placement_.node_device[ni] != DeviceType::kCpu) step.runner = std::move(device_runners[ni]);
+    else step.runner = std::make_unique<NodeRunner>(g, n);
     for (int v : n.inputs)
       if (v != kNoValue) last_step_[static_cast<size_t>(root_[static_cast<size_t>(v)])] = static_cast<int>(s);
     for (size_t i = 0; i < n.outputs.size(); ++i) {
@@ -63,6 +79,7 @@ std::shared_ptr<const Executor::Plan> Executor::BuildPlan(const std::vector<size
     // Only computed intermediates that own their bytes live in the arena; graph outputs are
     // handed to the caller and so get memory of their own.
     if (def_step_[v] < 0 || root_[v] != static_cast<int>(v) || is_output_[v]) continue;
+    if (!not_in_arena_.empty() && not_in_arena_[v]) continue;  // host values of a device run
     bool aliased_by_output = false;
     for (int o : g.outputs) aliased_by_output |= root_[static_cast<size_t>(o)] == static_cast<int>(v);
     if (aliased_by_output) continue;
@@ -103,7 +120,17 @@ size_t Executor::planned_peak_bytes() const {
   return last_plan_ ? last_plan_->arena_bytes : 0;
 }
 
+std::vector<Tensor> Executor::Run(const std::vector<Tensor>& feeds, const RunIo& io) const {
+  if (cuda_) return RunCuda(feeds, io);
+  bool device_feed = false;
+  for (char d : io.feed_on_device) device_feed |= d != 0;
+  OF_REQUIRE(!device_feed && !io.outputs_on_device,
+             "device tensors were given to a session that runs on the CPU; create it on the CUDA device");
+  return Run(feeds);
+}
+
 std::vector<Tensor> Executor::Run(const std::vector<Tensor>& feeds) const {
+  if (cuda_) return RunCuda(feeds, RunIo{});
   const Graph& g = *graph_;
   OF_ASSERT(feeds.size() == g.inputs.size());
   std::vector<Shape> key;

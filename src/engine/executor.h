@@ -9,10 +9,34 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "engine/device_placement.h"
 #include "engine/memory_plan.h"
 #include "engine/node_runner.h"
 
 namespace oneflow {
+
+// CUDA graph capture of device runs (docs/cuda.md, "CUDA graphs").
+enum class CudaGraphMode {
+  kAuto,  // on when every input dim is static (and the run is capturable)
+  kOn,    // on for every shape set of a capturable run (one graph per set of input shapes)
+  kOff,
+};
+
+// Where an executor runs. kCpu is the plain CPU executor; kCuda places nodes with
+// device_placement.h and keeps intermediates in device memory.
+struct ExecutorDevice {
+  DeviceType type = DeviceType::kCpu;
+  int index = 0;
+  CudaGraphMode cuda_graphs = CudaGraphMode::kAuto;
+};
+
+// Where one run's feeds and results live (device executors only): feeds flagged here are device
+// tensors on the executor's device (used in place, no copy); with outputs_on_device the results
+// stay in device memory (new allocations, never engine memory).
+struct RunIo {
+  std::vector<char> feed_on_device;  // empty = all on the host
+  bool outputs_on_device = false;
+};
 
 class Executor {
  public:
@@ -22,11 +46,22 @@ class Executor {
   // The same, running kernels on a pool shared with other executors (a training session's forward
   // and backward graphs): one set of spinning workers instead of one per graph.
   Executor(std::shared_ptr<const Graph> graph, std::shared_ptr<ThreadPool> pool);
+  // On a device (kCuda: throws kUnsupported "no CUDA device: ..." without one).
+  Executor(std::shared_ptr<const Graph> graph, int num_threads, const ExecutorDevice& device);
+  ~Executor();
 
   // Runs the graph. `feeds[i]` is the tensor for graph input i (already validated by the caller).
   // Returns the graph outputs in declaration order; they never alias engine-owned memory.
   // Safe to call from several threads at once.
   std::vector<Tensor> Run(const std::vector<Tensor>& feeds) const;
+  // The same with device feeds or results (a CPU executor refuses device tensors).
+  std::vector<Tensor> Run(const std::vector<Tensor>& feeds, const RunIo& io) const;
+
+  const ExecutorDevice& device() const { return device_; }
+  // The device placement (empty for a CPU executor).
+  const DevicePlacement& placement() const { return placement_; }
+  // Number of CUDA graphs captured so far (0 for a CPU executor or with graphs off).
+  size_t cuda_graphs_captured() const;
 
   // Bytes of the arena of the most recently built plan (0 when no plan exists yet).
   size_t planned_peak_bytes() const;
@@ -43,8 +78,17 @@ class Executor {
     size_t arena_bytes = 0;
   };
 
+  // Dynamic shapes could grow the plan cache without bound; it keeps the most useful few.
+  static constexpr size_t kMaxCachedPlans = 16;
+
   std::shared_ptr<const Plan> BuildPlan(const std::vector<size_t>& value_bytes) const;
   std::shared_ptr<const Plan> StaticPlan() const;  // from static shapes, when all are known
+  void BuildSteps(std::vector<std::unique_ptr<NodeRunner>>& device_runners);
+
+  // The device path (executor_cuda.cc): its state, set up once at construction, and its run.
+  struct CudaState;
+  void InitCuda();
+  std::vector<Tensor> RunCuda(const std::vector<Tensor>& feeds, const RunIo& io) const;
 
   std::shared_ptr<const Graph> graph_;
   std::shared_ptr<ThreadPool> pool_;
@@ -53,6 +97,10 @@ class Executor {
   std::vector<int> def_step_;    // value -> step that produces it (-1 for inputs/constants)
   std::vector<int> last_step_;   // value -> last step that reads it or any of its views
   std::vector<char> is_output_;  // value -> is a graph output
+  ExecutorDevice device_;
+  DevicePlacement placement_;
+  std::vector<char> not_in_arena_;  // device executors: values computed on the host (no arena slot)
+  std::shared_ptr<CudaState> cuda_;  // shared_ptr: CudaState is complete only in executor_cuda.cc
 
   mutable std::mutex mutex_;
   mutable std::map<std::vector<Shape>, std::shared_ptr<const Plan>> plans_;  // by input shapes

@@ -5,15 +5,27 @@
 
 namespace oneflow {
 
-NodeRunner::NodeRunner(const Graph& graph, const Node& node) : node_(node), desc_(node.Describe()) {
-  const KernelDef* def = KernelRegistry::Global().Find(node.domain, node.op_type, DeviceType::kCpu);
-  OF_CHECK(def != nullptr, kUnsupported, "no CPU kernel for ", node.Describe());
+NodeRunner::NodeRunner(const Graph& graph, const Node& node, DeviceType device)
+    : node_(node), desc_(node.Describe()), device_(device) {
+  const KernelRegistry& registry = KernelRegistry::Global();
+  const KernelDef* def = registry.Find(node.domain, node.op_type, device);
+  if (def == nullptr && device != DeviceType::kCpu) {
+    const KernelDef* cpu = registry.Find(node.domain, node.op_type, DeviceType::kCpu);
+    if (cpu != nullptr && cpu->kind == KernelKind::kView) def = cpu;
+  }
+  OF_CHECK(def != nullptr, kUnsupported, "no ", device == DeviceType::kCpu ? "CPU" : "CUDA", " kernel for ",
+           node.Describe());
   kind_ = def->kind;
   if (kind_ == KernelKind::kCompute) kernel_ = def->factory(KernelInitContext(graph, node));
 }
 
 void NodeRunner::Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs, ThreadPool& pool,
                      const OutputAllocator& alloc) const {
+  Run(inputs, inputs, outputs, pool, alloc);
+}
+
+void NodeRunner::Run(const std::vector<const Tensor*>& inputs, const std::vector<const Tensor*>& infer_values,
+                     std::vector<Tensor>& outputs, ThreadPool& pool, const OutputAllocator& alloc) const {
   const size_t num_outputs = node_.outputs.size();
   InferContext infer(node_.attrs, node_.opset, desc_, num_outputs);
   std::vector<TensorType> input_types(inputs.size());
@@ -23,7 +35,7 @@ void NodeRunner::Run(const std::vector<const Tensor*>& inputs, std::vector<Tenso
       continue;
     }
     input_types[i] = TensorType::Of(inputs[i]->dtype(), inputs[i]->shape());
-    infer.AddInput(&input_types[i], inputs[i]);
+    infer.AddInput(&input_types[i], infer_values[i]);
   }
   node_.schema->infer(infer);
 

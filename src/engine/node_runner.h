@@ -15,21 +15,29 @@ using OutputAllocator = std::function<Tensor(size_t index, DType dtype, const Sh
 
 class NodeRunner {
  public:
-  // Finds and instantiates the CPU kernel for `node` (throws kUnsupported when there is none).
-  NodeRunner(const Graph& graph, const Node& node);
+  // Finds and instantiates the kernel for `node` on `device` (throws kUnsupported when there is
+  // none). View kernels (Reshape, Squeeze, ...) only relabel a shape, so they serve every device.
+  NodeRunner(const Graph& graph, const Node& node, DeviceType device = DeviceType::kCpu);
 
   const Node& node() const { return node_; }
   KernelKind kind() const { return kind_; }
+  DeviceType device() const { return device_; }
 
   // Infers output shapes from `inputs` (nullptr = omitted optional input), allocates outputs
   // with `alloc` and computes them. `outputs` is resized to the node's output count; omitted
   // outputs stay undefined.
   void Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs, ThreadPool& pool,
            const OutputAllocator& alloc) const;
+  // The same for a node whose inputs may live in device memory: shape inference sees
+  // `infer_values` instead (host tensors, or nullptr where the data is not on the host), so it
+  // never reads device bytes. Both vectors have one entry per input.
+  void Run(const std::vector<const Tensor*>& inputs, const std::vector<const Tensor*>& infer_values,
+           std::vector<Tensor>& outputs, ThreadPool& pool, const OutputAllocator& alloc) const;
 
  private:
   const Node& node_;
   const std::string desc_;  // node_.Describe(), computed once for error messages
+  DeviceType device_;
   KernelKind kind_;
   std::unique_ptr<OpKernel> kernel_;
 };

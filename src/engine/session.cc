@@ -12,7 +12,7 @@ void PrepareGraph(Graph& g) {
   InferShapes(g);
 }
 
-void OptimizeGraph(Graph& g, int level, ThreadPool& pool) {
+void OptimizeGraph(Graph& g, int level, ThreadPool& pool, DeviceType device) {
   if (level <= 0) return;
   FoldConstants(g, pool);
   if (level >= 2) {
@@ -21,7 +21,7 @@ void OptimizeGraph(Graph& g, int level, ThreadPool& pool) {
       InferShapes(g);
       FoldConstants(g, pool);
     }
-    if (OptimizeLayout(g) > 0) {
+    if (device == DeviceType::kCpu && OptimizeLayout(g) > 0) {
       ResolveSchemas(g);
       InferShapes(g);
       FoldConstants(g, pool);  // transposes of constant residuals
@@ -38,9 +38,15 @@ Session::Session(const Graph& model, const SessionOptions& options) : model_(mod
   optimized_ = std::make_shared<Graph>(model_);
   {
     ThreadPool fold_pool(1);
-    OptimizeGraph(*optimized_, options.optimization_level, fold_pool);
+    OptimizeGraph(*optimized_, options.optimization_level, fold_pool, options.device);
   }
-  executor_ = std::make_unique<Executor>(optimized_, options.intra_op_threads);
+  if (options.device == DeviceType::kCpu) {
+    OF_REQUIRE(options.device_index == 0, "CPU device index must be 0, got ", options.device_index);
+    executor_ = std::make_unique<Executor>(optimized_, options.intra_op_threads);
+  } else {
+    executor_ = std::make_unique<Executor>(
+        optimized_, options.intra_op_threads, ExecutorDevice{options.device, options.device_index, options.cuda_graphs});
+  }
 }
 
 // Checks one feed against the declared type; binds symbolic dims to sizes across feeds.
@@ -67,10 +73,23 @@ static void CheckFeed(const Value& decl, const Tensor& t, std::map<std::string, 
 
 std::vector<std::pair<std::string, Tensor>> Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
                                                          const std::vector<std::string>& fetches) const {
+  return Run(feeds, fetches, {}, false);
+}
+
+std::vector<std::pair<std::string, Tensor>> Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                                         const std::vector<std::string>& fetches,
+                                                         const std::vector<char>& feed_on_device,
+                                                         bool outputs_on_device) const {
   const Graph& g = *optimized_;
+  OF_REQUIRE(feed_on_device.empty() || feed_on_device.size() == feeds.size(), "feed_on_device has ",
+             feed_on_device.size(), " entries for ", feeds.size(), " feeds");
+  RunIo io;
+  io.outputs_on_device = outputs_on_device;
+  bool device_io = outputs_on_device;
   std::vector<Tensor> ordered(g.inputs.size());
   std::map<std::string, int64_t> symbols;
-  for (const auto& [name, tensor] : feeds) {
+  for (size_t f = 0; f < feeds.size(); ++f) {
+    const auto& [name, tensor] = feeds[f];
     size_t slot = g.inputs.size();
     for (size_t i = 0; i < g.inputs.size(); ++i)
       if (g.values[static_cast<size_t>(g.inputs[i])].name == name) slot = i;
@@ -82,6 +101,11 @@ std::vector<std::pair<std::string, Tensor>> Session::Run(const std::vector<std::
     OF_REQUIRE(!ordered[slot].defined(), "input '", name, "' is given twice");
     CheckFeed(g.values[static_cast<size_t>(g.inputs[slot])], tensor, symbols);
     ordered[slot] = tensor;
+    if (!feed_on_device.empty() && feed_on_device[f]) {
+      if (io.feed_on_device.empty()) io.feed_on_device.assign(g.inputs.size(), 0);
+      io.feed_on_device[slot] = 1;
+      device_io = true;
+    }
   }
   for (size_t i = 0; i < g.inputs.size(); ++i)
     OF_REQUIRE(ordered[i].defined(), "input '", g.values[static_cast<size_t>(g.inputs[i])].name, "' is missing");
@@ -98,7 +122,7 @@ std::vector<std::pair<std::string, Tensor>> Session::Run(const std::vector<std::
       wanted.push_back(slot);
     }
   }
-  std::vector<Tensor> results = executor_->Run(ordered);
+  std::vector<Tensor> results = device_io ? executor_->Run(ordered, io) : executor_->Run(ordered);
   std::vector<std::pair<std::string, Tensor>> out;
   for (size_t slot : wanted) out.emplace_back(g.values[static_cast<size_t>(g.outputs[slot])].name, results[slot]);
   return out;

@@ -14,12 +14,18 @@ namespace oneflow {
 struct SessionOptions {
   int intra_op_threads = 0;    // 0 = one per core
   int optimization_level = 2;  // 0: none; 1: constant folding + dead code; 2: also fusions
+  // Where the session runs (docs/cuda.md "Executor integration"); kCuda needs a CUDA build and device.
+  DeviceType device = DeviceType::kCpu;
+  int device_index = 0;
+  CudaGraphMode cuda_graphs = CudaGraphMode::kAuto;  // device sessions only
 };
 
 // Validates a loaded graph (schemas, defaults, static shapes) in place. Used by loaders.
 void PrepareGraph(Graph& g);
-// Applies the optimization passes of `level` to a prepared graph.
-void OptimizeGraph(Graph& g, int level, ThreadPool& pool);
+// Applies the optimization passes of `level` to a prepared graph, for the device it will run on:
+// the channels-last layout pass serves the CPU's conv kernels and is left out for CUDA (where it
+// would turn Conv into CPU-only NHWC ops and add transposes).
+void OptimizeGraph(Graph& g, int level, ThreadPool& pool, DeviceType device = DeviceType::kCpu);
 
 class Session {
  public:
@@ -34,8 +40,15 @@ class Session {
   // empty) in the order asked. Validates names, dtypes, ranks and static dims of the feeds.
   std::vector<std::pair<std::string, Tensor>> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
                                                   const std::vector<std::string>& fetches) const;
+  // The same for device sessions: feeds[i] is a device tensor on the session's device when
+  // feed_on_device[i] (empty = all host tensors); with outputs_on_device the results are device
+  // tensors (fresh memory, the stream synchronized). A CPU session refuses device tensors.
+  std::vector<std::pair<std::string, Tensor>> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                                  const std::vector<std::string>& fetches,
+                                                  const std::vector<char>& feed_on_device, bool outputs_on_device) const;
 
   size_t planned_peak_bytes() const { return executor_->planned_peak_bytes(); }
+  const Executor& executor() const { return *executor_; }
 
  private:
   Graph model_;

@@ -34,12 +34,35 @@ std::string ModelPath(const ParsedArgs& a, const std::string& command) {
   return a.positionals[0];
 }
 
+// --device cpu | cuda | cuda:N and --cuda-graphs auto|on|off into session options.
+void ApplyDevice(const ParsedArgs& a, SessionOptions& opts) {
+  const std::string device = a.Has("device") ? a.Get("device") : "cpu";
+  if (device == "cpu") {
+    opts.device = DeviceType::kCpu;
+  } else if (device == "cuda" || device.rfind("cuda:", 0) == 0) {
+    opts.device = DeviceType::kCuda;
+    const std::string index = device == "cuda" ? "0" : device.substr(5);
+    const bool digits = !index.empty() && index.size() <= 4 &&
+                        std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits) throw UsageError("--device " + device + ": expected cpu, cuda or cuda:N (N a device index)");
+    opts.device_index = std::stoi(index);
+  } else {
+    throw UsageError("--device " + device + ": expected cpu, cuda or cuda:N");
+  }
+  const std::string graphs = a.Has("cuda-graphs") ? a.Get("cuda-graphs") : "auto";
+  if (graphs == "auto") opts.cuda_graphs = CudaGraphMode::kAuto;
+  else if (graphs == "on") opts.cuda_graphs = CudaGraphMode::kOn;
+  else if (graphs == "off") opts.cuda_graphs = CudaGraphMode::kOff;
+  else throw UsageError("--cuda-graphs " + graphs + ": expected auto, on or off");
+}
+
 std::unique_ptr<Session> OpenSession(const std::string& path, const ParsedArgs& a) {
-  Graph g = LoadModelFile(path);
-  PrepareGraph(g);
   SessionOptions opts;
+  ApplyDevice(a, opts);
   opts.intra_op_threads = a.GetInt("threads", 0, 0, 1024);
   opts.optimization_level = a.GetInt("opt-level", 2, 0, 2);
+  Graph g = LoadModelFile(path);
+  PrepareGraph(g);
   return std::make_unique<Session>(g, opts);
 }
 
@@ -115,13 +138,15 @@ std::string JsonString(const std::string& s) {
 }  // namespace
 
 int RunCommand(const std::vector<std::string>& args) {
-  ParsedArgs a = ParseArgs("run", args, {"input", "output-dir", "threads", "opt-level"});
+  ParsedArgs a = ParseArgs("run", args, {"input", "output-dir", "threads", "opt-level", "device", "cuda-graphs"});
   std::string model = ModelPath(a, "run");
   if (!a.Has("output-dir")) throw UsageError("'oneflow run' needs --output-dir DIR");
   std::string out_dir = a.Get("output-dir");
   if (out_dir.empty()) throw UsageError("--output-dir is empty");
   a.GetInt("threads", 0, 0, 1024);  // validate options before the (slow) load
   a.GetInt("opt-level", 2, 0, 2);
+  SessionOptions checked;
+  ApplyDevice(a, checked);
 
   std::unique_ptr<Session> session = OpenSession(model, a);
   auto feeds = LoadInputs(a, session->model());
@@ -147,19 +172,21 @@ int RunCommand(const std::vector<std::string>& args) {
 }
 
 int BenchCommand(const std::vector<std::string>& args) {
-  ParsedArgs a = ParseArgs("bench", args, {"input", "shape", "threads", "warmup", "iters", "seed", "opt-level"});
+  ParsedArgs a = ParseArgs("bench", args,
+                           {"input", "shape", "threads", "warmup", "iters", "seed", "opt-level", "device", "cuda-graphs"});
   std::string model = ModelPath(a, "bench");
   int threads = a.GetInt("threads", 0, 0, 1024);
   int warmup = a.GetInt("warmup", 3, 0, 1000000);
   int iters = a.GetInt("iters", 20, 1, 1000000);
   int seed = a.GetInt("seed", 0, 0, 2147483647);
   a.GetInt("opt-level", 2, 0, 2);
+  SessionOptions opts;
+  ApplyDevice(a, opts);
 
   auto t0 = Clock::now();
   Graph g = LoadModelFile(model);
   PrepareGraph(g);
   double load_ms = MsSince(t0);
-  SessionOptions opts;
   opts.intra_op_threads = threads;
   opts.optimization_level = a.GetInt("opt-level", 2, 0, 2);
   t0 = Clock::now();
@@ -220,12 +247,16 @@ int BenchCommand(const std::vector<std::string>& args) {
   std::ostringstream js;
   js.precision(6);
   js << std::fixed;
-  js << "{\"model\": " << JsonString(model) << ", \"threads\": " << (threads > 0 ? threads : ThreadPool::DefaultThreadCount())
+  const std::string device_name =
+      opts.device == DeviceType::kCpu ? "cpu" : "cuda:" + std::to_string(opts.device_index);
+  js << "{\"model\": " << JsonString(model) << ", \"device\": " << JsonString(device_name) << ", \"threads\": " << (threads > 0 ? threads : ThreadPool::DefaultThreadCount())
      << ", \"warmup\": " << warmup << ", \"iters\": " << iters << ", \"mean_ms\": " << sum / iters
      << ", \"p50_ms\": " << pct(0.5) << ", \"p90_ms\": " << pct(0.9) << ", \"p99_ms\": " << pct(0.99)
      << ", \"min_ms\": " << sorted.front() << ", \"max_ms\": " << sorted.back()
      << ", \"planned_peak_bytes\": " << session.planned_peak_bytes() << ", \"load_ms\": " << load_ms
-     << ", \"session_create_ms\": " << create_ms << ", \"inputs\": {";
+     << ", \"session_create_ms\": " << create_ms;
+  if (opts.device == DeviceType::kCuda) js << ", \"cuda_graphs_captured\": " << session.executor().cuda_graphs_captured();
+  js << ", \"inputs\": {";
   for (size_t i = 0; i < feeds.size(); ++i) {
     js << (i ? ", " : "") << JsonString(feeds[i].first) << ": {\"dtype\": " << JsonString(DTypeName(feeds[i].second.dtype()))
        << ", \"shape\": [";

@@ -93,6 +93,7 @@ float Event::ElapsedMs(const Event& start) const {
 
 namespace {
 thread_local cudaStream_t g_current_stream = nullptr;
+thread_local std::vector<std::shared_ptr<Storage>>* g_keep_allocations = nullptr;
 
 // cudaMalloc / cudaFree on one device. Free must not throw (it runs from destructors).
 class CudaMemoryBackend final : public MemoryBackend {
@@ -191,8 +192,15 @@ CachingAllocator& DeviceAllocator(int index) {
 std::shared_ptr<Storage> AllocateDeviceStorage(size_t bytes, int device, cudaStream_t stream) {
   CachingAllocator& alloc = DeviceAllocator(device);
   void* p = alloc.Allocate(bytes, reinterpret_cast<CachingAllocator::StreamId>(stream));
-  return Storage::Borrow(p, bytes, [&alloc, p] { alloc.Free(p); });
+  std::shared_ptr<Storage> storage = Storage::Borrow(p, bytes, [&alloc, p] { alloc.Free(p); });
+  if (g_keep_allocations) g_keep_allocations->push_back(storage);
+  return storage;
 }
+
+KeepAllocations::KeepAllocations(std::vector<std::shared_ptr<Storage>>* keep) : previous_(g_keep_allocations) {
+  g_keep_allocations = keep;
+}
+KeepAllocations::~KeepAllocations() { g_keep_allocations = previous_; }
 
 Tensor EmptyDeviceTensor(DType dtype, const Shape& shape, int device, cudaStream_t stream) {
   const size_t bytes = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);

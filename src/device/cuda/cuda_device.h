@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/tensor.h"
 #include "device/caching_allocator.h"
@@ -98,6 +99,20 @@ CachingAllocator& DeviceAllocator(int index);
 // that stream when the last tensor viewing it is destroyed. The static memory plan's arena is one
 // such storage; its tensors view it at their planned offsets (Tensor(dtype, shape, storage, offset)).
 std::shared_ptr<Storage> AllocateDeviceStorage(size_t bytes, int device, cudaStream_t stream);
+// While a KeepAllocations scope is active on a thread, every AllocateDeviceStorage of that thread
+// is also appended to `keep`. A CUDA graph bakes the addresses its kernels use (workspaces, outputs)
+// into the graph; holding them here keeps them from returning to the pool (or being cudaFree'd by an
+// out-of-memory retry) for as long as the graph may replay.
+class KeepAllocations {
+ public:
+  explicit KeepAllocations(std::vector<std::shared_ptr<Storage>>* keep);
+  ~KeepAllocations();
+  KeepAllocations(const KeepAllocations&) = delete;
+  KeepAllocations& operator=(const KeepAllocations&) = delete;
+
+ private:
+  std::vector<std::shared_ptr<Storage>>* previous_;
+};
 // An uninitialized device tensor.
 Tensor EmptyDeviceTensor(DType dtype, const Shape& shape, int device, cudaStream_t stream);
 // Page-locked host memory (cudaHostAlloc), freed with cudaFreeHost: the staging buffers of

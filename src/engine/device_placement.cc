@@ -1,0 +1,157 @@
+// Device placement (see device_placement.h).
+#include "engine/device_placement.h"
+
+#include <map>
+#include <string>
+
+namespace oneflow {
+
+namespace {
+
+// Inputs whose data sets output shapes (ONNX semantics); inference reads them at run time.
+const std::map<std::string, std::vector<size_t>>& ShapeInputTable() {
+  static const std::map<std::string, std::vector<size_t>> table = {
+      {"Reshape", {1}},       {"Expand", {1}},        {"Tile", {1}},           {"Slice", {1, 2, 3, 4}},
+      {"Pad", {1, 3}},     {"ConstantOfShape", {0}}, {"Range", {0, 1, 2}}, {"Squeeze", {1}},
+      {"Unsqueeze", {1}},     {"ReduceSum", {1}},     {"ReduceMean", {1}},     {"ReduceMax", {1}},
+      {"ReduceMin", {1}},     {"ReduceProd", {1}},    {"ReduceL1", {1}},       {"ReduceL2", {1}},
+      {"ReduceLogSum", {1}},  {"ReduceLogSumExp", {1}}, {"ReduceSumSquare", {1}}, {"TopK", {1}},
+      {"OneHot", {1}},        {"Resize", {1, 2, 3}},  {"Upsample", {1}},       {"Split", {1}},
+      {"CenterCropPad", {1}},
+  };
+  return table;
+}
+
+// Nodes that read only the shape (and dtype) of these inputs, never their bytes.
+bool IsDataFreeInput(const Node& n, size_t i) { return i == 0 && (n.op_type == "Shape" || n.op_type == "Size"); }
+
+// "Known or named": a dim inference can express without seeing data.
+bool DimDetermined(const Dim& d) { return d.known() || !d.symbol.empty(); }
+bool TypeDetermined(const TensorType& t) {
+  if (!t.has_rank) return false;
+  for (const Dim& d : t.dims)
+    if (!DimDetermined(d)) return false;
+  return true;
+}
+
+}  // namespace
+
+std::vector<size_t> ShapeInputPositions(const Graph& g, const Node& n) {
+  std::vector<size_t> out;
+  auto integer_input = [&](size_t i) {
+    return n.has_input(i) && IsIntegerDType(g.values[static_cast<size_t>(n.inputs[i])].type.dtype);
+  };
+  if (n.domain.empty() || n.domain == "ai.onnx") {
+    // Any dtype: Resize's scales and Range's bounds may be floats.
+    auto it = ShapeInputTable().find(n.op_type);
+    if (it != ShapeInputTable().end())
+      for (size_t i : it->second)
+        if (n.has_input(i)) out.push_back(i);
+  }
+  if (!out.empty()) return out;
+  // Ops outside the table: when every input type is determined by shapes alone but an output's is
+  // not, inference must be reading data; the small integer inputs are the ones it can read.
+  bool inputs_determined = true;
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (n.has_input(i)) inputs_determined &= TypeDetermined(g.values[static_cast<size_t>(n.inputs[i])].type);
+  bool outputs_determined = true;
+  for (int v : n.outputs)
+    if (v != kNoValue) outputs_determined &= TypeDetermined(g.values[static_cast<size_t>(v)].type);
+  if (!inputs_determined || outputs_determined) return out;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (!integer_input(i)) continue;
+    const TensorType& t = g.values[static_cast<size_t>(n.inputs[i])].type;
+    if (t.rank() <= 1) out.push_back(i);
+  }
+  return out;
+}
+
+int DevicePlacement::num_fallback_nodes() const {
+  int n = 0;
+  for (DeviceType d : node_device) n += d == DeviceType::kCpu;
+  return n;
+}
+
+bool DevicePlacement::host_reads_computed_values(const Graph& g) const {
+  for (size_t v = 0; v < needed_on_host.size(); ++v)
+    if (needed_on_host[v] && !g.values[v].constant.defined()) return true;
+  return false;
+}
+
+DevicePlacement PlaceGraph(const Graph& g, const std::function<bool(const Node&)>& has_device_kernel) {
+  const size_t nn = g.nodes.size(), nv = g.values.size();
+  DevicePlacement p;
+  p.order = g.TopologicalOrder();
+  p.node_device.assign(nn, DeviceType::kCuda);
+  p.data_free_input.resize(nn);
+  p.host_read_input.resize(nn);
+  p.needed_on_host.assign(nv, 0);
+  p.needed_on_device.assign(nv, 0);
+  p.produced_on_device.assign(nv, 0);
+
+  // Consumers come after producers, so walking backwards places every consumer of a node's outputs
+  // before the node itself: a node knows whether the device or only the host reads its results.
+  for (auto it = p.order.rbegin(); it != p.order.rend(); ++it) {
+    const size_t ni = static_cast<size_t>(*it);
+    const Node& n = g.nodes[ni];
+    p.data_free_input[ni].assign(n.inputs.size(), 0);
+    p.host_read_input[ni].assign(n.inputs.size(), 0);
+    for (size_t i = 0; i < n.inputs.size(); ++i) p.data_free_input[ni][i] = IsDataFreeInput(n, i);
+
+    bool on_device = has_device_kernel(n);
+    if (on_device) {
+      // A small integer computation only the host reads: keep it on the CPU.
+      bool host_only = true, any_host_reader = false;
+      for (int v : n.outputs) {
+        if (v == kNoValue) continue;
+        host_only &= IsIntegerDType(g.values[static_cast<size_t>(v)].type.dtype) && !p.needed_on_device[static_cast<size_t>(v)];
+        any_host_reader |= p.needed_on_host[static_cast<size_t>(v)] != 0;
+      }
+      for (size_t i = 0; i < n.inputs.size(); ++i)
+        if (n.has_input(i) && !p.data_free_input[ni][i])
+          host_only &= IsIntegerDType(g.values[static_cast<size_t>(n.inputs[i])].type.dtype);
+      if (host_only && any_host_reader) on_device = false;
+    }
+    p.node_device[ni] = on_device ? DeviceType::kCuda : DeviceType::kCpu;
+    if (on_device)
+      for (size_t i : ShapeInputPositions(g, n)) p.host_read_input[ni][i] = 1;
+
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (!n.has_input(i) || p.data_free_input[ni][i]) continue;
+      const size_t v = static_cast<size_t>(n.inputs[i]);
+      // Shape inputs of device nodes are host parameters for inference and kernel alike.
+      if (!on_device || p.host_read_input[ni][i]) p.needed_on_host[v] = 1;
+      else p.needed_on_device[v] = 1;
+    }
+    if (on_device)
+      for (int v : n.outputs)
+        if (v != kNoValue) p.produced_on_device[static_cast<size_t>(v)] = 1;
+  }
+
+  // Where the copies go: each value is copied to the other side once, before its first reader there.
+  std::vector<char> on_host(nv, 0), on_device(nv, 0);
+  for (size_t v = 0; v < nv; ++v) {
+    on_host[v] = !p.produced_on_device[v];
+    // Constants are uploaded once at session creation.
+    on_device[v] = p.produced_on_device[v] || (g.values[v].constant.defined() && p.needed_on_device[v]);
+  }
+  p.transfers.resize(p.order.size());
+  for (size_t s = 0; s < p.order.size(); ++s) {
+    const size_t ni = static_cast<size_t>(p.order[s]);
+    const Node& n = g.nodes[ni];
+    const bool dev = p.node_device[ni] == DeviceType::kCuda;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (!n.has_input(i) || p.data_free_input[ni][i]) continue;
+      const size_t v = static_cast<size_t>(n.inputs[i]);
+      const bool want_host = !dev || p.host_read_input[ni][i];
+      std::vector<char>& have = want_host ? on_host : on_device;
+      if (!have[v]) {
+        p.transfers[s].push_back(DeviceCopy{static_cast<int>(v), want_host});
+        have[v] = 1;
+      }
+    }
+  }
+  return p;
+}
+
+}  // namespace oneflow
