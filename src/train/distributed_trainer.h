@@ -73,7 +73,8 @@ class DistributedTrainer {
   virtual Tensor GetParameter(const std::string& name) = 0;
   virtual int64_t step() const = 0;
   // The plan as text or JSON (per-op SBP, collectives, per-device memory including optimizer
-  // state, estimated step time).
+  // state, estimated step time). The JSON document's "strategy" ("planned" or "pipeline") and
+  // "estimated_step_seconds" keys are common to both; the rest is the strategy's own.
   virtual std::string Explain(bool json) const = 0;
 };
 

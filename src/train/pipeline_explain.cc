@@ -110,7 +110,7 @@ std::string PipelineTrainer::Explain(bool json) const {
 
   std::ostringstream o;
   if (json) {
-    o << "{\"strategy\":\"pipeline\",\"placement\":" << Quote(devices_.placement.ToString()) << ",\"stages\":" << S
+    o << "{\"strategy\":\"pipeline\",\"estimated_step_seconds\":" << total << ",\"placement\":" << Quote(devices_.placement.ToString()) << ",\"stages\":" << S
       << ",\"data_parallel\":" << dp_ << ",\"micro_batches\":" << M << ",\"schedule\":\"1F1B\",\"steps\":" << step_
       << ",\"skipped_steps\":" << skipped_ << ",\"shapes\":"
       << (shapes_known ? "\"last step\"" : "\"symbolic dims as 1\"") << ",\"stage_list\":[";

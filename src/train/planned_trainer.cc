@@ -5,6 +5,7 @@
 // this device's block, or under ZeRO its 1/n slice, which is all-gathered back.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -617,7 +618,10 @@ std::string PlannedTrainer::Explain(bool json) const {
     std::string j = last_->plan->ToJson();
     std::string esc;
     for (char ch : layout_report_) esc += ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
-    return "{\"strategy\":\"planned\",\"zero_stage\":" + std::to_string(opts_.zero_stage) + ",\"layout\":\"" + esc +
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.9g", last_->plan->step_seconds);
+    return "{\"strategy\":\"planned\",\"estimated_step_seconds\":" + std::string(seconds) +
+           ",\"zero_stage\":" + std::to_string(opts_.zero_stage) + ",\"layout\":\"" + esc +
            "\",\"plan\":" + j + "}";
   }
   return "training plan (" + layout_report_ + (opts_.zero_stage ? ", ZeRO-" + std::to_string(opts_.zero_stage) : "") +

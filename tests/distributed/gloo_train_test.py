@@ -12,7 +12,7 @@ import tempfile
 import time
 
 N = 4
-STRATEGIES = ["data", "zero1", "zero2", "tensor", "2x2", "auto"]
+STRATEGIES = ["data", "zero1", "zero2", "tensor", "2x2", "pipeline", "auto"]
 
 
 def launch(worker, args, limit=900):

@@ -36,7 +36,7 @@ Case& Reference(const std::string& name) {
 double EstimatedStep(const DistributedTrainer& t) {
   std::smatch m;
   std::string json = t.Explain(true);
-  EXPECT_TRUE(std::regex_search(json, m, std::regex("\"estimated_seconds\":\\{\"step\":([0-9.eE+-]+)"))) << json.substr(0, 400);
+  EXPECT_TRUE(std::regex_search(json, m, std::regex("\"estimated_step_seconds\":([0-9.eE+-]+)"))) << json.substr(0, 400);
   return m.empty() ? 0 : std::stod(m[1]);
 }
 
@@ -58,8 +58,11 @@ double Check(const std::string& model, const std::string& strategy) {
 void AllPlans(const std::string& model) {
   std::vector<double> hand;
   for (const char* s : {"data", "zero1", "zero2", "tensor", "2x2"}) hand.push_back(Check(model, s));
+  // The pipeline's estimate comes from its own schedule model (flops only, backward = 2x forward)
+  // and is not comparable with the planner's yet, so the auto planner does not consider it.
+  Check(model, "pipeline");
   const double autos = Check(model, "auto");
-  // The auto planner considers the hand plans' weight layouts, so its estimate is no worse.
+  // The auto planner considers the planned hand layouts, so its estimate is no worse.
   EXPECT_LE(autos, *std::min_element(hand.begin(), hand.end()) * (1 + 1e-9)) << model;
 }
 
