@@ -29,6 +29,24 @@ std::pair<int64_t, int64_t> FlatSlice(int64_t n, int64_t m, int64_t r) {
   return {r * q + std::min(r, rem), q + (r < rem ? 1 : 0)};
 }
 
+// The sum of squares in float lanes over blocks of 4096, the blocks added in double: vectorized,
+// and a NaN or Inf anywhere makes it non-finite.
+double SumOfSquares(const float* g, int64_t n) {
+  double total = 0;
+  for (int64_t b = 0; b < n; b += 4096) {
+    const int64_t e = std::min(n, b + 4096);
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = b;
+    for (; i + 8 <= e; i += 8)
+      for (int k = 0; k < 8; ++k) acc[k] += g[i + k] * g[i + k];
+    float s = 0;
+    for (int k = 0; k < 8; ++k) s += acc[k];
+    for (; i < e; ++i) s += g[i] * g[i];
+    total += s;
+  }
+  return total;
+}
+
 // One weight as one device holds it.
 struct LocalParam {
   Tensor value;               // the device's block of the weight (its SBP's local shape)
@@ -424,13 +442,26 @@ void PlannedTrainer::ReduceGradients(size_t slot, std::vector<Tensor>& grads) {
   std::vector<LocalParam>& ps = params_[slot];
   Communicator& comm = *devices_.comms[slot];
   std::map<std::vector<int>, std::vector<size_t>> by_group;
+  std::set<const Storage*> taken;
+  // Gradients are fresh outputs of this run: adopt them as the reduced gradients (no copy) unless
+  // two share bytes.
+  auto adopt = [&](size_t k) {
+    Tensor& g = grads[k];
+    if (taken.insert(g.storage().get()).second) ps[k].grad = g.Reshaped(ps[k].value.shape());
+    else std::memcpy(ps[k].grad.raw(), g.raw(), g.nbytes());
+  };
   for (size_t k = ps.size(); k-- > 0;) {
     LocalParam& lp = ps[k];
-    const Tensor& g = grads[k];
+    Tensor& g = grads[k];
     OF_CHECK(g.dtype() == DType::kFloat32 && g.numel() == lp.value.numel(), kInternal, "gradient of '", names_[k],
              "' has dtype ", DTypeName(g.dtype()), " shape ", ShapeToString(g.shape()));
     if (lp.group.size() <= 1) {
-      std::memcpy(lp.grad.raw(), g.raw(), g.nbytes());
+      adopt(k);
+    } else if (opts_.zero_stage != 2 && g.nbytes() * 4 >= static_cast<size_t>(opts_.bucket_bytes)) {
+      // Large enough to be its own bucket: reduced in place, no packing.
+      if (taken.count(g.storage().get())) g = g.Clone();
+      comm.AllReduceSum(g.raw(), g.numel(), DType::kFloat32, lp.group);
+      adopt(k);
     } else if (opts_.zero_stage == 2) {
       std::vector<int64_t> counts;
       for (size_t m = 0; m < lp.group.size(); ++m)
@@ -456,9 +487,11 @@ void PlannedTrainer::ReduceGradients(size_t slot, std::vector<Tensor>& grads) {
       comm.AllReduceSum(bucket.data(), elems, DType::kFloat32, group);
       off = 0;
       for (size_t q = i; q < j; ++q) {
-        Tensor& dst = ps[ks[q]].grad;
-        std::memcpy(dst.raw(), bucket.data() + off, dst.nbytes());
-        off += dst.numel();
+        Tensor& g = grads[ks[q]];
+        if (taken.count(g.storage().get())) g = g.Clone();
+        std::memcpy(g.raw(), bucket.data() + off, g.nbytes());
+        off += g.numel();
+        adopt(ks[q]);
       }
       i = j;
     }
@@ -491,11 +524,15 @@ TrainStepResult PlannedTrainer::TrainStep(const std::vector<std::pair<std::strin
         for (size_t a = 0; a < sbp_[k].size(); ++a)
           if (sbp_[k][a].is_broadcast()) replicas *= static_cast<double>(P.hierarchy[a]);
         if (opts_.zero_stage == 2 && ps[k].slice_size >= 0) replicas /= static_cast<double>(ps[k].group.size());
-        double sq = 0;
         const float* g = ps[k].grad.data<float>();
-        for (int64_t i = 0; i < ps[k].grad.numel(); ++i) {
-          if (!std::isfinite(g[i])) stats[1] += 1;
-          sq += static_cast<double>(g[i]) * g[i];
+        const int64_t n = ps[k].grad.numel();
+        double sq = SumOfSquares(g, n);
+        if (!std::isfinite(sq)) {  // NaN/Inf, or squares beyond float range: the exact check
+          sq = 0;
+          for (int64_t i = 0; i < n; ++i) {
+            if (!std::isfinite(g[i])) stats[1] += 1;
+            sq += static_cast<double>(g[i]) * g[i];
+          }
         }
         stats[0] += sq / replicas;
       }

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Data-parallel training throughput over Gloo: the MLP 784-1024-1024-10 (bench/make_train_models.py)
+trained with SGD on 1 process x 1 thread (the single-device TrainingSession) and on N Gloo
+processes x 1 thread each (the planned trainer, gradients all-reduced in buckets), the same global
+batch, measured in the same run (alternating rounds), with the speed-up as a ratio.
+
+    python3 bench/dist_train_bench.py [--build build] [--batch 256] [--steps 20] [--rounds 3] [--procs 2]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_single(worker, model, batch, steps):
+    out = subprocess.run([worker, "single", model, str(batch), str(steps)], capture_output=True, text=True,
+                         check=True, timeout=600)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run_gloo(worker, model, batch, steps, procs):
+    with tempfile.TemporaryDirectory(prefix="oneflow-bench-gloo-") as store:
+        ps = []
+        for r in range(procs):
+            env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(procs), ONEFLOW_GLOO_STORE=store,
+                       ONEFLOW_GLOO_HOST="127.0.0.1")
+            ps.append(subprocess.Popen([worker, "bench", model, str(batch), str(steps)], env=env,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        outs = [p.communicate(timeout=600) for p in ps]
+        for r, (p, (o, e)) in enumerate(zip(ps, outs)):
+            if p.returncode != 0:
+                sys.exit(f"rank {r} failed: {e.strip()}")
+        return json.loads(outs[0][0].strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--procs", type=int, default=2)
+    a = ap.parse_args()
+    worker = os.path.join(a.build, "tests", "distributed", "oneflow_train_worker")
+    if not os.path.exists(worker):
+        sys.exit(f"{worker} not found: build the project first (ninja -C build oneflow_train_worker)")
+    models = os.path.join(HERE, "models", "train")
+    model = os.path.join(models, "mlp_784_1024_1024_10.onnx")
+    if not os.path.exists(model):
+        subprocess.run([sys.executable, os.path.join(HERE, "make_train_models.py"), models], check=True,
+                       capture_output=True)
+    single, multi = [], []
+    for _ in range(a.rounds):
+        single.append(run_single(worker, model, a.batch, a.steps)["samples_per_s"])
+        multi.append(run_gloo(worker, model, a.batch, a.steps, a.procs)["samples_per_s"])
+    s, m = statistics.median(single), statistics.median(multi)
+    print(f"MLP 784-1024-1024-10, SGD, global batch {a.batch}, {a.steps} steps, median of {a.rounds} alternating rounds")
+    print(f"  1 process  x 1 thread : {s:9.1f} samples/s   (rounds: {', '.join(f'{x:.0f}' for x in single)})")
+    print(f"  {a.procs} processes x 1 thread : {m:9.1f} samples/s   (rounds: {', '.join(f'{x:.0f}' for x in multi)})")
+    print(f"  speed-up: {m / s:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
