@@ -15,12 +15,22 @@ void RegisterCudaElementwiseKernels(KernelRegistry& r);  // cuda/elementwise.cu 
 void RegisterCudaReductionKernels(KernelRegistry& r);    // cuda/reduce_norm.cu (Reduce*, Softmax, LayerNorm)
 void RegisterCudaTransposeKernels(KernelRegistry& r);    // cuda/transpose.cu
 void RegisterCudaMatMulKernels(KernelRegistry& r);       // cuda/matmul_cublaslt.cc
+void RegisterCudaNnKernels(KernelRegistry& r);           // cuda/nn.cu (pools, BatchNorm, ConvGradBias)
+void RegisterCudaTensorKernels(KernelRegistry& r);       // cuda/tensor_ops.cu (Gather, Concat, Slice, ..., views)
+#ifdef ONEFLOW_HAVE_CUDNN
+void RegisterCudaConvKernels(KernelRegistry& r);         // cuda/conv_cudnn.cc (Conv family on cuDNN)
+#endif
 
 inline void RegisterAllCudaKernels(KernelRegistry& r) {
   RegisterCudaElementwiseKernels(r);
   RegisterCudaReductionKernels(r);
   RegisterCudaTransposeKernels(r);
   RegisterCudaMatMulKernels(r);
+  RegisterCudaNnKernels(r);
+  RegisterCudaTensorKernels(r);
+#ifdef ONEFLOW_HAVE_CUDNN
+  RegisterCudaConvKernels(r);
+#endif
 }
 
 namespace cuda {
