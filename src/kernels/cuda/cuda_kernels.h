@@ -17,6 +17,7 @@ void RegisterCudaTransposeKernels(KernelRegistry& r);    // cuda/transpose.cu
 void RegisterCudaMatMulKernels(KernelRegistry& r);       // cuda/matmul_cublaslt.cc
 void RegisterCudaNnKernels(KernelRegistry& r);           // cuda/nn.cu (pools, BatchNorm, ConvGradBias)
 void RegisterCudaTensorKernels(KernelRegistry& r);       // cuda/tensor_ops.cu (Gather, Concat, Slice, ..., views)
+void RegisterCudaAttentionKernels(KernelRegistry& r);    // cuda/attention.cu (ai.oneflow FusedAttention)
 #ifdef ONEFLOW_HAVE_CUDNN
 void RegisterCudaConvKernels(KernelRegistry& r);         // cuda/conv_cudnn.cc (Conv family on cuDNN)
 #endif
@@ -28,6 +29,7 @@ inline void RegisterAllCudaKernels(KernelRegistry& r) {
   RegisterCudaMatMulKernels(r);
   RegisterCudaNnKernels(r);
   RegisterCudaTensorKernels(r);
+  RegisterCudaAttentionKernels(r);
 #ifdef ONEFLOW_HAVE_CUDNN
   RegisterCudaConvKernels(r);
 #endif

@@ -1,0 +1,112 @@
+// ai.oneflow FusedAttention: the CPU kernel against the composition it replaces (Transpose, MatMul,
+// Mul, a causal mask Add, Softmax, MatMul - each run by its own CPU kernel), and the CUDA flash
+// kernel against the CPU kernel on random cases (odd lengths that leave partial tiles, causal,
+// Sq != Sk, head sizes up to 128, f32/f16/bf16). The GPU test skips with "no CUDA device" where
+// there is none; the CPU reference test runs everywhere.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "cuda_compare.h"
+#include "graph/op_schema.h"
+
+namespace oneflow {
+namespace {
+
+using cuda_test::ExpectGpuMatchesCpu;
+using cuda_test::OpCall;
+using cuda_test::RandomTensor;
+using cuda_test::RelL2;
+using cuda_test::RunKernel;
+
+OpCall AttentionCall(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int64_t d, int64_t dv, bool causal,
+                     float scale, std::mt19937& rng) {
+  OpCall c;
+  c.op = "FusedAttention";
+  c.domain = kOneflowDomain;
+  c.opset = 1;
+  c.attrs.set("causal", Attribute::Int(causal ? 1 : 0));
+  c.attrs.set("scale", Attribute::Float(scale));
+  c.inputs = {RandomTensor(dt, {b, h, sq, d}, rng), RandomTensor(dt, {b, h, sk, d}, rng),
+              RandomTensor(dt, {b, h, sk, dv}, rng)};
+  c.outputs = {{dt, {b, h, sq, dv}}};
+  return c;
+}
+
+Tensor Cpu(const std::string& op, std::vector<Tensor> inputs, const Shape& out, AttrMap attrs = {}, int opset = 13) {
+  OpCall c;
+  c.op = op;
+  c.opset = opset;
+  c.attrs = std::move(attrs);
+  c.inputs = std::move(inputs);
+  c.outputs = {{DType::kFloat32, out}};
+  return RunKernel(DeviceType::kCpu, c)[0];
+}
+
+// softmax(scale * Q K^T + mask) V from the individual CPU kernels.
+Tensor Composition(const OpCall& call, bool causal, float scale) {
+  const Tensor &q = call.inputs[0], &k = call.inputs[1], &v = call.inputs[2];
+  const int64_t b = q.dim(0), h = q.dim(1), sq = q.dim(2), sk = k.dim(2), d = q.dim(3), dv = v.dim(3);
+  AttrMap perm;
+  perm.set("perm", Attribute::Ints({0, 1, 3, 2}));
+  const Tensor kt = Cpu("Transpose", {k}, {b, h, d, sk}, perm);
+  Tensor s = Cpu("MatMul", {q, kt}, {b, h, sq, sk});
+  Tensor sc(DType::kFloat32, {});
+  sc.data<float>()[0] = scale;
+  s = Cpu("Mul", {s, sc}, {b, h, sq, sk});
+  if (causal) {
+    Tensor mask(DType::kFloat32, {sq, sk});
+    for (int64_t i = 0; i < sq; ++i)
+      for (int64_t j = 0; j < sk; ++j) mask.data<float>()[i * sk + j] = j <= i ? 0.0f : -INFINITY;
+    s = Cpu("Add", {s, mask}, {b, h, sq, sk});
+  }
+  AttrMap axis;
+  axis.set("axis", Attribute::Int(-1));
+  const Tensor p = Cpu("Softmax", {s}, {b, h, sq, sk}, axis);
+  return Cpu("MatMul", {p, v}, {b, h, sq, dv});
+}
+
+TEST(AttentionReference, CpuKernelMatchesComposition) {
+  std::mt19937 rng(51);
+  struct Case { int64_t b, h, sq, sk, d, dv; bool causal; float scale; };
+  const Case cases[] = {{2, 3, 17, 17, 16, 16, false, 0.0f}, {1, 2, 33, 33, 64, 64, true, 0.0f},
+                        {2, 1, 5, 40, 8, 12, false, 0.3f},   {1, 4, 40, 9, 32, 32, true, 0.0f}};
+  for (const Case& k : cases) {
+    const OpCall c = AttentionCall(DType::kFloat32, k.b, k.h, k.sq, k.sk, k.d, k.dv, k.causal, k.scale, rng);
+    const float scale = k.scale != 0.0f ? k.scale : 1.0f / std::sqrt(static_cast<float>(k.d));
+    const Tensor fused = RunKernel(DeviceType::kCpu, c)[0];
+    EXPECT_LE(RelL2(fused, Composition(c, k.causal, scale)), 1e-5)
+        << "Sq " << k.sq << " Sk " << k.sk << " D " << k.d << " causal " << k.causal;
+  }
+}
+
+TEST(CudaAttention, FlashKernelMatchesCpu) {
+  OF_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(52);
+  struct Case { int64_t b, h, sq, sk, d, dv; };
+  const Case cases[] = {{2, 4, 128, 128, 64, 64}, {1, 3, 77, 77, 32, 32}, {2, 2, 5, 300, 128, 128},
+                        {1, 1, 200, 33, 16, 48},  {3, 2, 1, 1, 8, 8},       {1, 2, 65, 65, 100, 100}};
+  for (const Case& k : cases) {
+    for (bool causal : {false, true}) {
+      for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+        const OpCall c = AttentionCall(dt, k.b, k.h, k.sq, k.sk, k.d, k.dv, causal, 0.0f, rng);
+        ExpectGpuMatchesCpu(c, dt == DType::kFloat32 ? 1e-5 : dt == DType::kFloat16 ? 2e-3 : 1e-2,
+                            "attention Sq " + std::to_string(k.sq) + " Sk " + std::to_string(k.sk) + " D " +
+                                std::to_string(k.d) + (causal ? " causal " : " ") + DTypeName(dt));
+      }
+    }
+  }
+  // An explicit scale, and a head size the kernel does not support (a clear error, not a wrong answer).
+  ExpectGpuMatchesCpu(AttentionCall(DType::kFloat32, 1, 2, 50, 60, 24, 40, false, 0.7f, rng), 1e-5, "scale 0.7");
+  OpCall big = AttentionCall(DType::kFloat32, 1, 1, 4, 4, 256, 256, false, 0.0f, rng);
+  try {
+    RunKernel(DeviceType::kCuda, big);
+    ADD_FAILURE() << "head size 256 should be rejected";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("head sizes above 128"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace oneflow
