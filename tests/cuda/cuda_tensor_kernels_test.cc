@@ -114,6 +114,8 @@ TEST(CudaTensorKernels, GatherMatchesCpu) {
   OpCall ge = Call("GatherElements", {RandomTensor(DType::kFloat16, {3, 5, 2}, rng), ind}, {{DType::kFloat16, {3, 4, 2}}});
   ge.attrs.set("axis", Attribute::Int(1));
   ExpectGpuMatchesCpu(ge, 0.0, "GatherElements");
+  ge.inputs[1] = cuda_test::CastHost(ind, DType::kInt32);
+  ExpectGpuMatchesCpu(ge, 0.0, "GatherElements int32 indices");
 }
 
 TEST(CudaTensorKernels, WhereComparesLogicMatchCpu) {

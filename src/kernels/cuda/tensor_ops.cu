@@ -298,12 +298,12 @@ struct ElementsMap {
 };
 
 // y[i...] = x[i... with the axis coordinate replaced by indices[i...]]; out of range -> 0.
-template <typename U>
-__global__ void GatherElementsKernel(const U* __restrict__ x, const int64_t* __restrict__ idx, U* __restrict__ y,
+template <typename U, typename I>
+__global__ void GatherElementsKernel(const U* __restrict__ x, const I* __restrict__ idx, U* __restrict__ y,
                                      int64_t n, ElementsMap m) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    int64_t a = idx[i];
+    int64_t a = static_cast<int64_t>(idx[i]);
     if (a < 0) a += m.axis_dim;
     int64_t rest = i, off = 0;
     for (int d = m.rank - 1; d >= 0; --d) {
@@ -322,7 +322,7 @@ void GatherElementsFn(KernelContext& ctx) {
   const std::string& node = ctx.node_desc();
   OF_CHECK(x.rank() <= kMaxRank, kUnsupported, node, ": rank > ", kMaxRank, " on CUDA");
   OF_REQUIRE(ind0.rank() == x.rank(), node, ": indices must have the rank of the data");
-  OF_CHECK(ind0.dtype() == DType::kInt64, kUnsupported, node, ": int32 indices are not supported on CUDA");
+  OF_REQUIRE(ind0.dtype() == DType::kInt64 || ind0.dtype() == DType::kInt32, node, ": indices must be int32 or int64");
   const int64_t n = y.numel();
   if (n == 0) return;
   ElementsMap m;
@@ -335,12 +335,18 @@ void GatherElementsFn(KernelContext& ctx) {
     m.x_strides[d] = xs[static_cast<size_t>(d)];
   }
   cudaStream_t s = CurrentStream();
-  const int64_t* idx = ind0.data<int64_t>();
+  auto launch = [&](auto utag) {
+    using U = decltype(utag);
+    if (ind0.dtype() == DType::kInt64)
+      GatherElementsKernel<U, int64_t><<<GridFor(n), kThreads, 0, s>>>(x.data<U>(), ind0.data<int64_t>(), y.data<U>(), n, m);
+    else
+      GatherElementsKernel<U, int32_t><<<GridFor(n), kThreads, 0, s>>>(x.data<U>(), ind0.data<int32_t>(), y.data<U>(), n, m);
+  };
   switch (DTypeSize(x.dtype())) {
-    case 1: GatherElementsKernel<uint8_t><<<GridFor(n), kThreads, 0, s>>>(x.data<uint8_t>(), idx, y.data<uint8_t>(), n, m); break;
-    case 2: GatherElementsKernel<uint16_t><<<GridFor(n), kThreads, 0, s>>>(x.data<uint16_t>(), idx, y.data<uint16_t>(), n, m); break;
-    case 4: GatherElementsKernel<uint32_t><<<GridFor(n), kThreads, 0, s>>>(x.data<uint32_t>(), idx, y.data<uint32_t>(), n, m); break;
-    case 8: GatherElementsKernel<uint64_t><<<GridFor(n), kThreads, 0, s>>>(x.data<uint64_t>(), idx, y.data<uint64_t>(), n, m); break;
+    case 1: launch(uint8_t{}); break;
+    case 2: launch(uint16_t{}); break;
+    case 4: launch(uint32_t{}); break;
+    case 8: launch(uint64_t{}); break;
     default: Fail(ErrorCode::kUnsupported, node, ": dtype ", DTypeName(x.dtype()), " on CUDA");
   }
   OF_CUDA_CHECK_LAUNCH("GatherElementsKernel");
