@@ -1,6 +1,6 @@
 // The CNN kernels on CUDA against the CPU kernels on the same random cases: Conv / FusedConv (NCHW
 // and NHWC, groups, dilations, strides, pads, bias, residual, activations) on cuDNN, ConvTranspose,
-// the Conv gradient ops, the pools (NCHW, NHWC, Indices) and BatchNormalization. The GPU tests skip
+// the Conv gradient ops, the pools (NCHW, NHWC, Indices) and their gradients, and BatchNormalization. The GPU tests skip
 // with "no CUDA device" where there is none; the registry test runs everywhere.
 #include <gtest/gtest.h>
 
@@ -18,7 +18,8 @@ using cuda_test::RandomTensor;
 TEST(CudaRegistry, CnnKernels) {
   for (const char* op : {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization"})
     EXPECT_NE(KernelRegistry::Global().Find("", op, DeviceType::kCuda), nullptr) << op;
-  for (const char* op : {"NhwcMaxPool", "NhwcAveragePool", "NhwcGlobalAveragePool", "ConvGradBias"})
+  for (const char* op : {"NhwcMaxPool", "NhwcAveragePool", "NhwcGlobalAveragePool", "ConvGradBias", "MaxPoolGrad",
+                         "AveragePoolGrad", "GlobalAveragePoolGrad", "GlobalMaxPoolGrad"})
     EXPECT_NE(KernelRegistry::Global().Find(kOneflowDomain, op, DeviceType::kCuda), nullptr) << op;
 #ifdef ONEFLOW_HAVE_CUDNN
   for (const char* op : {"Conv", "ConvTranspose"})
@@ -262,6 +263,55 @@ TEST(CudaNnKernels, PoolsMatchCpu) {
       c.outputs = {{DType::kFloat32, y}};
       ExpectGpuMatchesCpu(c, 1e-6, std::string(op) + " " + ShapeToString(x));
     }
+  }
+}
+
+TEST(CudaNnKernels, PoolGradientsMatchCpu) {
+  OF_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(39);
+  struct Case { Shape x; std::vector<int64_t> kernel, strides, pads, dilations; int ceil; Shape y; };
+  const Case cases[] = {
+      {{2, 4, 15, 13}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, {2, 4, 8, 7}},   // overlapping windows
+      {{1, 2, 10, 11}, {3, 2}, {2, 3}, {1, 0, 0, 1}, {1, 1}, 1, {1, 2, 5, 4}},   // asymmetric pads, ceil_mode
+      {{2, 3, 12, 12}, {2, 2}, {1, 1}, {0, 0, 0, 0}, {2, 2}, 0, {2, 3, 10, 10}},  // dilations
+      {{3, 5, 20}, {4}, {3}, {2, 1}, {1}, 0, {3, 5, 7}},                         // 1-D
+  };
+  for (const Case& k : cases) {
+    for (DType dt : {DType::kFloat32, DType::kBFloat16}) {
+      for (int variant = 0; variant < 3; ++variant) {  // MaxPoolGrad, AveragePoolGrad without / with pads counted
+        OpCall c;
+        c.op = variant == 0 ? "MaxPoolGrad" : "AveragePoolGrad";
+        c.domain = kOneflowDomain;
+        c.opset = 1;
+        c.attrs.set("kernel_shape", Attribute::Ints(k.kernel));
+        c.attrs.set("strides", Attribute::Ints(k.strides));
+        c.attrs.set("pads", Attribute::Ints(k.pads));
+        c.attrs.set("dilations", Attribute::Ints(k.dilations));
+        c.attrs.set("ceil_mode", Attribute::Int(k.ceil));
+        c.attrs.set("auto_pad", Attribute::String("NOTSET"));
+        if (variant == 0) c.attrs.set("storage_order", Attribute::Int(0));
+        else c.attrs.set("count_include_pad", Attribute::Int(variant == 2 ? 1 : 0));
+        c.inputs = {RandomTensor(dt, k.y, rng), variant == 0 ? RandomTensor(dt, k.x, rng)
+                                                             : Int64s(std::vector<int64_t>(k.x.begin(), k.x.end()))};
+        c.outputs = {{dt, k.x}};
+        ExpectGpuMatchesCpu(c, dt == DType::kFloat32 ? 1e-6 : 1e-2,
+                            c.op + " " + ShapeToString(k.x) + " variant " + std::to_string(variant) + " " + DTypeName(dt));
+      }
+    }
+  }
+  for (Shape x : {Shape{2, 64, 7, 7}, Shape{3, 5, 1000}}) {
+    const Shape y = x.size() == 4 ? Shape{x[0], x[1], 1, 1} : Shape{x[0], x[1], 1};
+    OpCall avg;
+    avg.op = "GlobalAveragePoolGrad";
+    avg.domain = kOneflowDomain;
+    avg.opset = 1;
+    avg.inputs = {RandomTensor(DType::kFloat32, y, rng), Int64s(std::vector<int64_t>(x.begin(), x.end()))};
+    avg.outputs = {{DType::kFloat32, x}};
+    ExpectGpuMatchesCpu(avg, 1e-6, "GlobalAveragePoolGrad " + ShapeToString(x));
+    OpCall mx = avg;
+    mx.op = "GlobalMaxPoolGrad";
+    mx.inputs = {RandomTensor(DType::kFloat32, y, rng), RandomTensor(DType::kFloat32, x, rng)};
+    ExpectGpuMatchesCpu(mx, 0.0, "GlobalMaxPoolGrad " + ShapeToString(x));
   }
 }
 

@@ -1,8 +1,8 @@
-// CUDA kernels for CNN inference besides the convolution itself: MaxPool / AveragePool (1-3
-// spatial dims, NCHW and the layout pass's NHWC forms, MaxPool's Indices), GlobalAveragePool /
-// GlobalMaxPool, BatchNormalization (inference), and the epilogue and bias gradient of the cuDNN
-// convolutions (conv_cudnn.cc). f16/bf16 accumulate in f32; each template is instantiated once
-// per dtype listed in its dispatch.
+// CUDA kernels of CNNs besides the convolution itself: MaxPool / AveragePool (1-3 spatial dims,
+// NCHW and the layout pass's NHWC forms, MaxPool's Indices), GlobalAveragePool / GlobalMaxPool, the
+// pools' gradient ops, BatchNormalization (inference), and the epilogue and bias gradient of the
+// cuDNN convolutions (conv_cudnn.cc). f16/bf16 accumulate in f32; each template is instantiated
+// once per dtype listed in its dispatch.
 #include <cfloat>
 #include <vector>
 
@@ -213,6 +213,188 @@ void NhwcGlobalAveragePoolFn(KernelContext& ctx) {
   OF_CUDA_CHECK_LAUNCH("GlobalAvgNhwcKernel");
 }
 
+// ---- Pool gradients --------------------------------------------------------------------------------
+// Gathered per input element (deterministic, no atomics): every output window covering the element
+// contributes dY / divisor (average; the forward's divisor) or dY when the element is the window's
+// first maximum, recomputed from X with the forward's rule (max; a window missing the input entirely
+// passes no gradient). NCHW only.
+template <typename T, bool kMax>
+__global__ void PoolGradKernel(const T* __restrict__ dy, const T* __restrict__ x, T* __restrict__ dx, PoolDims p,
+                               bool include_pad, int64_t total) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t in_plane = p.in[0] * p.in[1] * p.in[2], out_plane = p.out[0] * p.out[1] * p.out[2];
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const int64_t pos = i % in_plane, plane = i / in_plane;
+    const int64_t ip[3] = {pos / (p.in[1] * p.in[2]), (pos / p.in[2]) % p.in[1], pos % p.in[2]};
+    const T* xp = x + plane * in_plane;
+    const T* dyp = dy + plane * out_plane;
+    float acc = 0.0f;
+    for (int64_t ka = 0; ka < p.k[0]; ++ka) {
+      const int64_t ta = ip[0] + p.pb[0] - ka * p.d[0];
+      if (ta < 0 || ta % p.s[0] != 0 || ta / p.s[0] >= p.out[0]) continue;
+      const int64_t od = ta / p.s[0];
+      for (int64_t kb = 0; kb < p.k[1]; ++kb) {
+        const int64_t tb = ip[1] + p.pb[1] - kb * p.d[1];
+        if (tb < 0 || tb % p.s[1] != 0 || tb / p.s[1] >= p.out[1]) continue;
+        const int64_t oh = tb / p.s[1];
+        for (int64_t kc = 0; kc < p.k[2]; ++kc) {
+          const int64_t tc = ip[2] + p.pb[2] - kc * p.d[2];
+          if (tc < 0 || tc % p.s[2] != 0 || tc / p.s[2] >= p.out[2]) continue;
+          const int64_t ow = tc / p.s[2];
+          const int64_t o[3] = {od, oh, ow};
+          const float g = Convert<float>(dyp[(od * p.out[1] + oh) * p.out[2] + ow]);
+          if (kMax) {
+            float best_v = -FLT_MAX;
+            int64_t best = -1;
+            for (int64_t a = 0; a < p.k[0]; ++a) {
+              const int64_t id = o[0] * p.s[0] - p.pb[0] + a * p.d[0];
+              if (id < 0 || id >= p.in[0]) continue;
+              for (int64_t b = 0; b < p.k[1]; ++b) {
+                const int64_t ih = o[1] * p.s[1] - p.pb[1] + b * p.d[1];
+                if (ih < 0 || ih >= p.in[1]) continue;
+                for (int64_t c = 0; c < p.k[2]; ++c) {
+                  const int64_t iw = o[2] * p.s[2] - p.pb[2] + c * p.d[2];
+                  if (iw < 0 || iw >= p.in[2]) continue;
+                  const int64_t q = (id * p.in[1] + ih) * p.in[2] + iw;
+                  const float v = Convert<float>(xp[q]);
+                  if (best < 0) best = q;
+                  if (v > best_v) {
+                    best_v = v;
+                    best = q;
+                  }
+                }
+              }
+            }
+            if (best == pos) acc += g;
+          } else {
+            int64_t count = 1;
+            for (int dim = 0; dim < 3; ++dim) {
+              int64_t valid = 0, padded = 0;
+              for (int64_t t = 0; t < p.k[dim]; ++t) {
+                const int64_t q = o[dim] * p.s[dim] - p.pb[dim] + t * p.d[dim];
+                valid += q >= 0 && q < p.in[dim];
+                padded += q < p.in[dim] + p.pe[dim];
+              }
+              count *= include_pad ? padded : valid;
+            }
+            if (count > 0) acc += g / static_cast<float>(count);
+          }
+        }
+      }
+    }
+    dx[i] = Convert<T>(acc);
+  }
+}
+
+void PoolGradFn(KernelContext& ctx, bool max) {
+  const Tensor& dy = ctx.input(0);
+  Tensor& dx = ctx.output(0);
+  const std::string& node = ctx.node_desc();
+  OF_REQUIRE(dx.rank() >= 3, node, ": the forward input must be [N, C, D1, ...], got ", ShapeToString(dx.shape()));
+  const std::vector<int64_t> in(dx.shape().begin() + 2, dx.shape().end());
+  const PoolGeometry g = ComputePoolGeometry(ctx.attrs(), in, node, false);
+  Shape want{dx.dim(0), dx.dim(1)};
+  want.insert(want.end(), g.out.begin(), g.out.end());
+  OF_REQUIRE(dy.shape() == want, node, ": dY ", ShapeToString(dy.shape()), " is not the pool's output shape ",
+             ShapeToString(want));
+  const PoolDims p = MakePoolDims(g, dx.dim(0), dx.dim(1), false);
+  const bool include_pad = !max && ctx.attrs().GetInt("count_include_pad", 0) != 0;
+  const int64_t total = dx.numel();
+  if (total == 0) return;
+  cudaStream_t s = CurrentStream();
+  DispatchFloat(dx.dtype(), node.c_str(), [&](auto tag) {
+    using T = decltype(tag);
+    if (max) {
+      OF_REQUIRE(ctx.input(1).dtype() == dy.dtype() && ctx.input(1).shape() == dx.shape(), node,
+                 ": X must have dX's shape and dY's dtype");
+      PoolGradKernel<T, true><<<GridFor(total), kThreads, 0, s>>>(dy.data<T>(), ctx.input(1).data<T>(), dx.data<T>(), p,
+                                                                  false, total);
+    } else {
+      PoolGradKernel<T, false><<<GridFor(total), kThreads, 0, s>>>(dy.data<T>(), nullptr, dx.data<T>(), p, include_pad,
+                                                                   total);
+    }
+  });
+  OF_CUDA_CHECK_LAUNCH("PoolGradKernel");
+}
+
+void MaxPoolGradFn(KernelContext& ctx) { PoolGradFn(ctx, true); }
+void AveragePoolGradFn(KernelContext& ctx) { PoolGradFn(ctx, false); }
+
+// GlobalAveragePoolGrad: dX = dY[plane] / plane size everywhere.
+template <typename T>
+__global__ void GlobalAvgGradKernel(const T* __restrict__ dy, T* __restrict__ dx, int64_t plane, int64_t total) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride)
+    dx[i] = Convert<T>(Convert<float>(dy[i / plane]) / static_cast<float>(plane));
+}
+
+// GlobalMaxPoolGrad: one block per plane finds the first maximum (ties to the lower index) and
+// writes the plane: dY there, 0 elsewhere.
+template <typename T>
+__global__ void GlobalMaxGradKernel(const T* __restrict__ dy, const T* __restrict__ x, T* __restrict__ dx,
+                                    int64_t plane) {
+  __shared__ float best_v[kThreads];
+  __shared__ int64_t best_i[kThreads];
+  const T* xp = x + static_cast<int64_t>(blockIdx.x) * plane;
+  T* dxp = dx + static_cast<int64_t>(blockIdx.x) * plane;
+  float bv = -FLT_MAX;
+  int64_t bi = -1;
+  for (int64_t i = threadIdx.x; i < plane; i += blockDim.x) {
+    const float v = Convert<float>(xp[i]);
+    if (v > bv) {
+      bv = v;
+      bi = i;
+    }
+  }
+  best_v[threadIdx.x] = bv;
+  best_i[threadIdx.x] = bi;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) {
+      const float ov = best_v[threadIdx.x + w];
+      const int64_t oi = best_i[threadIdx.x + w];
+      const bool take = oi >= 0 && (best_i[threadIdx.x] < 0 || ov > best_v[threadIdx.x] ||
+                                    (ov == best_v[threadIdx.x] && oi < best_i[threadIdx.x]));
+      if (take) {
+        best_v[threadIdx.x] = ov;
+        best_i[threadIdx.x] = oi;
+      }
+    }
+    __syncthreads();
+  }
+  const int64_t at = best_i[0] < 0 ? 0 : best_i[0];
+  const T g = dy[blockIdx.x];
+  for (int64_t i = threadIdx.x; i < plane; i += blockDim.x) dxp[i] = i == at ? g : Convert<T>(0.0f);
+}
+
+void GlobalPoolGradFn(KernelContext& ctx, bool max) {
+  const Tensor& dy = ctx.input(0);
+  Tensor& dx = ctx.output(0);
+  const std::string& node = ctx.node_desc();
+  OF_REQUIRE(dx.rank() >= 3, node, ": the forward input must be [N, C, D1, ...], got ", ShapeToString(dx.shape()));
+  const int64_t planes = dx.dim(0) * dx.dim(1);
+  OF_REQUIRE(dy.numel() == planes, node, ": dY must hold one value per (n, c) plane");
+  if (dx.numel() == 0) return;
+  const int64_t plane = dx.numel() / planes;
+  OF_CHECK(planes <= INT32_MAX, kUnsupported, node, ": too many planes for CUDA");
+  cudaStream_t s = CurrentStream();
+  DispatchFloat(dx.dtype(), node.c_str(), [&](auto tag) {
+    using T = decltype(tag);
+    if (max) {
+      OF_REQUIRE(ctx.input(1).dtype() == dy.dtype() && ctx.input(1).shape() == dx.shape(), node,
+                 ": X must have dX's shape and dY's dtype");
+      GlobalMaxGradKernel<T><<<static_cast<unsigned>(planes), kThreads, 0, s>>>(dy.data<T>(), ctx.input(1).data<T>(),
+                                                                               dx.data<T>(), plane);
+    } else {
+      GlobalAvgGradKernel<T><<<GridFor(dx.numel()), kThreads, 0, s>>>(dy.data<T>(), dx.data<T>(), plane, dx.numel());
+    }
+  });
+  OF_CUDA_CHECK_LAUNCH("GlobalPoolGradKernel");
+}
+
+void GlobalAveragePoolGradFn(KernelContext& ctx) { GlobalPoolGradFn(ctx, false); }
+void GlobalMaxPoolGradFn(KernelContext& ctx) { GlobalPoolGradFn(ctx, true); }
+
 // ---- BatchNormalization (inference) -------------------------------------------------------------
 // y = (x - mean[c]) * scale[c] / sqrt(var[c] + eps) + B[c]; parameters are f32 or X's dtype.
 template <typename T, typename P>
@@ -339,6 +521,10 @@ void RegisterCudaNnKernels(KernelRegistry& r) {
   RegisterCudaFn(r, "NhwcGlobalAveragePool", NhwcGlobalAveragePoolFn, kOneflowDomain);
   RegisterCudaFn(r, "BatchNormalization", BatchNormFn);
   RegisterCudaFn(r, "ConvGradBias", ConvGradBiasFn, kOneflowDomain);
+  RegisterCudaFn(r, "MaxPoolGrad", MaxPoolGradFn, kOneflowDomain);
+  RegisterCudaFn(r, "AveragePoolGrad", AveragePoolGradFn, kOneflowDomain);
+  RegisterCudaFn(r, "GlobalAveragePoolGrad", GlobalAveragePoolGradFn, kOneflowDomain);
+  RegisterCudaFn(r, "GlobalMaxPoolGrad", GlobalMaxPoolGradFn, kOneflowDomain);
 }
 
 }  // namespace oneflow
