@@ -173,8 +173,12 @@ struct Descs {
 };
 
 void SetDescs(Descs& ds, const Problem& p, const std::string& node) {
-  for (const auto* v : {&p.a, &p.w, &p.b})
-    for (int64_t d : *v) OF_CHECK(d <= INT32_MAX, kUnsupported, node, ": a dimension exceeds cuDNN's int range");
+  // The legacy descriptors take int dims and strides: every tensor must index within int range.
+  for (const auto* v : {&p.a, &p.w, &p.b}) {
+    int64_t n = 1;
+    for (int64_t d : *v) n *= d;
+    OF_CHECK(n <= INT32_MAX, kUnsupported, node, ": a tensor of ", n, " elements exceeds cuDNN's int range");
+  }
   const cudnnDataType_t type = CudnnType(p.dtype, node);
   SetTensor(ds.a, type, p.a, p.nhwc);
   SetTensor(ds.b, type, p.b, p.nhwc);
