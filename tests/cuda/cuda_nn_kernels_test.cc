@@ -368,5 +368,28 @@ TEST(CudaNnKernels, BatchNormInferenceMatchesCpu) {
   }
 }
 
+TEST(CudaNnKernels, BatchNormTrainingMatchesCpu) {
+  OF_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(40);
+  for (Shape x : {Shape{4, 16, 9, 9}, Shape{32, 7}, Shape{2, 5, 301}}) {
+    for (DType dt : {DType::kFloat32, DType::kBFloat16}) {
+      const DType pdt = DType::kFloat32;
+      const Shape c{x[1]};
+      OpCall call;
+      call.op = "BatchNormalization";
+      call.opset = 15;
+      call.attrs.set("epsilon", Attribute::Float(1e-5f));
+      call.attrs.set("momentum", Attribute::Float(0.8f));
+      call.attrs.set("training_mode", Attribute::Int(1));
+      // An offset mean makes a one-pass variance formula visibly wrong; the kernels use two passes.
+      call.inputs = {RandomTensor(dt, x, rng, 3.0f, 5.0f), RandomTensor(pdt, c, rng), RandomTensor(pdt, c, rng),
+                     RandomTensor(pdt, c, rng), RandomTensor(pdt, c, rng, 0.1f, 2.0f)};
+      call.outputs = {{dt, x}, {pdt, c}, {pdt, c}};
+      ExpectGpuMatchesCpu(call, dt == DType::kFloat32 ? 1e-5 : 1e-2,
+                          "BatchNorm training " + ShapeToString(x) + " " + DTypeName(dt));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace oneflow

@@ -1,6 +1,6 @@
 // CUDA kernels of CNNs besides the convolution itself: MaxPool / AveragePool (1-3 spatial dims,
 // NCHW and the layout pass's NHWC forms, MaxPool's Indices), GlobalAveragePool / GlobalMaxPool, the
-// pools' gradient ops, BatchNormalization (inference), and the epilogue and bias gradient of the
+// pools' gradient ops, BatchNormalization (inference and training mode), and the epilogue and bias gradient of the
 // cuDNN convolutions (conv_cudnn.cc). f16/bf16 accumulate in f32; each template is instantiated
 // once per dtype listed in its dispatch.
 #include <cfloat>
@@ -395,7 +395,7 @@ void GlobalPoolGradFn(KernelContext& ctx, bool max) {
 void GlobalAveragePoolGradFn(KernelContext& ctx) { GlobalPoolGradFn(ctx, false); }
 void GlobalMaxPoolGradFn(KernelContext& ctx) { GlobalPoolGradFn(ctx, true); }
 
-// ---- BatchNormalization (inference) -------------------------------------------------------------
+// ---- BatchNormalization -------------------------------------------------------------------------
 // y = (x - mean[c]) * scale[c] / sqrt(var[c] + eps) + B[c]; parameters are f32 or X's dtype.
 template <typename T, typename P>
 __global__ void BatchNormKernel(const T* __restrict__ x, T* __restrict__ y, const P* __restrict__ scale,
@@ -409,11 +409,63 @@ __global__ void BatchNormKernel(const T* __restrict__ x, T* __restrict__ y, cons
   }
 }
 
+// Training mode, pass 1: one block per channel computes the batch mean and biased variance over
+// (N, spatial) in two passes (f32), stores them in `stats` [2C] and, when asked, the running
+// statistics input * momentum + batch * (1 - momentum) in the parameters' dtype.
+template <typename T, typename P>
+__global__ void BatchStatsKernel(const T* __restrict__ x, float* __restrict__ stats, const P* __restrict__ in_mean,
+                                 const P* __restrict__ in_var, P* __restrict__ run_mean, P* __restrict__ run_var,
+                                 float momentum, int64_t N, int64_t C, int64_t inner) {
+  __shared__ float partial[kThreads];
+  const int64_t c = blockIdx.x, count = N * inner;
+  auto block_sum = [&](float v) {
+    partial[threadIdx.x] = v;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) {
+      if (threadIdx.x < w) partial[threadIdx.x] += partial[threadIdx.x + w];
+      __syncthreads();
+    }
+    const float total = partial[0];
+    __syncthreads();  // partial is reused by the next sum
+    return total;
+  };
+  float acc = 0.0f;
+  for (int64_t j = threadIdx.x; j < count; j += blockDim.x)
+    acc += Convert<float>(x[((j / inner) * C + c) * inner + j % inner]);
+  const float mean = block_sum(acc) / static_cast<float>(count);
+  acc = 0.0f;
+  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
+    const float d = Convert<float>(x[((j / inner) * C + c) * inner + j % inner]) - mean;
+    acc += d * d;
+  }
+  const float var = block_sum(acc) / static_cast<float>(count);
+  if (threadIdx.x == 0) {
+    stats[c] = mean;
+    stats[C + c] = var;
+    if (run_mean) run_mean[c] = Convert<P>(Convert<float>(in_mean[c]) * momentum + mean * (1.0f - momentum));
+    if (run_var) run_var[c] = Convert<P>(Convert<float>(in_var[c]) * momentum + var * (1.0f - momentum));
+  }
+}
+
+// Training mode, pass 2: y = (x - mean[c]) / sqrt(var[c] + eps) * scale[c] + B[c] with the batch's stats.
+template <typename T, typename P>
+__global__ void BatchNormTrainKernel(const T* __restrict__ x, T* __restrict__ y, const P* __restrict__ scale,
+                                     const P* __restrict__ bias, const float* __restrict__ stats, float eps, int64_t C,
+                                     int64_t inner, int64_t total) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const int64_t c = (i / inner) % C;
+    const float a = Convert<float>(scale[c]) * rsqrtf(stats[C + c] + eps);
+    y[i] = Convert<T>((Convert<float>(x[i]) - stats[c]) * a + Convert<float>(bias[c]));
+  }
+}
+
 void BatchNormFn(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);
-  OF_CHECK(ctx.attrs().GetInt("training_mode", 0) == 0 && !ctx.has_output(1) && !ctx.has_output(2), kUnsupported,
-           ctx.node_desc(), ": training-mode BatchNormalization is not supported on CUDA");
+  const bool training = ctx.attrs().GetInt("training_mode", 0) != 0;
+  OF_REQUIRE(training || (!ctx.has_output(1) && !ctx.has_output(2)), ctx.node_desc(),
+             ": running statistics outputs need training_mode 1");
   OF_REQUIRE(x.rank() >= 2, ctx.node_desc(), ": X must have rank >= 2, got ", ShapeToString(x.shape()));
   const int64_t C = x.dim(1);
   const DType pdt = ctx.input(1).dtype();
@@ -423,18 +475,41 @@ void BatchNormFn(KernelContext& ctx) {
   }
   OF_CHECK(pdt == x.dtype() || pdt == DType::kFloat32, kUnsupported, ctx.node_desc(), ": parameters of dtype ",
            DTypeName(pdt), " with X of dtype ", DTypeName(x.dtype()), " on CUDA");
+  for (size_t i = 1; i < 3; ++i)
+    if (ctx.has_output(i))
+      OF_REQUIRE(ctx.output(i).dtype() == pdt && ctx.output(i).numel() == C, ctx.node_desc(), ": output ", i,
+                 " must be [C] of the parameters' dtype");
   const int64_t total = x.numel();
-  if (total == 0) return;
+  if (total == 0 || C == 0) return;
   const int64_t inner = total / (x.dim(0) * C);
   const float eps = ctx.attrs().GetFloat("epsilon", 1e-5f);
+  const float momentum = ctx.attrs().GetFloat("momentum", 0.9f);
+  OF_CHECK(C <= INT32_MAX, kUnsupported, ctx.node_desc(), ": too many channels for CUDA");
   cudaStream_t s = CurrentStream();
+  int device = 0;
+  OF_CUDA_CHECK(cudaGetDevice(&device));
   DispatchFloat(x.dtype(), ctx.node_desc().c_str(), [&](auto tag) {
     using T = decltype(tag);
     auto launch = [&](auto ptag) {
       using P = decltype(ptag);
-      BatchNormKernel<T, P><<<GridFor(total), kThreads, 0, s>>>(
-          x.data<T>(), y.data<T>(), ctx.input(1).data<P>(), ctx.input(2).data<P>(), ctx.input(3).data<P>(),
-          ctx.input(4).data<P>(), eps, C, inner, total);
+      const P* scale = ctx.input(1).data<P>();
+      const P* bias = ctx.input(2).data<P>();
+      const P* mean = ctx.input(3).data<P>();
+      const P* var = ctx.input(4).data<P>();
+      if (!training) {
+        BatchNormKernel<T, P><<<GridFor(total), kThreads, 0, s>>>(x.data<T>(), y.data<T>(), scale, bias, mean, var, eps,
+                                                                  C, inner, total);
+        return;
+      }
+      // The statistics buffer returns to this stream's pool when `stats` dies, after both launches.
+      std::shared_ptr<Storage> stats = AllocateDeviceStorage(2 * static_cast<size_t>(C) * sizeof(float), device, s);
+      float* st = static_cast<float*>(stats->data());
+      BatchStatsKernel<T, P><<<static_cast<unsigned>(C), kThreads, 0, s>>>(
+          x.data<T>(), st, mean, var, ctx.has_output(1) ? ctx.output(1).data<P>() : nullptr,
+          ctx.has_output(2) ? ctx.output(2).data<P>() : nullptr, momentum, x.dim(0), C, inner);
+      OF_CUDA_CHECK_LAUNCH("BatchStatsKernel");
+      BatchNormTrainKernel<T, P><<<GridFor(total), kThreads, 0, s>>>(x.data<T>(), y.data<T>(), scale, bias, st, eps, C,
+                                                                     inner, total);
     };
     if (pdt == DType::kFloat32) launch(float{});
     else launch(T{});
