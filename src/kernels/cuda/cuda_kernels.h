@@ -15,7 +15,7 @@ void RegisterCudaElementwiseKernels(KernelRegistry& r);  // cuda/elementwise.cu 
 void RegisterCudaReductionKernels(KernelRegistry& r);    // cuda/reduce_norm.cu (Reduce*, Softmax, LayerNorm)
 void RegisterCudaTransposeKernels(KernelRegistry& r);    // cuda/transpose.cu
 void RegisterCudaMatMulKernels(KernelRegistry& r);       // cuda/matmul_cublaslt.cc
-void RegisterCudaNnKernels(KernelRegistry& r);           // cuda/nn.cu (pools, BatchNorm, ConvGradBias)
+void RegisterCudaNnKernels(KernelRegistry& r);           // cuda/nn.cu (pools and their grads, BatchNorm, ConvGradBias)
 void RegisterCudaTensorKernels(KernelRegistry& r);       // cuda/tensor_ops.cu (Gather, Concat, Slice, ..., views)
 void RegisterCudaAttentionKernels(KernelRegistry& r);    // cuda/attention.cu (ai.oneflow FusedAttention)
 #ifdef ONEFLOW_HAVE_CUDNN
