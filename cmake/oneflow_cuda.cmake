@@ -44,7 +44,7 @@ endif()
 find_package(CUDAToolkit REQUIRED)
 
 # Libraries: cudart and cuBLASLt are required for the backend; cuDNN and NCCL are reported and
-# recorded (ONEFLOW_HAVE_CUDNN / ONEFLOW_HAVE_NCCL) for the kernels and the boxing backend that use them.
+# recorded (ONEFLOW_HAVE_CUDNN / ONEFLOW_HAVE_NCCL); cuDNN is linked for the convolution kernels.
 foreach(_lib cudart cublasLt)
   if(NOT TARGET CUDA::${_lib})
     message(FATAL_ERROR "CUDA backend: ${_lib} not found in the CUDA toolkit at ${CUDAToolkit_LIBRARY_DIR}; pass -DONEFLOW_WITH_CUDA=OFF to build without CUDA")
@@ -75,12 +75,17 @@ message(STATUS "CUDA backend: on (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architect
 file(GLOB ONEFLOW_CUDA_SOURCES CONFIGURE_DEPENDS
   ${PROJECT_SOURCE_DIR}/src/device/cuda/*.cc ${PROJECT_SOURCE_DIR}/src/kernels/cuda/*.cc
   ${PROJECT_SOURCE_DIR}/src/kernels/cuda/*.cu ${PROJECT_SOURCE_DIR}/src/train/*.cu)
+# Sources named *_cudnn.* call cuDNN and are compiled only when it was found.
+if(NOT ONEFLOW_HAVE_CUDNN)
+  list(FILTER ONEFLOW_CUDA_SOURCES EXCLUDE REGEX "_cudnn\\.(cc|cu)$")
+endif()
 target_sources(oneflow_core PRIVATE ${ONEFLOW_CUDA_SOURCES})
 target_compile_definitions(oneflow_core PUBLIC ONEFLOW_HAVE_CUDA=1)
 target_link_libraries(oneflow_core PUBLIC CUDA::cudart CUDA::cublasLt)
 if(ONEFLOW_HAVE_CUDNN)
   target_include_directories(oneflow_core PUBLIC ${CUDNN_INCLUDE_DIR})
   target_compile_definitions(oneflow_core PUBLIC ONEFLOW_HAVE_CUDNN=1)
+  target_link_libraries(oneflow_core PUBLIC ${CUDNN_LIBRARY})
 endif()
 if(ONEFLOW_HAVE_NCCL)
   target_include_directories(oneflow_core PUBLIC ${NCCL_INCLUDE_DIR})

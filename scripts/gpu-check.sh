@@ -59,6 +59,7 @@ run_gtest() {  # name binary [args...]
   [ "$skipped" -eq 0 ] || fail "$name skipped tests on a GPU machine: $(grep -m1 'no CUDA device' "$OUT/$name.log")"
 }
 run_gtest cuda_gpu "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaDevice.*:CudaKernels.*'
+run_gtest cuda_gpu_nn_tensor "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaNnKernels.*:CudaTensorKernels.*:CudaAttention.*'
 run_gtest cuda_host "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaErrors.*:CudaRegistry.*'
 run_gtest cuda_allocator "$BUILD/tests/cuda/oneflow_cuda_host_tests"
 run_gtest cuda_train_gpu "$BUILD/tests/cuda_train/oneflow_cuda_train_tests"

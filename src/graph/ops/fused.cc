@@ -4,6 +4,8 @@
 // its parameters in "activation_params" (LeakyRelu: [alpha]; Clip: [min, max]).
 // The layout pass (graph/passes/layout.cc) adds channels-last forms: FusedConv with layout "NHWC"
 // and NhwcMaxPool / NhwcAveragePool / NhwcGlobalAveragePool, whose X and Y are [N, H, W, C].
+// FusedAttention is scaled dot-product attention over [B, H, S, D] tensors (kernels: cpu/attention.cc,
+// cuda/attention.cu).
 #include "graph/infer_util.h"
 #include "graph/ops/all_ops.h"
 #include "graph/ops/nn_infer.h"
@@ -65,6 +67,24 @@ static void InferNhwcPool(InferContext& ctx, bool global) {
   ctx.set_output(0, TensorType::Of(x.dtype, dims));
 }
 
+// FusedAttention: Q [B, H, Sq, D], K [B, H, Sk, D], V [B, H, Sk, Dv] -> Y [B, H, Sq, Dv].
+static void InferFusedAttention(InferContext& ctx) {
+  const TensorType& q = ctx.input_type(0);
+  const TensorType& k = ctx.input_type(1);
+  const TensorType& v = ctx.input_type(2);
+  if (!IsFloatDType(q.dtype)) ctx.Error("Q must be a float tensor, got ", DTypeName(q.dtype));
+  if (k.dtype != q.dtype || v.dtype != q.dtype) ctx.Error("Q, K and V must share one dtype");
+  for (const TensorType* t : {&q, &k, &v})
+    if (t->has_rank && t->rank() != 4) ctx.Error("Q, K and V must be [B, H, S, D], got ", t->ToString());
+  if (!q.has_rank || !k.has_rank || !v.has_rank) return ctx.set_output(0, TensorType::UnknownShape(q.dtype));
+  auto clash = [](const Dim& a, const Dim& b) { return a.known() && b.known() && a.value != b.value; };
+  for (size_t d = 0; d < 2; ++d)
+    if (clash(q.dims[d], k.dims[d]) || clash(q.dims[d], v.dims[d])) ctx.Error("Q, K and V disagree on B or H");
+  if (clash(q.dims[3], k.dims[3])) ctx.Error("Q and K must share the head size D");
+  if (clash(k.dims[2], v.dims[2])) ctx.Error("K and V must share the key length Sk");
+  ctx.set_output(0, TensorType::Of(q.dtype, std::vector<Dim>{q.dims[0], q.dims[1], q.dims[2], v.dims[3]}));
+}
+
 static OpSchema NhwcPoolSchema(const char* name) {
   OpSchema s(name, kOneflowDomain);
   s.Since(1).Input("X").Output("Y")
@@ -96,6 +116,15 @@ void RegisterFusedOps(OpRegistry& r) {
         .OptionalAttr("pads", AttrKind::kInts).OptionalAttr("strides", AttrKind::kInts)
         .Attr("layout", Attribute::String("NCHW"));
     r.Register(ActivationAttrs(s).Infer(InferFusedConv));
+  }
+  {
+    OpSchema s("FusedAttention", kOneflowDomain);
+    r.Register(s.Since(1)
+                   .Doc("softmax(scale * Q K^T [causal mask]) V per batch and head; scale 0 means 1/sqrt(D); "
+                        "causal keeps key j for query i when j <= i")
+                   .Input("Q").Input("K").Input("V").Output("Y")
+                   .Attr("scale", Attribute::Float(0.0f)).Attr("causal", Attribute::Int(0))
+                   .Infer(InferFusedAttention));
   }
   r.Register(NhwcPoolSchema("NhwcMaxPool").Doc("MaxPool on [N, H, W, C]")
                  .Attr("storage_order", Attribute::Int(0))

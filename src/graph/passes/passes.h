@@ -32,6 +32,13 @@ int FoldConstants(Graph& g, ThreadPool& pool, size_t max_bytes = size_t{64} << 2
 // activation, Conv + activation. Returns the number of rewrites.
 int FuseOps(Graph& g);
 
+// Attention fusion (graph/passes/attention_fusion.cc): MatMul(Q, K^T) [-> Div/Mul by a scalar
+// constant] -> Softmax(last axis) -> MatMul(., V) on [B, H, S, D] tensors becomes ai.oneflow
+// FusedAttention (the absorbed nodes are removed). Returns the number of rewrites; the caller
+// re-resolves schemas and re-infers shapes. Not part of OptimizeGraph's default order: meant for sessions whose
+// attention runs on CUDA (the flash kernel); the CPU kernel is a plain reference.
+int FuseAttention(Graph& g);
+
 // Layout pass (graph/passes/layout.cc): 2-D f32 convs run NHWC (FusedConv layout "NHWC") with
 // explicit transposes pushed through layout-free ops and cancelled in pairs. Returns the number
 // of rewrites; the caller re-resolves schemas and re-infers shapes after it.

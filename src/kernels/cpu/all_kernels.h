@@ -17,6 +17,7 @@ void RegisterCpuGradKernels(KernelRegistry& r);           // cpu/grad.cc (ai.one
 void RegisterCpuLossKernels(KernelRegistry& r);           // cpu/loss.cc (losses and their gradients)
 void RegisterCpuNnGradKernels(KernelRegistry& r);         // cpu/conv_grad.cc, pool_grad.cc, norm_grad.cc
 void RegisterCpuBoxingKernels(KernelRegistry& r);         // cpu/boxing.cc (collectives of a plan)
+void RegisterCpuAttentionKernels(KernelRegistry& r);      // cpu/attention.cc (ai.oneflow FusedAttention)
 
 inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuElementwiseKernels(r);
@@ -31,6 +32,7 @@ inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuLossKernels(r);
   RegisterCpuNnGradKernels(r);
   RegisterCpuBoxingKernels(r);
+  RegisterCpuAttentionKernels(r);
 }
 
 }  // namespace oneflow

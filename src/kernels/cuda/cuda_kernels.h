@@ -18,6 +18,12 @@ void RegisterCudaMatMulKernels(KernelRegistry& r);       // cuda/matmul_cublaslt
 void RegisterCudaGradKernels(KernelRegistry& r);         // cuda/grad.cu (activation grads, ReduceSumToShape, Sum)
 void RegisterCudaNormLossGradKernels(KernelRegistry& r); // cuda/norm_loss_grad.cu (Softmax/LayerNorm grads, SCE loss)
 void RegisterCudaBoxingKernels(KernelRegistry& r);       // cuda/boxing.cc (ai.oneflow Boxing)
+void RegisterCudaNnKernels(KernelRegistry& r);           // cuda/nn.cu (pools and their grads, BatchNorm, ConvGradBias)
+void RegisterCudaTensorKernels(KernelRegistry& r);       // cuda/tensor_ops.cu (Gather, Concat, Slice, ..., views)
+void RegisterCudaAttentionKernels(KernelRegistry& r);    // cuda/attention.cu (ai.oneflow FusedAttention)
+#ifdef ONEFLOW_HAVE_CUDNN
+void RegisterCudaConvKernels(KernelRegistry& r);         // cuda/conv_cudnn.cc (Conv family on cuDNN)
+#endif
 
 inline void RegisterAllCudaKernels(KernelRegistry& r) {
   RegisterCudaElementwiseKernels(r);
@@ -27,6 +33,12 @@ inline void RegisterAllCudaKernels(KernelRegistry& r) {
   RegisterCudaGradKernels(r);
   RegisterCudaNormLossGradKernels(r);
   RegisterCudaBoxingKernels(r);
+  RegisterCudaNnKernels(r);
+  RegisterCudaTensorKernels(r);
+  RegisterCudaAttentionKernels(r);
+#ifdef ONEFLOW_HAVE_CUDNN
+  RegisterCudaConvKernels(r);
+#endif
 }
 
 namespace cuda {

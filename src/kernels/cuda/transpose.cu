@@ -1,5 +1,6 @@
 // CUDA Transpose: any permutation up to rank 8, one thread per output element (writes coalesced),
 // dispatched on element size so each dtype shares one instantiation.
+#include <string>
 #include <vector>
 
 #include "device/cuda/cuda_check.h"
@@ -7,6 +8,7 @@
 #include "graph/infer_util.h"
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/nn_cuda.h"
 
 namespace oneflow::cuda {
 namespace {
@@ -30,44 +32,54 @@ __global__ void TransposeKernel(const U* __restrict__ x, U* __restrict__ y, int6
   }
 }
 
-void TransposeFn(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  Tensor& y = ctx.output(0);
-  const int64_t rank = x.rank();
-  OF_CHECK(rank <= kMaxRank, kUnsupported, ctx.node_desc(), ": rank ", rank, " > ", kMaxRank, " on CUDA");
-  std::vector<int64_t> perm;
-  if (ctx.attrs().has("perm")) perm = ctx.attrs().GetInts("perm");
-  if (perm.empty())
-    for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);  // ONNX default: reverse the axes
-  OF_REQUIRE(static_cast<int64_t>(perm.size()) == rank, ctx.node_desc(), ": perm has ", perm.size(),
-             " entries for rank ", rank);
+// Builds the map of x (shape x_shape) permuted by perm and launches the copy.
+void Permute(DType dt, const void* x, const Shape& x_shape, const std::vector<int64_t>& perm, void* y,
+             cudaStream_t s, const std::string& what) {
+  const int64_t rank = static_cast<int64_t>(x_shape.size());
+  OF_CHECK(rank <= kMaxRank, kUnsupported, what, ": rank ", rank, " > ", kMaxRank, " on CUDA");
+  OF_REQUIRE(static_cast<int64_t>(perm.size()) == rank, what, ": perm has ", perm.size(), " entries for rank ", rank);
   int64_t in_strides[kMaxRank];
-  int64_t stride = 1;
+  int64_t stride = 1, n = 1;
   for (int64_t d = rank - 1; d >= 0; --d) {
     in_strides[d] = stride;
-    stride *= x.dim(d);
+    stride *= x_shape[static_cast<size_t>(d)];
+    n *= x_shape[static_cast<size_t>(d)];
   }
   PermuteMap m;
   m.rank = static_cast<int>(rank);
   for (int64_t d = 0; d < rank; ++d) {
     const int64_t p = NormalizeAxis(perm[static_cast<size_t>(d)], rank, "perm");
-    m.out_dims[d] = x.dim(p);
+    m.out_dims[d] = x_shape[static_cast<size_t>(p)];
     m.in_strides[d] = in_strides[p];
   }
-  const int64_t n = x.numel();
   if (n == 0) return;
-  cudaStream_t s = CurrentStream();
-  switch (DTypeSize(x.dtype())) {
-    case 1: TransposeKernel<uint8_t><<<GridFor(n), kThreads, 0, s>>>(x.data<uint8_t>(), y.data<uint8_t>(), n, m); break;
-    case 2: TransposeKernel<uint16_t><<<GridFor(n), kThreads, 0, s>>>(x.data<uint16_t>(), y.data<uint16_t>(), n, m); break;
-    case 4: TransposeKernel<uint32_t><<<GridFor(n), kThreads, 0, s>>>(x.data<uint32_t>(), y.data<uint32_t>(), n, m); break;
-    case 8: TransposeKernel<uint64_t><<<GridFor(n), kThreads, 0, s>>>(x.data<uint64_t>(), y.data<uint64_t>(), n, m); break;
-    default: Fail(ErrorCode::kUnsupported, ctx.node_desc(), ": dtype ", DTypeName(x.dtype()), " on CUDA");
+  switch (DTypeSize(dt)) {
+    case 1: TransposeKernel<uint8_t><<<GridFor(n), kThreads, 0, s>>>(static_cast<const uint8_t*>(x), static_cast<uint8_t*>(y), n, m); break;
+    case 2: TransposeKernel<uint16_t><<<GridFor(n), kThreads, 0, s>>>(static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y), n, m); break;
+    case 4: TransposeKernel<uint32_t><<<GridFor(n), kThreads, 0, s>>>(static_cast<const uint32_t*>(x), static_cast<uint32_t*>(y), n, m); break;
+    case 8: TransposeKernel<uint64_t><<<GridFor(n), kThreads, 0, s>>>(static_cast<const uint64_t*>(x), static_cast<uint64_t*>(y), n, m); break;
+    default: Fail(ErrorCode::kUnsupported, what, ": dtype ", DTypeName(dt), " on CUDA");
   }
   OF_CUDA_CHECK_LAUNCH("TransposeKernel");
 }
 
+void TransposeFn(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t rank = x.rank();
+  std::vector<int64_t> perm;
+  if (ctx.attrs().has("perm")) perm = ctx.attrs().GetInts("perm");
+  if (perm.empty())
+    for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);  // ONNX default: reverse the axes
+  Permute(x.dtype(), x.raw(), x.shape(), perm, ctx.output(0).raw(), CurrentStream(), ctx.node_desc());
+}
+
 }  // namespace
+
+void LaunchTranspose(DType dt, const void* x, const Shape& x_shape, const std::vector<int64_t>& perm, void* y,
+                     cudaStream_t stream) {
+  Permute(dt, x, x_shape, perm, y, stream, "Transpose");
+}
+
 }  // namespace oneflow::cuda
 
 namespace oneflow {
