@@ -5,6 +5,7 @@ every strategy of train_cases.h; rank 0 compares each run with its own single-de
 
 Usage: gloo_train_test.py WORKER MODELS_DIR [STRATEGY...]
 """
+import json
 import os
 import subprocess
 import sys
@@ -36,9 +37,29 @@ def launch(worker, args, limit=900):
         return out, time.time() - start
 
 
+def estimate_vs_measured(worker, models):
+    """The planner's estimated step time against a measured one: 2 Gloo processes, data parallel,
+    the MLP at batch 256. The cost model's defaults (50 GFLOP/s and 10 GB/s per device, a 10 GB/s
+    link) are not calibrated to the machine, so the check is loose and the figure is printed."""
+    n = 2
+    with tempfile.TemporaryDirectory(prefix="oneflow-gloo-est-") as store:
+        procs = [subprocess.Popen([worker, "bench", f"{models}/mlp_784_1024_1024_10.onnx", "256", "10"],
+                                  env=dict(os.environ, RANK=str(r), WORLD_SIZE=str(n), ONEFLOW_GLOO_STORE=store,
+                                           ONEFLOW_GLOO_HOST="127.0.0.1"),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(n)]
+        outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    r = json.loads(outs[0][0].strip().splitlines()[-1])
+    ratio = r["estimated_step_ms"] / r["step_ms"]
+    print(f"estimate vs measured (MLP, 2 Gloo processes, data parallel): estimated {r['estimated_step_ms']:.2f} ms, "
+          f"measured {r['step_ms']:.2f} ms, estimate/measured {ratio:.2f}")
+    assert 0.1 <= ratio <= 10, f"the estimate is off by more than 10x: {r}"
+
+
 def main():
     worker, models = sys.argv[1], sys.argv[2]
     strategies = sys.argv[3:] or STRATEGIES
+    estimate_vs_measured(worker, models)
     failed = False
     for model in ["mlp", "transformer"]:
         res, secs = launch(worker, ["check", models, model, "20", *strategies])

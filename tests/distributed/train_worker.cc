@@ -71,7 +71,7 @@ int Bench(const std::string& path, int batch, int steps, bool single) {
   PrepareGraph(g);
   std::vector<Feeds> batches = MlpBatches(batch, 4);
   const int warmup = 3;
-  double seconds = 0, last_loss = 0;
+  double seconds = 0, last_loss = 0, estimated = 0;
   int world = 1;
   if (single) {
     TrainingSession s(g, MlpOptions());
@@ -96,10 +96,14 @@ int Bench(const std::string& path, int batch, int steps, bool single) {
       last_loss = t->TrainStep(batches[static_cast<size_t>(i) % batches.size()]).loss;
       if (i >= warmup) seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
+    const std::string json = t->Explain(true);
+    const size_t at = json.find("\"estimated_step_seconds\":");
+    if (at != std::string::npos) estimated = std::atof(json.c_str() + at + std::strlen("\"estimated_step_seconds\":"));
   }
   if (Rank() == 0)
-    std::printf("{\"processes\":%d,\"batch\":%d,\"steps\":%d,\"step_ms\":%.3f,\"samples_per_s\":%.1f,\"loss\":%.6f}\n",
-                world, batch, steps, seconds / steps * 1e3, batch * steps / seconds, last_loss);
+    std::printf("{\"processes\":%d,\"batch\":%d,\"steps\":%d,\"step_ms\":%.3f,\"estimated_step_ms\":%.3f,"
+                "\"samples_per_s\":%.1f,\"loss\":%.6f}\n",
+                world, batch, steps, seconds / steps * 1e3, estimated * 1e3, batch * steps / seconds, last_loss);
   return 0;
 }
 
