@@ -569,6 +569,64 @@ ONEFLOW_API oneflow_status_t oneflow_dist_session_run(oneflow_dist_session_t* se
                                                       const char* const* output_names, size_t num_output_names,
                                                       oneflow_tensor_t** out_outputs, size_t out_capacity);
 
+/* ---- Distributed training (docs/distributed.md "Training under plans", docs/pipeline.md) ------
+ * A model trained over a placement: data parallel (plan mode "data", the default), tensor parallel
+ * (mode "manual" with sbp_specs on the weights), 2-D, auto, ZeRO-1/2 or a 1F1B pipeline. With the
+ * Gloo backend every rank creates the same trainer and feeds the same global batch; calls that
+ * communicate (step, run, get_parameter) must then be made by every rank in the same order. */
+typedef struct oneflow_dist_trainer_s oneflow_dist_trainer_t;
+
+typedef struct oneflow_dist_training_options_t {
+  size_t struct_size;      /* set by oneflow_dist_training_options_init */
+  int32_t zero_stage;      /* 0 (default), 1 (optimizer state sharded) or 2 (gradients too) */
+  int64_t bucket_bytes;    /* gradient all-reduce bucket size; 0 = default (25 MiB) */
+  int32_t pipeline_stages; /* > 1: pipeline parallel over the placement's devices; 0 or 1 = none */
+  int32_t micro_batches;   /* pipeline micro-batches per step; 0 = the number of stages */
+  int32_t max_states;      /* plan search states for the training graph; 0 = default (128) */
+} oneflow_dist_training_options_t;
+
+ONEFLOW_API void oneflow_dist_training_options_init(oneflow_dist_training_options_t* options);
+
+/* Creates a trainer for `graph` (borrowed for the call). `training` is required (loss, optimizer,
+ * schedule, ...; initialized with oneflow_training_options_init), `plan` is required (placement,
+ * mode, annotations, backend), `dist` may be NULL (defaults). `*out_trainer` is owned by the caller
+ * (oneflow_dist_trainer_release). Errors: as oneflow_training_session_create and
+ * oneflow_dist_session_create, plus ZeRO or pipeline settings that do not fit. */
+ONEFLOW_API oneflow_status_t oneflow_dist_trainer_create(const oneflow_graph_t* graph,
+                                                         const oneflow_training_options_t* training,
+                                                         const oneflow_plan_options_t* plan,
+                                                         const oneflow_dist_training_options_t* dist,
+                                                         oneflow_dist_trainer_t** out_trainer);
+
+/* Releases a trainer. NULL-safe. Must not race with another call on it. */
+ONEFLOW_API void oneflow_dist_trainer_release(oneflow_dist_trainer_t* trainer);
+
+/* One optimizer step on a global batch (every input whole, the labels too): forward, backward,
+ * gradient reduction and the update. `out_loss` (may be NULL) receives the batch's loss,
+ * `out_applied` (may be NULL) 1, or 0 when a NaN/Inf was skipped. A failure leaves the trainer
+ * unusable (devices may have stopped at different points): release it. Not thread-safe. */
+ONEFLOW_API oneflow_status_t oneflow_dist_trainer_step(oneflow_dist_trainer_t* trainer, const char* const* input_names,
+                                                       const oneflow_tensor_t* const* inputs, size_t num_inputs,
+                                                       double* out_loss, int32_t* out_applied);
+
+/* Inference under the trainer's placement and current weights; as oneflow_dist_session_run
+ * (whole tensors in and out; no output names = every model output). Not thread-safe. */
+ONEFLOW_API oneflow_status_t oneflow_dist_trainer_run(oneflow_dist_trainer_t* trainer, const char* const* input_names,
+                                                      const oneflow_tensor_t* const* inputs, size_t num_inputs,
+                                                      const char* const* output_names, size_t num_output_names,
+                                                      oneflow_tensor_t** out_outputs, size_t out_capacity);
+
+/* The whole (logical) value of trained weight `name` as a new tensor owned by the caller.
+ * ONEFLOW_NOT_FOUND for a name that is not a trained weight. */
+ONEFLOW_API oneflow_status_t oneflow_dist_trainer_get_parameter(oneflow_dist_trainer_t* trainer, const char* name,
+                                                                oneflow_tensor_t** out_tensor);
+
+/* The training plan of the last step as text (`json` 0) or JSON (1; "strategy" and
+ * "estimated_step_seconds" are always present), freed with oneflow_string_free.
+ * ONEFLOW_INVALID_ARGUMENT before the first step (plans are made per batch shape). */
+ONEFLOW_API oneflow_status_t oneflow_dist_trainer_explain(const oneflow_dist_trainer_t* trainer, int32_t json,
+                                                          char** out_text);
+
 /* ---- CUDA devices ----------------------------------------------------------------------------
  * The CUDA backend (docs/cuda.md). A library built without CUDA (ONEFLOW_WITH_CUDA=OFF) still has
  * these functions: it reports no device. All of them are thread-safe. */

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/distributed_session.h"
 #include "engine/session.h"
 #include "oneflow_c.h"
 #include "train/training_session.h"
@@ -189,5 +190,9 @@ inline void HandOutOutputs(std::vector<std::pair<std::string, Tensor>>& results,
   }
   for (size_t i = 0; i < handles.size(); ++i) out_outputs[i] = handles[i].release();
 }
+
+// Option structs shared by several areas (c_api_plan.cc, c_api_train.cc), checked and converted.
+DistributedOptions ToDistOptions(const oneflow_plan_options_t* o);
+train::TrainingOptions ConvertOptions(const oneflow_session_options_t* so, const oneflow_training_options_t* to);
 
 }  // namespace oneflow::capi

@@ -11,7 +11,7 @@ struct oneflow_dist_session_s {
   size_t num_outputs = 0;
 };
 
-namespace {
+namespace oneflow::capi {
 
 DistributedOptions ToDistOptions(const oneflow_plan_options_t* o) {
   OF_REQUIRE(o != nullptr, "plan options are NULL");
@@ -67,7 +67,7 @@ DistributedOptions ToDistOptions(const oneflow_plan_options_t* o) {
   return d;
 }
 
-}  // namespace
+}  // namespace oneflow::capi
 
 extern "C" {
 

@@ -26,6 +26,17 @@ TrainingSession& Training(const oneflow_session_t* session) {
 #define OF_FIELD(opts, field, fallback) \
   ((opts)->struct_size >= offsetof(oneflow_training_options_t, field) + sizeof((opts)->field) ? (opts)->field : (fallback))
 
+
+oneflow_tensor_t* WrapTensor(Tensor t) {
+  auto h = std::make_unique<oneflow_tensor_s>();
+  h->tensor = std::move(t);
+  return h.release();
+}
+
+}  // namespace
+
+namespace oneflow::capi {
+
 train::TrainingOptions ConvertOptions(const oneflow_session_options_t* so, const oneflow_training_options_t* to) {
   train::TrainingOptions o;
   if (so) {
@@ -112,13 +123,7 @@ train::TrainingOptions ConvertOptions(const oneflow_session_options_t* so, const
   return o;
 }
 
-oneflow_tensor_t* WrapTensor(Tensor t) {
-  auto h = std::make_unique<oneflow_tensor_s>();
-  h->tensor = std::move(t);
-  return h.release();
-}
-
-}  // namespace
+}  // namespace oneflow::capi
 
 extern "C" {
 
