@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -72,6 +73,10 @@ class DistributedTrainer {
   // The whole (logical) parameter. With Gloo this is a collective: every rank must call it.
   virtual Tensor GetParameter(const std::string& name) = 0;
   virtual int64_t step() const = 0;
+  // Plans (and compiles) for a global batch of these input shapes without running anything, so
+  // Explain answers before the first step (`oneflow plan --train`). Names must be the interface's
+  // inputs; in-process only for the planned strategy's compilation to be free of collectives.
+  virtual void Prepare(const std::map<std::string, Shape>& input_shapes) = 0;
   // The plan as text or JSON (per-op SBP, collectives, per-device memory including optimizer
   // state, estimated step time). The JSON document's "strategy" ("planned" or "pipeline") and
   // "estimated_step_seconds" keys are common to both; the rest is the strategy's own.

@@ -220,6 +220,29 @@ std::map<std::string, Tensor> PipelineTrainer::CheckFeeds(const std::vector<std:
   return named;
 }
 
+void PipelineTrainer::Prepare(const std::map<std::string, Shape>& input_shapes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int64_t batch = -1;
+  for (const std::string& name : data_inputs_) {
+    auto it = input_shapes.find(name);
+    OF_REQUIRE(it != input_shapes.end() && !it->second.empty(), "a batch-first shape for input '", name,
+               "' is needed (the labels too)");
+    OF_REQUIRE(batch < 0 || it->second[0] == batch, "inputs disagree on the batch size (", batch, " vs ",
+               it->second[0], " for '", name, "')");
+    batch = it->second[0];
+  }
+  const int64_t m = options_.micro_batches;
+  OF_REQUIRE(batch >= m && batch / m >= dp_, "a batch of ", batch, " cannot be split into ", m,
+             " micro-batches over the ", dp_, " data-parallel devices of a stage");
+  const Piece block = SliceRule(SliceRule(batch, m, 0).rows, dp_, 0);
+  last_block_shapes_.clear();
+  for (const auto& [name, shape] : input_shapes) {
+    Shape s = shape;
+    s[0] = block.rows;
+    last_block_shapes_[name] = s;
+  }
+}
+
 TrainStepResult PipelineTrainer::TrainStep(const std::vector<std::pair<std::string, Tensor>>& feeds) {
   std::lock_guard<std::mutex> lock(mutex_);
   int64_t batch = 0;

@@ -32,6 +32,7 @@ class PipelineTrainer final : public DistributedTrainer {
     return step_;
   }
   std::string Explain(bool json) const override;
+  void Prepare(const std::map<std::string, Shape>& input_shapes) override;
 
  private:
   // One trained parameter: the stages reading it (the first owns it: reports it, counts it in the

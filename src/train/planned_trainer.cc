@@ -82,6 +82,18 @@ class PlannedTrainer final : public DistributedTrainer {
   const std::vector<std::string>& parameter_names() const override { return names_; }
   Tensor GetParameter(const std::string& name) override;
   int64_t step() const override { return step_; }
+  void Prepare(const std::map<std::string, Shape>& input_shapes) override {
+    const Graph& I = t_.interface;
+    for (int v : I.inputs)
+      OF_REQUIRE(input_shapes.count(I.values[static_cast<size_t>(v)].name), "a shape for input '",
+                 I.values[static_cast<size_t>(v)].name, "' is needed (the labels too)");
+    for (const auto& [name, shape] : input_shapes) {
+      int v = I.FindValue(name);
+      OF_CHECK(v != kNoValue && std::find(I.inputs.begin(), I.inputs.end(), v) != I.inputs.end(), kNotFound,
+               "the trainer has no input named '", name, "'");
+    }
+    Guarded([&] { last_ = Compile(input_shapes, true); });
+  }
   std::string Explain(bool json) const override;
 
  private:

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "engine/plan/plan.h"
 #include "engine/session.h"
+#include "train/distributed_trainer.h"
 #include "serialize/onnx_import.h"
 
 namespace oneflow {
@@ -36,10 +37,41 @@ static Shape ParseDims(const std::string& name, const std::string& text) {
   return s;
 }
 
+// `--train LOSS --logits OUTPUT`: the training plan (forward + backward + gradient reduction and
+// optimizer state) the distributed trainer would run for a global batch of the given shapes.
+static int PlanTraining(const ParsedArgs& a, const Graph& g, const PlanOptions& o) {
+  train::DistributedTrainingOptions d;
+  const std::string loss = a.Get("train");
+  d.training.appended_loss = loss == "softmax_cross_entropy" ? train::AppendedLoss::kSoftmaxCrossEntropy
+                             : loss == "mse"                 ? train::AppendedLoss::kMse
+                             : loss == "l1"                  ? train::AppendedLoss::kL1
+                                                             : train::AppendedLoss::kNone;
+  if (d.training.appended_loss == train::AppendedLoss::kNone)
+    throw UsageError("--train needs a loss: softmax_cross_entropy, mse or l1 (got '" + loss + "')");
+  if (!a.Has("logits")) throw UsageError("--train needs --logits OUTPUT (the model output the loss reads)");
+  d.training.logits_output = a.Get("logits");
+  const std::string opt = a.Get("optimizer", "adam");
+  if (opt == "sgd") d.training.optimizer.kind = train::OptimizerKind::kSgd;
+  else if (opt == "adam") d.training.optimizer.kind = train::OptimizerKind::kAdam;
+  else if (opt == "adamw") d.training.optimizer.kind = train::OptimizerKind::kAdamW;
+  else throw UsageError("--optimizer must be sgd, adam or adamw, got '" + opt + "'");
+  d.dist.plan = o;
+  d.dist.plan.input_shapes.clear();
+  d.zero_stage = a.GetInt("zero", 0, 0, 2);
+  d.pipeline_stages = a.GetInt("pipeline", 1, 1, 4096);
+  d.micro_batches = a.GetInt("micro-batches", d.pipeline_stages, 1, 1 << 20);
+  std::unique_ptr<train::DistributedTrainer> t = train::DistributedTrainer::Create(g, d);
+  t->Prepare(o.input_shapes);
+  std::string out = t->Explain(a.Has("json"));
+  if (out.empty() || out.back() != '\n') out += "\n";
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+
 int PlanCommand(const std::vector<std::string>& args) {
   ParsedArgs a = ParseArgs("plan", args,
                            {"placement", "mode", "shape", "sbp", "memory-budget-mb", "link-gbps", "latency-us", "gflops",
-                            "devices"},
+                            "devices", "train", "logits", "optimizer", "zero", "pipeline", "micro-batches"},
                            {"json"});
   if (a.positionals.size() != 1) throw UsageError("plan needs exactly one MODEL (see 'oneflow help')");
   if (!a.Has("placement")) throw UsageError("plan needs --placement (e.g. --placement cpu:0-3)");
@@ -62,10 +94,13 @@ int PlanCommand(const std::vector<std::string>& args) {
   Graph g = LoadOnnxFile(a.positionals[0]);
   PrepareGraph(g);
   for (const auto& [name, shape] : o.input_shapes) {
-    bool found = false;
+    bool found = a.Has("train") && name == "labels";  // the appended loss's input
     for (int id : g.inputs) found |= g.values[static_cast<size_t>(id)].name == name;
     OF_CHECK(found, kNotFound, "--shape names '", name, "', but the model has no such input");
   }
+  if (a.Has("train")) return PlanTraining(a, g, o);
+  for (const char* opt : {"logits", "optimizer", "zero", "pipeline", "micro-batches"})
+    if (a.Has(opt)) throw UsageError(std::string("--") + opt + " needs --train LOSS");
   Plan plan = MakePlan(g, o);
   std::string out = a.Has("json") ? plan.ToJson() + "\n" : plan.ToText();
   std::fputs(out.c_str(), stdout);

@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""`oneflow plan --train`: training plans explained from the command line (text and JSON), for the
+planned strategies and the pipeline, and its usage errors.
+
+Usage: plan_train_cli_test.py ONEFLOW_CLI TRAIN_MODELS_DIR
+"""
+import json
+import subprocess
+import sys
+
+
+def run(cli, *args):
+    return subprocess.run([cli, "plan", *args], capture_output=True, text=True, timeout=300)
+
+
+def main():
+    cli, models = sys.argv[1], sys.argv[2]
+    mlp = f"{models}/mlp_784_1024_1024_10.onnx"
+    base = [mlp, "--placement", "cpu:0-3", "--train", "softmax_cross_entropy", "--logits", "logits",
+            "--shape", "input=16x784", "--shape", "labels=16"]
+    r = run(cli, *base, "--zero", "1")
+    assert r.returncode == 0, r.stderr
+    assert "training plan (data parallel" in r.stdout and "optimizer state 3.6 MiB (ZeRO-1)" in r.stdout, r.stdout[-800:]
+    assert "bucketed by the trainer" in r.stdout, r.stdout[-800:]
+    r = run(cli, *base, "--mode", "auto", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["strategy"] == "planned" and doc["estimated_step_seconds"] > 0, r.stdout[:300]
+    assert "chosen:" in doc["layout"], doc["layout"]
+    r = run(cli, *base, "--pipeline", "2", "--micro-batches", "4", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["strategy"] == "pipeline" and doc["stages"] == 2 and doc["estimated_step_seconds"] > 0, r.stdout[:300]
+    # Usage errors: one line on stderr, non-zero exit.
+    for args, needle in [(base[:-2], "labels"), (base + ["--train", "hinge"], "softmax_cross_entropy"),
+                         ([mlp, "--placement", "cpu:0-3", "--zero", "1"], "--train"),
+                         (base + ["--optimizer", "lion"], "sgd, adam or adamw")]:
+        r = run(cli, *args)
+        assert r.returncode != 0 and needle in r.stderr, (args, r.returncode, r.stderr)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
