@@ -208,11 +208,11 @@ def _image_inputs(shape):
 
 MODELS = {
     # name: builder, batches to bench, default timed iterations, inputs(batch, rng)
-    "mlp": dict(make=make_mlp, batches=[1, 64], iters=200, inputs=_image_inputs((784,))),
-    "cnn": dict(make=make_cnn, batches=[1, 16], iters=200, inputs=_image_inputs((3, 32, 32))),
-    "transformer": dict(make=make_transformer, batches=[8], iters=30,
+    "mlp": dict(make=make_mlp, batches=[1, 64], iters=600, inputs=_image_inputs((784,))),
+    "cnn": dict(make=make_cnn, batches=[1, 16], iters=600, inputs=_image_inputs((3, 32, 32))),
+    "transformer": dict(make=make_transformer, batches=[8], iters=60,
                         inputs=lambda batch, rng: {"input": rng.standard_normal((batch, 128, 256), dtype=np.float32)}),
-    "resnet18": dict(make=make_resnet18, batches=[1], iters=50, inputs=_image_inputs((3, 224, 224))),
+    "resnet18": dict(make=make_resnet18, batches=[1], iters=60, inputs=_image_inputs((3, 224, 224))),
     "tiny": dict(make=make_tiny, batches=[1, 64], iters=200,
                  inputs=lambda batch, rng: {"a": rng.standard_normal((batch, 4096), dtype=np.float32),
                                             "b": rng.standard_normal((batch, 4096), dtype=np.float32)}),

@@ -27,6 +27,7 @@ sys.path.insert(0, HERE)
 import make_models  # noqa: E402
 
 RTOL = 1e-4
+ALLOWED_CPUS = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
 
 
 def compare(ours, ref):
@@ -93,11 +94,12 @@ def error_status(exc):
     return "ERROR", f"{type(exc).__name__}: {exc}"
 
 
-def bench_one(lib, lib_error, name, path, batch, threads, iters, warmup, max_seconds, log):
+def bench_one(lib, lib_error, name, path, batch, threads, iters, warmup, max_seconds, log, blocks=30, pin=True):
     """One table row: both engines on one (model, batch, threads). A failure of either engine
     (unsupported op, load error) is recorded in the row and the other engine is still timed."""
     row = {"model": name, "batch": batch, "threads": threads, "ours": None, "ort": None, "ratio_p50": None,
-           "ours_status": "OK", "ours_message": "", "ort_status": "OK", "ort_message": "", "check": None}
+           "ours_status": "OK", "ours_message": "", "ort_status": "OK", "ort_message": "", "check": None,
+           "cpus": pin_threads(threads) if pin else None}
     feeds = make_models.make_inputs(name, batch)
     ort_sess = ref = None
     try:
@@ -132,7 +134,7 @@ def bench_one(lib, lib_error, name, path, batch, threads, iters, warmup, max_sec
         engines.append(("ours", lambda: ours.run(feeds)))
     n = 0
     try:
-        n = time_engines(engines, iters, warmup, max_seconds, row)
+        n = time_engines(engines, iters, warmup, max_seconds, row, blocks=blocks)
     except Exception as exc:  # a failure while timing (after a good first run) is still a row
         key = "ours" if isinstance(exc, lib.OneflowError) else "ort"
         row[key] = None
@@ -147,9 +149,11 @@ def bench_one(lib, lib_error, name, path, batch, threads, iters, warmup, max_sec
     return row
 
 
-def time_engines(engines, iters, warmup, max_seconds, row):
-    """Warms up, then times every engine for the same number of runs, alternating blocks; stores
-    stats in row[key]. Returns the number of timed runs per engine."""
+def time_engines(engines, iters, warmup, max_seconds, row, blocks=30, rest=0.1):
+    """Warms up, then times every engine for the same number of runs in interleaved blocks (the
+    engine that goes first alternates); stores stats in row[key]. The headline p50 is the median
+    of the per-block medians: a block that a burst of machine load hit moves it far less than it
+    moves the pooled percentiles. Returns the number of timed runs per engine."""
     if not engines:
         return 0
     per_iter = {}
@@ -167,26 +171,51 @@ def time_engines(engines, iters, warmup, max_seconds, row):
     n = iters
     if max_seconds > 0:
         n = max(min(iters, 5), min(iters, int(max_seconds / max(max(per_iter.values()), 1e-9))))
-    blocks = min(10, n)
+    blocks = max(1, min(blocks, n))
     block_warmup = 3 if max(per_iter.values()) < 0.01 else 1
     samples = {key: [] for key, _ in engines}
+    block_medians = {key: [] for key, _ in engines}
     for b in range(blocks):
         count = n // blocks + (1 if b < n % blocks else 0)
         order = engines if b % 2 == 0 else engines[::-1]  # alternate who goes first
         for key, fn in order:
-            time.sleep(0.1)  # let the other engine's worker threads go idle before timing (ORT spins ~50 ms)
+            time.sleep(rest)  # let the other engine's worker threads go idle before timing (ORT spins ~50 ms)
             # ...then bring this engine back to steady state (threads awake, caches and clocks warm)
             # with a few untimed runs: the same for both engines, and what a busy service sees.
             for _ in range(block_warmup):
                 fn()
-            s = samples[key]
+            block = []
             for _ in range(count):
                 t0 = time.perf_counter_ns()
                 fn()
-                s.append(time.perf_counter_ns() - t0)
+                block.append(time.perf_counter_ns() - t0)
+            samples[key].extend(block)
+            block_medians[key].append(float(np.median(block)) / 1e6)
     for key, s in samples.items():
         row[key] = stats(s)
+        bm = np.asarray(block_medians[key])
+        row[key]["p50_ms"] = float(np.median(bm))  # the headline: median of the block medians
+        row[key]["pooled_p50_ms"] = float(np.percentile(np.asarray(s, dtype=np.float64) / 1e6, 50))
+        row[key]["block_medians_ms"] = [float(x) for x in bm]
+        row[key]["blocks"] = int(bm.size)
+    # How steady the comparison was: the spread of the per-block ratios (a pair of blocks runs
+    # back to back, so both engines saw about the same machine load).
+    if len(engines) == 2 and "ours" in block_medians and "ort" in block_medians:
+        r = np.asarray(block_medians["ours"]) / np.asarray(block_medians["ort"])
+        row["block_ratio_p25"], row["block_ratio_p75"] = float(np.percentile(r, 25)), float(np.percentile(r, 75))
     return n
+
+
+def pin_threads(threads):
+    """Pins this thread (and the engine threads that sessions created after this start) to the first
+    `threads` CPUs this process may use, for both engines alike: no migrations between cores in the
+    middle of a timed block. Returns the CPUs, or None where affinity cannot be set."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    allowed = sorted(ALLOWED_CPUS)
+    cpus = set(allowed[:max(1, min(threads, len(allowed)))])
+    os.sched_setaffinity(0, cpus)
+    return sorted(cpus)
 
 
 def _finite(obj):
@@ -212,13 +241,14 @@ def one_line(msg, limit=240):
 
 def print_table(rows, out=sys.stdout):
     head = f"{'model':<12} {'batch':>5} {'thr':>3} {'ours p50 ms':>12} {'ORT p50 ms':>11} {'ours/ORT':>9}  " \
-           f"{'ours p90':>9} {'ORT p90':>9} {'iters':>5}  check"
+           f"{'blk IQR':>11} {'ours p90':>9} {'ORT p90':>9} {'iters':>5}  check"
     print(head, file=out)
     print("-" * len(head), file=out)
     for r in rows:
         ours, ort = r["ours"], r["ort"]
         cell = lambda st, key, w: f"{fmt_ms(st[key]) if st else '-':>{w}}"  # noqa: E731
         ratio = f"{r['ratio_p50']:>9.2f}" if r["ratio_p50"] else f"{'-':>9}"
+        iqr = f"{r['block_ratio_p25']:.2f}-{r['block_ratio_p75']:.2f}" if r.get("block_ratio_p25") else "-"
         iters = (ours or ort or {}).get("iters", 0)
         notes = []
         if r["ort"] is None:
@@ -229,7 +259,7 @@ def print_table(rows, out=sys.stdout):
             c = r["check"]
             notes.append(f"ok (err {c['max_abs_err']:.1e})" if c["ok"] else f"MISMATCH: {c['detail']}")
         print(f"{r['model']:<12} {r['batch']:>5} {r['threads']:>3} {cell(ours, 'p50_ms', 12)} "
-              f"{cell(ort, 'p50_ms', 11)} {ratio}  {cell(ours, 'p90_ms', 9)} {cell(ort, 'p90_ms', 9)} "
+              f"{cell(ort, 'p50_ms', 11)} {ratio}  {iqr:>11} {cell(ours, 'p90_ms', 9)} {cell(ort, 'p90_ms', 9)} "
               f"{iters:>5}  {'; '.join(notes)}", file=out)
 
 
@@ -304,6 +334,11 @@ def main(argv=None):
     ap.add_argument("--max-seconds", type=float, default=10.0,
                     help="cap on the timed seconds per engine and row: fewer iterations (>= 5) for slow "
                          "engines; 0 disables (default %(default)s)")
+    ap.add_argument("--blocks", type=int, default=30,
+                    help="interleaved timing blocks per row; the headline p50 is the median of the block "
+                         "medians (default %(default)s)")
+    ap.add_argument("--no-pin", action="store_true",
+                    help="do not pin each row to its first THREADS allowed CPUs (pinning applies to both engines)")
     ap.add_argument("--lib", default="build/liboneflow.so", help="path to liboneflow.so (default %(default)s)")
     ap.add_argument("--models-dir", default=make_models.DEFAULT_OUT, help="where models are generated")
     ap.add_argument("--json", metavar="FILE", help="also write all results as JSON")
@@ -336,7 +371,7 @@ def main(argv=None):
         for batch in batches:
             for t in threads:
                 rows.append(bench_one(lib, lib_error, name, paths[name], batch, t, args.iters or spec["iters"],
-                                      args.warmup, args.max_seconds, log))
+                                      args.warmup, args.max_seconds, log, blocks=args.blocks, pin=not args.no_pin))
     elapsed = time.time() - t_start
 
     print()

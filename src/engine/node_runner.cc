@@ -19,6 +19,17 @@ NodeRunner::NodeRunner(const Graph& graph, const Node& node, DeviceType device)
   if (kind_ == KernelKind::kCompute) kernel_ = def->factory(KernelInitContext(graph, node));
 }
 
+std::shared_ptr<const NodeRunner::InferCache> NodeRunner::CachedOutputs(const std::vector<const Tensor*>& inputs) const {
+  std::shared_ptr<const InferCache> c = std::atomic_load(&infer_cache_);
+  if (!c || c->inputs.size() != inputs.size()) return nullptr;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto& [dtype, shape] = c->inputs[i];
+    if (inputs[i] == nullptr ? dtype != DType::kUndefined : dtype != inputs[i]->dtype() || shape != inputs[i]->shape())
+      return nullptr;
+  }
+  return c;
+}
+
 void NodeRunner::Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs, ThreadPool& pool,
                      const OutputAllocator& alloc) const {
   Run(inputs, inputs, outputs, pool, alloc);
@@ -27,29 +38,45 @@ void NodeRunner::Run(const std::vector<const Tensor*>& inputs, std::vector<Tenso
 void NodeRunner::Run(const std::vector<const Tensor*>& inputs, const std::vector<const Tensor*>& infer_values,
                      std::vector<Tensor>& outputs, ThreadPool& pool, const OutputAllocator& alloc) const {
   const size_t num_outputs = node_.outputs.size();
-  InferContext infer(node_.attrs, node_.opset, desc_, num_outputs);
-  std::vector<TensorType> input_types(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i] == nullptr) {
-      infer.AddInput(nullptr, nullptr);
-      continue;
+  std::shared_ptr<const InferCache> cache = CachedOutputs(inputs);
+  if (!cache) {
+    InferContext infer(node_.attrs, node_.opset, desc_, num_outputs);
+    std::vector<TensorType> input_types(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i] == nullptr) {
+        infer.AddInput(nullptr, nullptr);
+        continue;
+      }
+      input_types[i] = TensorType::Of(inputs[i]->dtype(), inputs[i]->shape());
+      infer.AddInput(&input_types[i], infer_values[i]);  // host values (device sessions mirror shape inputs)
     }
-    input_types[i] = TensorType::Of(inputs[i]->dtype(), inputs[i]->shape());
-    infer.AddInput(&input_types[i], infer_values[i]);
+    node_.schema->infer(infer);
+    auto fresh = std::make_shared<InferCache>();
+    for (const Tensor* t : inputs) fresh->inputs.emplace_back(t ? t->dtype() : DType::kUndefined, t ? t->shape() : Shape());
+    for (size_t i = 0; i < num_outputs; ++i) {
+      if (node_.outputs[i] == kNoValue) {
+        fresh->outputs.emplace_back(DType::kUndefined, Shape());
+        continue;
+      }
+      const TensorType& t = infer.output(i);
+      OF_CHECK(t.fully_known() && t.dtype != DType::kUndefined, kInternal, desc_,
+               ": output ", i, " shape not determined at run time (", t.ToString(), ")");
+      fresh->outputs.emplace_back(t.dtype, t.ToShape());
+    }
+    // Data-dependent outputs (Reshape's shape input, Range, NonZero...) are inferred every run.
+    if (!infer.read_input_values()) std::atomic_store(&infer_cache_, std::shared_ptr<const InferCache>(fresh));
+    cache = std::move(fresh);
   }
-  node_.schema->infer(infer);
 
   outputs.assign(num_outputs, Tensor());
   for (size_t i = 0; i < num_outputs; ++i) {
     if (node_.outputs[i] == kNoValue) continue;
-    const TensorType& t = infer.output(i);
-    OF_CHECK(t.fully_known() && t.dtype != DType::kUndefined, kInternal, desc_,
-             ": output ", i, " shape not determined at run time (", t.ToString(), ")");
+    const auto& [dtype, shape] = cache->outputs[i];
     if (kind_ == KernelKind::kView && i == 0) {
       OF_ASSERT(inputs.size() > 0 && inputs[0] != nullptr);
-      outputs[0] = inputs[0]->Reshaped(t.ToShape());
+      outputs[0] = inputs[0]->Reshaped(shape);
     } else {
-      outputs[i] = alloc ? alloc(i, t.dtype, t.ToShape()) : Tensor::Uninitialized(t.dtype, t.ToShape());
+      outputs[i] = alloc ? alloc(i, dtype, shape) : Tensor::Uninitialized(dtype, shape);
     }
   }
   if (kind_ == KernelKind::kView) return;

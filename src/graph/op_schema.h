@@ -33,7 +33,13 @@ class InferContext {
   const TensorType& input_type(size_t i) const;  // throws when the input is absent
   DType input_dtype(size_t i) const { return input_type(i).dtype; }
   // The input's data when known (constants statically; always at run time); else nullptr.
-  const Tensor* input_value(size_t i) const { return i < values_.size() ? values_[i] : nullptr; }
+  const Tensor* input_value(size_t i) const {
+    values_read_ = true;
+    return i < values_.size() ? values_[i] : nullptr;
+  }
+  // Whether the inference asked for any input's data: if not, its outputs follow from the input
+  // types and attributes alone (NodeRunner reuses them for repeated input shapes).
+  bool read_input_values() const { return values_read_; }
   const AttrMap& attrs() const { return attrs_; }
   int opset() const { return opset_; }
   const std::string& node() const { return *node_desc_; }  // for error messages
@@ -55,6 +61,7 @@ class InferContext {
   std::vector<const TensorType*> types_;
   std::vector<const Tensor*> values_;
   std::vector<TensorType> outputs_;
+  mutable bool values_read_ = false;
 };
 
 using InferFn = std::function<void(InferContext&)>;

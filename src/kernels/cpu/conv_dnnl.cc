@@ -341,10 +341,11 @@ void RunDnnlConv2dNhwc(const DnnlConv2d& conv, const float* x, const float* bias
   }
   // Batches of at least one image per thread: whole images in chunks, one primitive call per
   // chunk (no halo rows recomputed, little per-call overhead), about four chunks per thread so
-  // the pool balances them dynamically when a core is busy. Smaller batches: bands of output rows
-  // of each image across the threads.
+  // the pool balances them dynamically when a core is busy; on one thread the whole batch is one
+  // call (cnn b16: 4 -> 1 call measured 2-4% faster per conv). Smaller batches: bands of output
+  // rows of each image across the threads.
   const bool whole = p.n >= threads;
-  const int64_t chunk = whole ? std::max<int64_t>(1, p.n / (4 * threads)) : 1;
+  const int64_t chunk = whole ? (threads == 1 ? p.n : std::max<int64_t>(1, p.n / (4 * threads))) : 1;
   const int64_t chunks = (p.n + chunk - 1) / chunk;
   auto slices = whole ? conv.BatchSlice(chunk) : conv.Slices(threads);
   auto tail = whole && p.n % chunk ? conv.BatchSlice(p.n % chunk) : slices;

@@ -49,6 +49,10 @@ struct GemmOperand {
   const PackedMatrix* packed = nullptr;
   static GemmOperand Raw(const float* d, int64_t ld, bool trans = false) { return {d, ld, trans, nullptr}; }
   static GemmOperand Packed(const PackedMatrix& p) { return {nullptr, 0, false, &p}; }
+  // Both: Sgemm picks per call (oneDNN on the raw data for the shapes where it measured faster).
+  static GemmOperand PackedOrRaw(const PackedMatrix& p, const float* d, int64_t ld, bool trans = false) {
+    return {d, ld, trans, &p};
+  }
 };
 
 // C[M, N] = alpha * op(A) op(B) + beta * C, then the epilogue; row-major C with leading dim ldc.
@@ -62,6 +66,9 @@ void Sgemm(int64_t M, int64_t N, int64_t K, float alpha, const GemmOperand& A, c
 // is on skip pre-packing their weights, since oneDNN's sgemm packs internally.
 void SetDnnlGemmEnabled(bool enabled);
 bool DnnlGemmEnabled();
+// Whether Sgemm multiplies more than a few rows by a B of N columns through oneDNN from B's raw
+// data when it is given beside the packed copy (GemmOperand::PackedOrRaw), not by the packed copy.
+bool GemmPrefersRawB(int64_t N);
 // While alive, oneDNN (an OpenMP build) runs single-threaded on the calling thread; the thread's
 // previous OpenMP setting is restored afterwards (the host application may use OpenMP too).
 class DnnlSingleThreadScope {

@@ -104,7 +104,7 @@ void MatMulKernel::Compute(KernelContext& ctx) {
     GemmEpilogue ep;
     ep.col_bias = bias ? bias->data<float>() : nullptr;
     ep.act = act_;
-    const GemmOperand bop = has_packed_b_ ? GemmOperand::Packed(packed_b_) : GemmOperand::Raw(pb, s.N);
+    const GemmOperand bop = has_packed_b_ ? GemmOperand::PackedOrRaw(packed_b_, pb, s.N) : GemmOperand::Raw(pb, s.N);
     if (fold) {
       // B's batch dims are all 1, so the output holds A's batch x M rows.
       const int64_t rows = y.numel() / s.N;
@@ -158,6 +158,12 @@ GemmKernel::GemmKernel(const KernelInitContext& init)
     const int64_t k = trans_b_ ? b->dim(1) : b->dim(0), n = trans_b_ ? b->dim(0) : b->dim(1);
     packed_b_ = PackGemmB(k, n, b->data<float>(), b->dim(1), trans_b_);
     has_packed_b_ = true;
+    if (trans_b_ && GemmPrefersRawB(n)) {
+      b_kn_.resize(static_cast<size_t>(k * n));
+      const float* src = b->data<float>();
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < k; ++i) b_kn_[static_cast<size_t>(i * n + j)] = src[j * k + i];
+    }
   }
 }
 
@@ -198,8 +204,10 @@ void GemmKernel::Compute(KernelContext& ctx) {
       FillBroadcastC<float>(*c, beta_, py, M, N);
       beta = 1.0f;
     }
-    const GemmOperand bop = has_packed_b_ ? GemmOperand::Packed(packed_b_)
-                                          : GemmOperand::Raw(b.data<float>(), b.dim(1), trans_b_);
+    GemmOperand bop = GemmOperand::Raw(b.data<float>(), b.dim(1), trans_b_);
+    if (has_packed_b_)
+      bop = b_kn_.empty() ? GemmOperand::PackedOrRaw(packed_b_, b.data<float>(), b.dim(1), trans_b_)
+                          : GemmOperand::PackedOrRaw(packed_b_, b_kn_.data(), N, false);
     Sgemm(M, N, K, alpha_, GemmOperand::Raw(a.data<float>(), a.dim(1), trans_a_), bop, beta, py, N, &ep,
           &ctx.pool());
     return;
