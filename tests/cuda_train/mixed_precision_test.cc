@@ -11,6 +11,7 @@
 #include <cstring>
 #include <random>
 
+#include "../cpu_kernel_call.h"
 #include "base/thread_pool.h"
 #include "model_graph.h"
 #include "kernels/kernel.h"
@@ -107,34 +108,10 @@ double TrainStep(TrainingSession& s, const Batch& b) {
 
 DType InputDType(const Graph& g, const Node& n, size_t i) { return g.values[static_cast<size_t>(n.inputs[i])].type.dtype; }
 
-// One CPU kernel call on host tensors (outputs allocated with the given dtypes and shapes).
-struct OpCall {
-  std::string op, domain;
-  int opset = 17;
-  AttrMap attrs;
-  std::vector<Tensor> inputs;
-  std::vector<std::pair<DType, Shape>> outputs;
-};
+using test_util::OpCall;
 
-Tensor RunCpu(const OpCall& call) {
-  static ThreadPool pool(2);
-  Graph g;
-  Node node;
-  node.op_type = call.op;
-  node.domain = call.domain;
-  node.opset = call.opset;
-  node.attrs = call.attrs;
-  const KernelDef* def = KernelRegistry::Global().Find(call.domain, call.op, DeviceType::kCpu);
-  OF_REQUIRE(def != nullptr, "no CPU kernel for ", call.op);
-  std::unique_ptr<OpKernel> kernel = def->factory(KernelInitContext(g, node));
-  KernelContext ctx(node, pool);
-  std::vector<Tensor> outs;
-  for (const auto& [dt, shape] : call.outputs) outs.push_back(Tensor::Uninitialized(dt, shape));
-  for (const Tensor& t : call.inputs) ctx.inputs().push_back(&t);
-  for (Tensor& t : outs) ctx.outputs().push_back(&t);
-  kernel->Compute(ctx);
-  return outs[0];
-}
+// The first output of one CPU kernel call.
+Tensor RunCpu(const OpCall& call) { return test_util::RunCpuKernel(call)[0]; }
 
 Tensor CastHost(const Tensor& t, DType to) {
   OpCall c;
