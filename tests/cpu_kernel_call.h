@@ -22,16 +22,22 @@ struct OpCall {
   std::vector<std::pair<DType, Shape>> outputs;
 };
 
-// Runs the CPU kernel of `call` on fresh (uninitialized) outputs of the given dtypes and shapes.
-// Throws kInvalidArgument when no CPU kernel is registered for the op.
-inline std::vector<Tensor> RunCpuKernel(const OpCall& call) {
-  static ThreadPool pool(2);
-  Graph g;
+// The node a kernel of `call` is created for (op, domain, opset and attributes only).
+inline Node KernelNode(const OpCall& call) {
   Node node;
   node.op_type = call.op;
   node.domain = call.domain;
   node.opset = call.opset;
   node.attrs = call.attrs;
+  return node;
+}
+
+// Runs the CPU kernel of `call` on fresh (uninitialized) outputs of the given dtypes and shapes.
+// Throws kInvalidArgument when no CPU kernel is registered for the op.
+inline std::vector<Tensor> RunCpuKernel(const OpCall& call) {
+  static ThreadPool pool(2);
+  Graph g;
+  const Node node = KernelNode(call);
   const KernelDef* def = KernelRegistry::Global().Find(call.domain, call.op, DeviceType::kCpu);
   OF_REQUIRE(def != nullptr, "no CPU kernel for ", call.op);
   std::unique_ptr<OpKernel> kernel = def->factory(KernelInitContext(g, node));

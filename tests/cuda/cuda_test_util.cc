@@ -11,11 +11,7 @@ ThreadPool& Pool() {
 std::vector<Tensor> RunKernel(DeviceType device, const OpCall& call) {
   if (device == DeviceType::kCpu) return test_util::RunCpuKernel(call);
   Graph g;
-  Node node;
-  node.op_type = call.op;
-  node.domain = call.domain;
-  node.opset = call.opset;
-  node.attrs = call.attrs;
+  const Node node = test_util::KernelNode(call);
   const KernelDef* def = KernelRegistry::Global().Find(call.domain, call.op, device);
   if (def == nullptr) {
     ADD_FAILURE() << "no CUDA kernel for " << call.op;
