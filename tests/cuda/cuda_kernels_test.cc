@@ -11,12 +11,11 @@
 namespace oneflow {
 namespace {
 
+using cuda_test::ExpectGpuMatchesCpu;
 using cuda_test::OpCall;
 using cuda_test::RandomTensor;
 using cuda_test::RelL2;
 using cuda_test::RunKernel;
-
-using cuda_test::ExpectGpuMatchesCpu;
 
 OpCall Unary(const std::string& op, const Tensor& x) {
   OpCall c;

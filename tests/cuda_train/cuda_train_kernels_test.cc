@@ -12,14 +12,12 @@
 namespace oneflow {
 namespace {
 
+using cuda_test::ExpectGpuMatchesCpu;
 using cuda_test::OpCall;
 using cuda_test::RandomTensor;
-using cuda_test::RelL2;
 using cuda_test::RunKernel;
 
 double Tol(DType dt) { return dt == DType::kFloat32 ? 1e-5 : dt == DType::kFloat16 ? 2e-3 : 1e-2; }
-
-using cuda_test::ExpectGpuMatchesCpu;
 
 OpCall GradOp(const std::string& op, const Tensor& dy, const Tensor& saved) {
   OpCall c;
