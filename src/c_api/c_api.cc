@@ -149,13 +149,7 @@ oneflow_status_t oneflow_session_create(oneflow_env_t* env, const oneflow_graph_
   return Guard([&] {
     OF_REQUIRE(graph != nullptr, "graph is NULL");
     OF_REQUIRE(out_session != nullptr, "out_session is NULL");
-    SessionOptions opts;
-    if (options) {
-      OF_REQUIRE(options->struct_size >= offsetof(oneflow_session_options_t, optimization_level) + sizeof(int32_t),
-                 "options.struct_size is too small; initialize options with oneflow_session_options_init");
-      opts.intra_op_threads = options->intra_op_threads;
-      opts.optimization_level = options->optimization_level;
-    }
+    const SessionOptions opts = ReadSessionOptions(options);
     auto h = std::make_unique<oneflow_session_s>();
     h->session = std::make_unique<Session>(*graph->graph, opts);
     h->io.Build(h->session->model());

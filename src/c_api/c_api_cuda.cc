@@ -31,18 +31,6 @@ void RequireCudaDevice(int32_t index) {
              count == 1 ? "" : "s", ")");
 }
 
-// The session options of the C ABI, read as oneflow_session_create reads them.
-SessionOptions ReadSessionOptions(const oneflow_session_options_t* options) {
-  SessionOptions opts;
-  if (options) {
-    OF_REQUIRE(options->struct_size >= offsetof(oneflow_session_options_t, optimization_level) + sizeof(int32_t),
-               "options.struct_size is too small; initialize options with oneflow_session_options_init");
-    opts.intra_op_threads = options->intra_op_threads;
-    opts.optimization_level = options->optimization_level;
-  }
-  return opts;
-}
-
 CudaGraphMode ReadGraphMode(const oneflow_device_session_options_t* o) {
   if (o == nullptr) return CudaGraphMode::kAuto;
   OF_REQUIRE(o->struct_size >= offsetof(oneflow_device_session_options_t, cuda_graphs) + sizeof(o->cuda_graphs),

@@ -147,6 +147,18 @@ inline void CheckInfoStruct(const oneflow_value_info_t* info) {
 
 
 // The arguments shared by the run calls (oneflow_session_run, oneflow_dist_session_run), checked.
+// The session options of the C ABI (NULL: defaults), as oneflow_session_create reads them.
+inline SessionOptions ReadSessionOptions(const oneflow_session_options_t* options) {
+  SessionOptions opts;
+  if (options) {
+    OF_REQUIRE(options->struct_size >= offsetof(oneflow_session_options_t, optimization_level) + sizeof(int32_t),
+               "options.struct_size is too small; initialize options with oneflow_session_options_init");
+    opts.intra_op_threads = options->intra_op_threads;
+    opts.optimization_level = options->optimization_level;
+  }
+  return opts;
+}
+
 struct RunArguments {
   std::vector<std::pair<std::string, Tensor>> feeds;
   std::vector<std::string> fetches;

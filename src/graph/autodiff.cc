@@ -19,17 +19,7 @@ bool IsFloating(DType t) {
 // Appends a node that is not part of any op's rule (the seed sum, the gradient outputs).
 std::string AppendNode(Graph& g, const std::string& op, const std::vector<int>& inputs, const std::string& out_name,
                        const AttrMap& attrs = {}) {
-  Node n;
-  n.op_type = op;
-  auto it = g.opset_imports.find("");
-  n.opset = it != g.opset_imports.end() ? it->second : kMaxOnnxOpset;
-  n.name = "grad/" + out_name;
-  n.inputs = inputs;
-  n.outputs.push_back(g.AddValue(out_name));
-  n.attrs = attrs;
-  ResolveNodeSchema(n);
-  InferNodeTypes(g, n);
-  g.nodes.push_back(std::move(n));
+  AppendTypedNode(g, op, inputs, out_name, attrs, "grad/" + out_name);
   return out_name;
 }
 

@@ -7,21 +7,6 @@
 namespace oneflow {
 namespace {
 
-int Append(Graph& g, const std::string& op, std::vector<int> inputs, const std::string& out, AttrMap attrs = {}) {
-  Node n;
-  n.name = out;
-  n.op_type = op;
-  auto it = g.opset_imports.find("");
-  n.opset = it != g.opset_imports.end() ? it->second : kMaxOnnxOpset;
-  n.inputs = std::move(inputs);
-  n.outputs.push_back(g.AddValue(out));
-  n.attrs = std::move(attrs);
-  ResolveNodeSchema(n);
-  InferNodeTypes(g, n);
-  g.nodes.push_back(std::move(n));
-  return g.nodes.back().outputs[0];
-}
-
 AttrMap KeepDims0() {
   AttrMap a;
   a.set("keepdims", Attribute::Int(0));
@@ -65,14 +50,14 @@ std::string AppendLoss(Graph& graph, LossKind kind, const std::string& predictio
     g.inputs.push_back(lab);
     AttrMap a;
     a.set("reduction", Attribute::String(red));
-    out = Append(g, "SoftmaxCrossEntropyLoss", {pred, lab}, loss, a);
+    out = AppendTypedNode(g, "SoftmaxCrossEntropyLoss", {pred, lab}, loss, a);
   } else {
     const int lab = g.AddValue(labels, pt);
     g.inputs.push_back(lab);
-    const int diff = Append(g, "Sub", {pred, lab}, g.UniqueName(loss + "/diff"));
-    const int elem = kind == LossKind::kL1 ? Append(g, "Abs", {diff}, g.UniqueName(loss + "/abs"))
-                                           : Append(g, "Mul", {diff, diff}, g.UniqueName(loss + "/square"));
-    out = Append(g, reduction == LossReduction::kMean ? "ReduceMean" : "ReduceSum", {elem}, loss, KeepDims0());
+    const int diff = AppendTypedNode(g, "Sub", {pred, lab}, g.UniqueName(loss + "/diff"));
+    const int elem = kind == LossKind::kL1 ? AppendTypedNode(g, "Abs", {diff}, g.UniqueName(loss + "/abs"))
+                                           : AppendTypedNode(g, "Mul", {diff, diff}, g.UniqueName(loss + "/square"));
+    out = AppendTypedNode(g, reduction == LossReduction::kMean ? "ReduceMean" : "ReduceSum", {elem}, loss, KeepDims0());
   }
   g.outputs.push_back(out);
   graph = std::move(g);

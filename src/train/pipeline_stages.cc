@@ -31,21 +31,6 @@ double NodeFlops(const Graph& g, const Node& n) {
   return EstimateFlops(n, in, out);
 }
 
-int Append(Graph& g, const std::string& op, std::vector<int> inputs, const std::string& out, AttrMap attrs = {}) {
-  Node n;
-  n.name = out;
-  n.op_type = op;
-  auto it = g.opset_imports.find("");
-  n.opset = it != g.opset_imports.end() ? it->second : kMaxOnnxOpset;
-  n.inputs = std::move(inputs);
-  n.outputs.push_back(g.AddValue(out));
-  n.attrs = std::move(attrs);
-  ResolveNodeSchema(n);
-  InferNodeTypes(g, n);
-  g.nodes.push_back(std::move(n));
-  return g.nodes.back().outputs[0];
-}
-
 // Chooses stages - 1 separators (indices into `seps`, increasing) whose prefix flops are closest
 // to even shares, leaving enough separators after each choice for the cuts still to make.
 std::vector<size_t> ChooseCuts(const std::vector<Separator>& seps, const std::vector<double>& prefix, int stages) {
@@ -114,10 +99,10 @@ PipelineStage BuildStage(const TrainingGraph& t, const std::vector<int>& nodes, 
   const int grad_in = sg.AddValue(sg.UniqueName(st.output + "/pipeline_grad"), sg.values[static_cast<size_t>(out_id)].type);
   sg.inputs.push_back(grad_in);
   st.output_grad = sg.values[static_cast<size_t>(grad_in)].name;
-  const int prod = Append(sg, "Mul", {out_id, grad_in}, sg.UniqueName(st.output + "/pipeline_weighted"));
+  const int prod = AppendTypedNode(sg, "Mul", {out_id, grad_in}, sg.UniqueName(st.output + "/pipeline_weighted"));
   AttrMap keep;
   keep.set("keepdims", Attribute::Int(0));
-  const int objective = Append(sg, "ReduceSum", {prod}, sg.UniqueName(st.output + "/pipeline_objective"), keep);
+  const int objective = AppendTypedNode(sg, "ReduceSum", {prod}, sg.UniqueName(st.output + "/pipeline_objective"), keep);
 
   std::vector<std::string> wrt = st.params;
   if (!st.input.empty()) wrt.push_back(st.input);

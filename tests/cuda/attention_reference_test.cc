@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 
+#include "../cpu_kernel_call.h"
 #include "base/thread_pool.h"
 #include "engine/session.h"
 #include "graph/op_schema.h"
@@ -16,37 +17,9 @@
 namespace oneflow {
 namespace {
 
-struct OpCall {
-  std::string op;
-  std::string domain;
-  int opset = 13;
-  AttrMap attrs;
-  std::vector<Tensor> inputs;
-  std::vector<std::pair<DType, Shape>> outputs;
-};
+using test_util::OpCall;
 
-std::vector<Tensor> RunCpu(const OpCall& call) {
-  static ThreadPool pool(2);
-  Graph g;
-  Node node;
-  node.op_type = call.op;
-  node.domain = call.domain;
-  node.opset = call.opset;
-  node.attrs = call.attrs;
-  const KernelDef* def = KernelRegistry::Global().Find(call.domain, call.op, DeviceType::kCpu);
-  if (def == nullptr) {
-    ADD_FAILURE() << "no CPU kernel for " << call.op;
-    return {};
-  }
-  std::unique_ptr<OpKernel> kernel = def->factory(KernelInitContext(g, node));
-  KernelContext ctx(node, pool);
-  std::vector<Tensor> outs;
-  for (const auto& [dt, shape] : call.outputs) outs.push_back(Tensor(dt, shape));
-  for (const Tensor& t : call.inputs) ctx.inputs().push_back(&t);
-  for (Tensor& t : outs) ctx.outputs().push_back(&t);
-  kernel->Compute(ctx);
-  return outs;
-}
+std::vector<Tensor> RunCpu(const OpCall& call) { return test_util::RunCpuKernel(call); }
 
 Tensor RandomTensor(const Shape& shape, std::mt19937& rng) {
   Tensor t(DType::kFloat32, shape);

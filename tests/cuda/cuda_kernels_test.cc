@@ -3,6 +3,7 @@
 // (rounded) inputs. All of these skip with "no CUDA device" where there is none.
 #include <gtest/gtest.h>
 
+#include "cuda_compare.h"
 #include "cuda_test_util.h"
 #include "graph/op_schema.h"
 #include "kernels/cuda/matmul_cublaslt.h"
@@ -10,26 +11,11 @@
 namespace oneflow {
 namespace {
 
+using cuda_test::ExpectGpuMatchesCpu;
 using cuda_test::OpCall;
 using cuda_test::RandomTensor;
 using cuda_test::RelL2;
 using cuda_test::RunKernel;
-
-// Runs `call` on both devices; in half precision the CPU reference gets the f32 copy of the inputs.
-void ExpectMatchesCpu(OpCall call, double tol, const std::string& label) {
-  const std::vector<Tensor> gpu = RunKernel(DeviceType::kCuda, call);
-  OpCall ref = call;
-  for (Tensor& t : ref.inputs)
-    if (t.defined() && IsHalfDType(t.dtype())) t = cuda_test::CastHost(t, DType::kFloat32);
-  for (auto& [dt, shape] : ref.outputs)
-    if (IsHalfDType(dt)) dt = DType::kFloat32;
-  const std::vector<Tensor> cpu = RunKernel(DeviceType::kCpu, ref);
-  ASSERT_EQ(gpu.size(), cpu.size());
-  for (size_t i = 0; i < gpu.size(); ++i) {
-    const double err = RelL2(gpu[i], cpu[i]);
-    EXPECT_LE(err, tol) << label << " output " << i;
-  }
-}
 
 OpCall Unary(const std::string& op, const Tensor& x) {
   OpCall c;
@@ -52,17 +38,17 @@ TEST(CudaKernels, UnaryMatchesCpu) {
   for (const char* op : {"Relu", "Sigmoid", "Tanh", "Gelu", "Exp", "Neg", "Abs", "Erf", "Softplus", "HardSwish",
                          "LeakyRelu", "HardSigmoid"}) {
     for (Shape s : {Shape{3, 5, 7}, Shape{1001}, Shape{4096}}) {  // odd sizes exercise the vector tail
-      ExpectMatchesCpu(Unary(op, RandomTensor(DType::kFloat32, s, rng)), 1e-5, op);
-      ExpectMatchesCpu(Unary(op, RandomTensor(DType::kBFloat16, s, rng)), 1e-2, std::string(op) + " bf16");
-      ExpectMatchesCpu(Unary(op, RandomTensor(DType::kFloat16, s, rng)), 2e-3, std::string(op) + " f16");
+      ExpectGpuMatchesCpu(Unary(op, RandomTensor(DType::kFloat32, s, rng)), 1e-5, op);
+      ExpectGpuMatchesCpu(Unary(op, RandomTensor(DType::kBFloat16, s, rng)), 1e-2, std::string(op) + " bf16");
+      ExpectGpuMatchesCpu(Unary(op, RandomTensor(DType::kFloat16, s, rng)), 2e-3, std::string(op) + " f16");
     }
   }
   OpCall gelu_tanh = Unary("Gelu", RandomTensor(DType::kFloat32, {2049}, rng, -4.0f, 4.0f));
   gelu_tanh.opset = 20;
   gelu_tanh.attrs.set("approximate", Attribute::String("tanh"));
-  ExpectMatchesCpu(gelu_tanh, 1e-5, "Gelu tanh");
+  ExpectGpuMatchesCpu(gelu_tanh, 1e-5, "Gelu tanh");
   for (const char* op : {"Log", "Sqrt", "Reciprocal"})
-    ExpectMatchesCpu(Unary(op, RandomTensor(DType::kFloat32, {777}, rng, 0.1f, 4.0f)), 1e-5, op);
+    ExpectGpuMatchesCpu(Unary(op, RandomTensor(DType::kFloat32, {777}, rng, 0.1f, 4.0f)), 1e-5, op);
 }
 
 TEST(CudaKernels, BinaryBroadcastMatchesCpu) {
@@ -82,7 +68,7 @@ TEST(CudaKernels, BinaryBroadcastMatchesCpu) {
         c.inputs = {RandomTensor(dt, k.a, rng, pow ? 0.5f : -2.0f, 2.0f),
                     RandomTensor(dt, k.b, rng, std::string(op) == "Div" ? 0.5f : -2.0f, 2.0f)};
         c.outputs = {{dt, k.y}};
-        ExpectMatchesCpu(c, dt == DType::kFloat32 ? 1e-6 : 1e-2, std::string(op) + " " + ShapeToString(k.y));
+        ExpectGpuMatchesCpu(c, dt == DType::kFloat32 ? 1e-6 : 1e-2, std::string(op) + " " + ShapeToString(k.y));
       }
     }
   }
@@ -135,7 +121,7 @@ TEST(CudaKernels, ReductionsMatchCpu) {
       c.attrs.set("keepdims", Attribute::Int(k.keep));
       c.inputs = {RandomTensor(DType::kFloat32, k.x, rng)};
       c.outputs = {{DType::kFloat32, k.y}};
-      ExpectMatchesCpu(c, 1e-5, std::string(op) + " " + ShapeToString(k.x));
+      ExpectGpuMatchesCpu(c, 1e-5, std::string(op) + " " + ShapeToString(k.x));
     }
   }
 }
@@ -152,7 +138,7 @@ TEST(CudaKernels, SoftmaxAndLayerNormMatchCpu) {
         c.attrs.set("axis", Attribute::Int(axis));
         c.inputs = {RandomTensor(dt, {6, 33, 257}, rng, -5.0f, 5.0f)};
         c.outputs = {{dt, {6, 33, 257}}};
-        ExpectMatchesCpu(c, dt == DType::kFloat32 ? 1e-5 : 1e-2, std::string(op) + " axis " + std::to_string(axis));
+        ExpectGpuMatchesCpu(c, dt == DType::kFloat32 ? 1e-5 : 1e-2, std::string(op) + " axis " + std::to_string(axis));
       }
     }
   }
@@ -169,7 +155,7 @@ TEST(CudaKernels, SoftmaxAndLayerNormMatchCpu) {
     Shape stat = x;
     for (size_t d = (axis < 0 ? 2 : 1); d < stat.size(); ++d) stat[d] = 1;
     c.outputs = {{DType::kFloat32, x}, {DType::kFloat32, stat}, {DType::kFloat32, stat}};
-    ExpectMatchesCpu(c, 1e-5, "LayerNorm axis " + std::to_string(axis));
+    ExpectGpuMatchesCpu(c, 1e-5, "LayerNorm axis " + std::to_string(axis));
   }
 }
 
@@ -212,12 +198,12 @@ TEST(CudaKernels, MatMulMatchesCpu) {
                         {{2, 1, 8, 16}, {3, 16, 4}, {2, 3, 8, 4}}, {{40}, {40, 7}, {7}},
                         {{5, 40}, {40}, {5}},                      {{4, 9, 31}, {4, 31, 12}, {4, 9, 12}}};
   for (const Case& k : cases) {
-    ExpectMatchesCpu(MatMulCall(DType::kFloat32, k.a, k.b, k.y, rng), 1e-5, "f32 " + ShapeToString(k.y));
-    ExpectMatchesCpu(MatMulCall(DType::kBFloat16, k.a, k.b, k.y, rng), 1e-2, "bf16 " + ShapeToString(k.y));
-    ExpectMatchesCpu(MatMulCall(DType::kFloat16, k.a, k.b, k.y, rng), 2e-3, "f16 " + ShapeToString(k.y));
+    ExpectGpuMatchesCpu(MatMulCall(DType::kFloat32, k.a, k.b, k.y, rng), 1e-5, "f32 " + ShapeToString(k.y));
+    ExpectGpuMatchesCpu(MatMulCall(DType::kBFloat16, k.a, k.b, k.y, rng), 1e-2, "bf16 " + ShapeToString(k.y));
+    ExpectGpuMatchesCpu(MatMulCall(DType::kFloat16, k.a, k.b, k.y, rng), 2e-3, "f16 " + ShapeToString(k.y));
   }
   cuda::SetAllowTf32(true);
-  ExpectMatchesCpu(MatMulCall(DType::kFloat32, {256, 512}, {512, 128}, {256, 128}, rng), 2e-3, "tf32");
+  ExpectGpuMatchesCpu(MatMulCall(DType::kFloat32, {256, 512}, {512, 128}, {256, 128}, rng), 2e-3, "tf32");
   cuda::SetAllowTf32(false);
 }
 
@@ -233,7 +219,7 @@ TEST(CudaKernels, FusedMatMulAndGemmEpiloguesMatchCpu) {
       c.attrs.set("activation", Attribute::String(act));
       c.attrs.set("activation_params", Attribute::Floats({}));
       c.inputs.push_back(RandomTensor(dt, {40}, rng));
-      ExpectMatchesCpu(c, dt == DType::kFloat32 ? 1e-5 : 1e-2, std::string("FusedMatMul ") + act);
+      ExpectGpuMatchesCpu(c, dt == DType::kFloat32 ? 1e-5 : 1e-2, std::string("FusedMatMul ") + act);
     }
   }
   struct GemmCase { int ta, tb; float alpha, beta; Shape c; };
@@ -251,7 +237,7 @@ TEST(CudaKernels, FusedMatMulAndGemmEpiloguesMatchCpu) {
                 RandomTensor(DType::kFloat32, g.tb ? Shape{40, 64} : Shape{64, 40}, rng),
                 RandomTensor(DType::kFloat32, g.c, rng)};
     c.outputs = {{DType::kFloat32, {48, 40}}};
-    ExpectMatchesCpu(c, 1e-5, "Gemm transA=" + std::to_string(g.ta) + " transB=" + std::to_string(g.tb) +
+    ExpectGpuMatchesCpu(c, 1e-5, "Gemm transA=" + std::to_string(g.ta) + " transB=" + std::to_string(g.tb) +
                                   " C=" + ShapeToString(g.c));
   }
 }

@@ -9,45 +9,21 @@
 #include <string>
 
 #include "cuda_test_util.h"
+#include "../graph_builder.h"
 #include "engine/session.h"
 
 namespace oneflow {
 namespace {
 
+using test_util::Ints;
 using cuda_test::RelL2;
 
-struct Model {
-  Graph g;
-  Model() { g.opset_imports[""] = 17; }
-  int Input(const std::string& name, TensorType t) {
-    const int v = g.AddValue(name, std::move(t));
-    g.inputs.push_back(v);
-    return v;
-  }
-  int Const(const std::string& name, const Tensor& t) { return g.AddConstant(name, t); }
-  int Node(const std::string& op, std::vector<int> inputs, AttrMap attrs = {}) {
-    oneflow::Node n;
-    n.op_type = op;
-    n.opset = 17;
-    n.name = op + std::to_string(g.nodes.size());
-    n.inputs = std::move(inputs);
-    n.outputs = {g.AddValue(n.name + "_out")};
-    n.attrs = std::move(attrs);
-    g.nodes.push_back(std::move(n));
-    return g.nodes.back().outputs[0];
-  }
-};
+using Model = test_util::GraphBuilder;
 
 Tensor Random(const Shape& shape, std::mt19937& rng, float scale = 1.0f) {
   Tensor t(DType::kFloat32, shape);
   std::uniform_real_distribution<float> d(-scale, scale);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
-
-Tensor Ints(std::vector<int64_t> v) {
-  Tensor t(DType::kInt64, Shape{static_cast<int64_t>(v.size())});
-  for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
   return t;
 }
 

@@ -9,15 +9,12 @@ ThreadPool& Pool() {
 }
 
 std::vector<Tensor> RunKernel(DeviceType device, const OpCall& call) {
+  if (device == DeviceType::kCpu) return test_util::RunCpuKernel(call);
   Graph g;
-  Node node;
-  node.op_type = call.op;
-  node.domain = call.domain;
-  node.opset = call.opset;
-  node.attrs = call.attrs;
+  const Node node = test_util::KernelNode(call);
   const KernelDef* def = KernelRegistry::Global().Find(call.domain, call.op, device);
   if (def == nullptr) {
-    ADD_FAILURE() << "no " << (device == DeviceType::kCuda ? "CUDA" : "CPU") << " kernel for " << call.op;
+    ADD_FAILURE() << "no CUDA kernel for " << call.op;
     return {};
   }
   std::unique_ptr<OpKernel> kernel = def->factory(KernelInitContext(g, node));
@@ -25,14 +22,6 @@ std::vector<Tensor> RunKernel(DeviceType device, const OpCall& call) {
   std::vector<Tensor> ins, outs;
   ins.reserve(call.inputs.size());
   outs.reserve(call.outputs.size());
-  if (device == DeviceType::kCpu) {
-    ins = call.inputs;
-    for (const auto& [dt, shape] : call.outputs) outs.push_back(Tensor::Uninitialized(dt, shape));
-    for (const Tensor& t : ins) ctx.inputs().push_back(t.defined() ? &t : nullptr);
-    for (Tensor& t : outs) ctx.outputs().push_back(&t);
-    kernel->Compute(ctx);
-    return outs;
-  }
   cuda::Stream stream(0);
   cuda::StreamScope scope(stream.get());
   for (const Tensor& t : call.inputs) ins.push_back(t.defined() ? cuda::ToDevice(t, 0, stream.get()) : Tensor());

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../cpu_kernel_call.h"
 #include "base/thread_pool.h"
 #include "device/cuda/cuda_check.h"
 #include "device/cuda/cuda_device.h"
@@ -23,14 +24,7 @@ namespace oneflow::cuda_test {
     if (::oneflow::cuda::DeviceCount(&of_why_) == 0) GTEST_SKIP() << "no CUDA device: " << of_why_; \
   } while (0)
 
-struct OpCall {
-  std::string op;
-  std::string domain;
-  int opset = 17;
-  AttrMap attrs;
-  std::vector<Tensor> inputs;  // host tensors; an undefined tensor is an omitted optional input
-  std::vector<std::pair<DType, Shape>> outputs;
-};
+using test_util::OpCall;
 
 ThreadPool& Pool();
 // Runs the registered kernel of `call` on `device`; returns host tensors. On CUDA the outputs are

@@ -8,30 +8,12 @@
 
 #include "engine/device_placement.h"
 #include "engine/session.h"
+#include "../graph_builder.h"
 
 namespace oneflow {
 namespace {
 
-struct Builder {
-  Graph g;
-  Builder() { g.opset_imports[""] = 17; }
-  int Input(const std::string& name, TensorType t) {
-    const int v = g.AddValue(name, std::move(t));
-    g.inputs.push_back(v);
-    return v;
-  }
-  int Const(const std::string& name, const Tensor& t) { return g.AddConstant(name, t); }
-  int Node(const std::string& op, std::vector<int> inputs, AttrMap attrs = {}) {
-    oneflow::Node n;
-    n.op_type = op;
-    n.opset = 17;
-    n.name = op + std::to_string(g.nodes.size());
-    n.inputs = std::move(inputs);
-    n.outputs = {g.AddValue(n.name + "_out")};
-    n.attrs = std::move(attrs);
-    g.nodes.push_back(std::move(n));
-    return g.nodes.back().outputs[0];
-  }
+struct Builder : test_util::GraphBuilder {
   // Index of the node producing value `v`.
   size_t Producer(int v) const {
     for (size_t i = 0; i < g.nodes.size(); ++i)
@@ -42,11 +24,7 @@ struct Builder {
   }
 };
 
-Tensor Ints(std::vector<int64_t> v) {
-  Tensor t(DType::kInt64, Shape{static_cast<int64_t>(v.size())});
-  for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
-  return t;
-}
+using test_util::Ints;
 
 std::function<bool(const Node&)> DeviceOps(std::set<std::string> ops) {
   return [ops](const Node& n) { return ops.count(n.op_type) != 0; };

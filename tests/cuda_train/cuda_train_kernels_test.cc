@@ -4,6 +4,7 @@
 // CPU's f32 result on the same rounded inputs. All skip with "no CUDA device" where there is none.
 #include <gtest/gtest.h>
 
+#include "../cuda/cuda_compare.h"
 #include "../cuda/cuda_test_util.h"
 #include "graph/grad_context.h"
 #include "graph/op_schema.h"
@@ -11,24 +12,12 @@
 namespace oneflow {
 namespace {
 
+using cuda_test::ExpectGpuMatchesCpu;
 using cuda_test::OpCall;
 using cuda_test::RandomTensor;
-using cuda_test::RelL2;
 using cuda_test::RunKernel;
 
 double Tol(DType dt) { return dt == DType::kFloat32 ? 1e-5 : dt == DType::kFloat16 ? 2e-3 : 1e-2; }
-
-void ExpectMatchesCpu(OpCall call, double tol, const std::string& label) {
-  const std::vector<Tensor> gpu = RunKernel(DeviceType::kCuda, call);
-  OpCall ref = call;
-  for (Tensor& t : ref.inputs)
-    if (t.defined() && IsHalfDType(t.dtype())) t = cuda_test::CastHost(t, DType::kFloat32);
-  for (auto& [dt, shape] : ref.outputs)
-    if (IsHalfDType(dt)) dt = DType::kFloat32;
-  const std::vector<Tensor> cpu = RunKernel(DeviceType::kCpu, ref);
-  ASSERT_EQ(gpu.size(), cpu.size());
-  for (size_t i = 0; i < gpu.size(); ++i) EXPECT_LE(RelL2(gpu[i], cpu[i]), tol) << label << " output " << i;
-}
 
 OpCall GradOp(const std::string& op, const Tensor& dy, const Tensor& saved) {
   OpCall c;
@@ -74,7 +63,7 @@ TEST(CudaTrainKernels, ActivationGradsMatchCpu) {
         const bool unit = std::string(k.op) == "SigmoidGrad" || std::string(k.op) == "TanhGrad";
         OpCall c = GradOp(k.op, RandomTensor(dt, s, rng), RandomTensor(dt, s, rng, unit ? 0.0f : -4.0f, unit ? 1.0f : 4.0f));
         c.attrs = k.attrs;
-        ExpectMatchesCpu(c, Tol(dt), std::string(k.op) + " " + DTypeName(dt));
+        ExpectGpuMatchesCpu(c, Tol(dt), std::string(k.op) + " " + DTypeName(dt));
       }
     }
   }
@@ -99,7 +88,7 @@ TEST(CudaTrainKernels, ReduceSumToShapeMatchesCpu) {
       c.inputs = {RandomTensor(dt, k.x, rng), shape};
       c.outputs = {{dt, k.y}};
       // bf16 output rounding plus long f32 sums in another order.
-      ExpectMatchesCpu(c, dt == DType::kFloat32 ? 1e-5 : 1e-2, ShapeToString(k.x) + "->" + ShapeToString(k.y));
+      ExpectGpuMatchesCpu(c, dt == DType::kFloat32 ? 1e-5 : 1e-2, ShapeToString(k.x) + "->" + ShapeToString(k.y));
     }
   }
 }
@@ -112,14 +101,14 @@ TEST(CudaTrainKernels, SumMatchesCpu) {
     c.op = "Sum";
     for (int i = 0; i < n; ++i) c.inputs.push_back(RandomTensor(DType::kFloat32, {5, 1031}, rng));
     c.outputs = {{DType::kFloat32, {5, 1031}}};
-    ExpectMatchesCpu(c, 1e-6, "Sum of " + std::to_string(n));
+    ExpectGpuMatchesCpu(c, 1e-6, "Sum of " + std::to_string(n));
   }
   OpCall b;
   b.op = "Sum";
   b.inputs = {RandomTensor(DType::kBFloat16, {4, 1, 6}, rng), RandomTensor(DType::kBFloat16, {3, 1}, rng),
               RandomTensor(DType::kBFloat16, {6}, rng)};
   b.outputs = {{DType::kBFloat16, {4, 3, 6}}};
-  ExpectMatchesCpu(b, 1e-2, "Sum broadcast bf16");
+  ExpectGpuMatchesCpu(b, 1e-2, "Sum broadcast bf16");
 }
 
 TEST(CudaTrainKernels, SoftmaxGradsMatchCpu) {
@@ -131,7 +120,7 @@ TEST(CudaTrainKernels, SoftmaxGradsMatchCpu) {
         const Shape s{4, 37, 5};
         OpCall c = GradOp(op, RandomTensor(dt, s, rng), RandomTensor(dt, s, rng, 0.0f, 1.0f));
         c.attrs.set("axis", Attribute::Int(axis));
-        ExpectMatchesCpu(c, Tol(dt) * 2, std::string(op) + " axis " + std::to_string(axis) + " " + DTypeName(dt));
+        ExpectGpuMatchesCpu(c, Tol(dt) * 2, std::string(op) + " axis " + std::to_string(axis) + " " + DTypeName(dt));
       }
     }
   }
@@ -166,7 +155,7 @@ TEST(CudaTrainKernels, LayerNormGradMatchesCpu) {
         c.inputs.push_back(inv);
       }
       c.outputs = {{DType::kFloat32, s}, {DType::kFloat32, {n}}, {DType::kFloat32, {n}}};
-      ExpectMatchesCpu(c, 1e-4, "LayerNormGrad " + ShapeToString(s) + (saved ? " saved" : ""));
+      ExpectGpuMatchesCpu(c, 1e-4, "LayerNormGrad " + ShapeToString(s) + (saved ? " saved" : ""));
     }
   }
 }
@@ -217,10 +206,10 @@ TEST(CudaTrainKernels, SoftmaxCrossEntropyMatchesCpu) {
           const std::string label = std::string("SCE ") + ShapeToString(xs) + " " + red + " v" +
                                     std::to_string(variant) + " " + DTypeName(dt);
           // The loss is one sum over many positions: bf16 output rounding dominates.
-          ExpectMatchesCpu(Sce(x, labels, red, false, Tensor(), w, ig), dt == DType::kFloat32 ? 1e-5 : 1e-2, label);
+          ExpectGpuMatchesCpu(Sce(x, labels, red, false, Tensor(), w, ig), dt == DType::kFloat32 ? 1e-5 : 1e-2, label);
           Shape ds = std::string(red) == "none" ? ls : Shape{};
           const Tensor dloss = RandomTensor(dt, ds, rng, 0.5f, 1.5f);
-          ExpectMatchesCpu(Sce(x, labels, red, true, dloss, w, ig), dt == DType::kFloat32 ? 1e-5 : 1e-2, label + " grad");
+          ExpectGpuMatchesCpu(Sce(x, labels, red, true, dloss, w, ig), dt == DType::kFloat32 ? 1e-5 : 1e-2, label + " grad");
         }
       }
     }

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "../cuda/cuda_test_util.h"
+#include "model_graph.h"
 #include "engine/session.h"
 #include "graph/grad_context.h"
 #include "graph/op_schema.h"
@@ -55,19 +56,10 @@ Graph MakeMlp(std::mt19937& rng) {
   const int x = g.AddValue("x", TensorType::Of(DType::kFloat32, {kN, kIn}));
   g.inputs.push_back(x);
   auto param = [&](const std::string& name, const Shape& s, float scale) {
-    const int id = g.AddConstant(name, cuda_test::RandomTensor(DType::kFloat32, s, rng, -scale, scale));
-    g.values[static_cast<size_t>(id)].is_parameter = true;
-    return id;
+    return train_test::AddParam(g, name, cuda_test::RandomTensor(DType::kFloat32, s, rng, -scale, scale));
   };
   auto op = [&](const std::string& type, std::vector<int> in, const std::string& out) {
-    Node n;
-    n.name = out;
-    n.op_type = type;
-    n.opset = 17;
-    n.inputs = std::move(in);
-    n.outputs.push_back(g.AddValue(out));
-    g.nodes.push_back(std::move(n));
-    return g.nodes.back().outputs[0];
+    return train_test::AddOp(g, type, std::move(in), out);
   };
   const int w1 = param("w1", {kIn, kHidden}, 0.4f), b1 = param("b1", {kHidden}, 0.1f);
   const int w2 = param("w2", {kHidden, kClasses}, 0.3f), b2 = param("b2", {kClasses}, 0.1f);

@@ -10,35 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../c_test_check.h"
 #include "oneflow_c.h"
 
-static int g_pass = 0, g_fail = 0;
 static const char* g_fix;
 static float g_x[20];
 static int64_t g_y[5];
-
-#define EXPECT(cond, ...)                                             \
-  do {                                                                \
-    if (cond) {                                                       \
-      ++g_pass;                                                       \
-    } else {                                                          \
-      ++g_fail;                                                       \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                   \
-      fprintf(stderr, "\n");                                          \
-    }                                                                 \
-  } while (0)
-
-#define OK(call)                                                                                     \
-  do {                                                                                               \
-    oneflow_status_t st_ = (call);                                                                   \
-    if (st_) {                                                                                       \
-      fprintf(stderr, "FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, oneflow_status_message(st_)); \
-      oneflow_status_free(st_);                                                                      \
-      ++g_fail;                                                                                      \
-      return;                                                                                        \
-    }                                                                                                \
-  } while (0)
 
 static void read_file(const char* name, void* dst, size_t bytes) {
   char path[4096];

@@ -11,7 +11,9 @@
 #include <cstring>
 #include <random>
 
+#include "../cpu_kernel_call.h"
 #include "base/thread_pool.h"
+#include "model_graph.h"
 #include "kernels/kernel.h"
 #include "engine/session.h"
 #include "serialize/onnx_import.h"
@@ -32,6 +34,9 @@ Tensor Randn(const Shape& s, std::mt19937& rng, float scale) {
   return t;
 }
 
+using train_test::AddOp;
+using train_test::AddParam;
+
 // input [N, 32] -> 64 -> Relu -> 64 -> Relu -> logits [N, 8]; He-initialized, zero biases. With
 // `attention_like`, the logits go through Softmax and a LayerNormalization first (ops the pass
 // must keep in f32).
@@ -41,39 +46,23 @@ Graph MakeMlp(uint64_t seed, bool attention_like = false) {
   g.opset_imports[""] = 17;
   const int x = g.AddValue("input", TensorType::Of(DType::kFloat32, {kBatch, kIn}));
   g.inputs.push_back(x);
-  auto param = [&](const std::string& name, Tensor t) {
-    const int id = g.AddConstant(name, std::move(t));
-    g.values[static_cast<size_t>(id)].is_parameter = true;
-    return id;
-  };
-  auto op = [&](const std::string& type, std::vector<int> in, const std::string& out, AttrMap attrs = {}) {
-    Node n;
-    n.name = out;
-    n.op_type = type;
-    n.opset = 17;
-    n.inputs = std::move(in);
-    n.outputs.push_back(g.AddValue(out));
-    n.attrs = std::move(attrs);
-    g.nodes.push_back(std::move(n));
-    return g.nodes.back().outputs[0];
-  };
   const int64_t dims[] = {kIn, kHidden, kHidden, kClasses};
   int h = x;
   for (int l = 0; l < 3; ++l) {
     const std::string p = "fc" + std::to_string(l + 1);
-    const int w = param(p + ".weight", Randn({dims[l], dims[l + 1]}, rng, std::sqrt(2.0f / dims[l])));
-    const int b = param(p + ".bias", Tensor(DType::kFloat32, {dims[l + 1]}));
+    const int w = AddParam(g, p + ".weight", Randn({dims[l], dims[l + 1]}, rng, std::sqrt(2.0f / dims[l])));
+    const int b = AddParam(g, p + ".bias", Tensor(DType::kFloat32, {dims[l + 1]}));
     const bool last = l == 2;
-    const int pre = op("Add", {op("MatMul", {h, w}, p + ".mm"), b}, last && !attention_like ? "logits" : p + ".pre");
-    h = last ? pre : op("Relu", {pre}, p + ".act");
+    const int pre = AddOp(g, "Add", {AddOp(g, "MatMul", {h, w}, p + ".mm"), b}, last && !attention_like ? "logits" : p + ".pre");
+    h = last ? pre : AddOp(g, "Relu", {pre}, p + ".act");
   }
   if (attention_like) {
-    const int probs = op("Softmax", {h}, "probs", MakeAttrs({{"axis", Attribute::Int(-1)}}));
+    const int probs = AddOp(g, "Softmax", {h}, "probs", MakeAttrs({{"axis", Attribute::Int(-1)}}));
     Tensor ones(DType::kFloat32, {kClasses});
     for (int64_t i = 0; i < kClasses; ++i) ones.data<float>()[i] = 1.0f;
-    const int scale = param("ln.weight", ones);
-    const int bias = param("ln.bias", Tensor(DType::kFloat32, {kClasses}));
-    h = op("LayerNormalization", {probs, scale, bias}, "logits", MakeAttrs({{"axis", Attribute::Int(-1)}}));
+    const int scale = AddParam(g, "ln.weight", ones);
+    const int bias = AddParam(g, "ln.bias", Tensor(DType::kFloat32, {kClasses}));
+    h = AddOp(g, "LayerNormalization", {probs, scale, bias}, "logits", MakeAttrs({{"axis", Attribute::Int(-1)}}));
   }
   g.outputs.push_back(h);
   PrepareGraph(g);
@@ -119,34 +108,10 @@ double TrainStep(TrainingSession& s, const Batch& b) {
 
 DType InputDType(const Graph& g, const Node& n, size_t i) { return g.values[static_cast<size_t>(n.inputs[i])].type.dtype; }
 
-// One CPU kernel call on host tensors (outputs allocated with the given dtypes and shapes).
-struct OpCall {
-  std::string op, domain;
-  int opset = 17;
-  AttrMap attrs;
-  std::vector<Tensor> inputs;
-  std::vector<std::pair<DType, Shape>> outputs;
-};
+using test_util::OpCall;
 
-Tensor RunCpu(const OpCall& call) {
-  static ThreadPool pool(2);
-  Graph g;
-  Node node;
-  node.op_type = call.op;
-  node.domain = call.domain;
-  node.opset = call.opset;
-  node.attrs = call.attrs;
-  const KernelDef* def = KernelRegistry::Global().Find(call.domain, call.op, DeviceType::kCpu);
-  OF_REQUIRE(def != nullptr, "no CPU kernel for ", call.op);
-  std::unique_ptr<OpKernel> kernel = def->factory(KernelInitContext(g, node));
-  KernelContext ctx(node, pool);
-  std::vector<Tensor> outs;
-  for (const auto& [dt, shape] : call.outputs) outs.push_back(Tensor::Uninitialized(dt, shape));
-  for (const Tensor& t : call.inputs) ctx.inputs().push_back(&t);
-  for (Tensor& t : outs) ctx.outputs().push_back(&t);
-  kernel->Compute(ctx);
-  return outs[0];
-}
+// The first output of one CPU kernel call.
+Tensor RunCpu(const OpCall& call) { return test_util::RunCpuKernel(call)[0]; }
 
 Tensor CastHost(const Tensor& t, DType to) {
   OpCall c;
@@ -379,31 +344,15 @@ Graph MakeCnn() {
   g.opset_imports[""] = 17;
   const int x = g.AddValue("input", TensorType::Of(DType::kFloat32, {8, 2, 8, 8}));
   g.inputs.push_back(x);
-  auto param = [&](const std::string& name, Tensor t) {
-    const int id = g.AddConstant(name, std::move(t));
-    g.values[static_cast<size_t>(id)].is_parameter = true;
-    return id;
-  };
-  auto op = [&](const std::string& type, std::vector<int> in, const std::string& out, AttrMap attrs = {}) {
-    Node n;
-    n.name = out;
-    n.op_type = type;
-    n.opset = 17;
-    n.inputs = std::move(in);
-    n.outputs.push_back(g.AddValue(out));
-    n.attrs = std::move(attrs);
-    g.nodes.push_back(std::move(n));
-    return g.nodes.back().outputs[0];
-  };
-  const int w = param("conv.weight", Randn({4, 2, 3, 3}, rng, 0.5f));
-  const int b = param("conv.bias", Randn({4}, rng, 0.1f));
-  const int conv = op("Conv", {x, w, b}, "conv",
+  const int w = AddParam(g, "conv.weight", Randn({4, 2, 3, 3}, rng, 0.5f));
+  const int b = AddParam(g, "conv.bias", Randn({4}, rng, 0.1f));
+  const int conv = AddOp(g, "Conv", {x, w, b}, "conv",
                       MakeAttrs({{"kernel_shape", Attribute::Ints({3, 3})}, {"pads", Attribute::Ints({1, 1, 1, 1})}}));
-  const int pooled = op("GlobalAveragePool", {op("Relu", {conv}, "act")}, "pool");
-  const int flat = op("Flatten", {pooled}, "flat");
-  const int fw = param("fc.weight", Randn({4, 3}, rng, 0.7f));
-  const int fb = param("fc.bias", Tensor(DType::kFloat32, {3}));
-  g.outputs.push_back(op("Add", {op("MatMul", {flat, fw}, "fc.mm"), fb}, "logits"));
+  const int pooled = AddOp(g, "GlobalAveragePool", {AddOp(g, "Relu", {conv}, "act")}, "pool");
+  const int flat = AddOp(g, "Flatten", {pooled}, "flat");
+  const int fw = AddParam(g, "fc.weight", Randn({4, 3}, rng, 0.7f));
+  const int fb = AddParam(g, "fc.bias", Tensor(DType::kFloat32, {3}));
+  g.outputs.push_back(AddOp(g, "Add", {AddOp(g, "MatMul", {flat, fw}, "fc.mm"), fb}, "logits"));
   PrepareGraph(g);
   return g;
 }

@@ -7,34 +7,17 @@ of a step makes the other three fail with an error naming rank 3 within the time
 Also starts a job through `oneflow launch -n 4`.
 Usage: gloo_test.py WORKER MODELS_DIR ONEFLOW_CLI
 """
-import os
 import subprocess
 import sys
-import tempfile
-import time
+
+from gloo_launch import launch_ranks
 
 N = 4
 
 
 def launch(worker, args, timeout_ms=60000, limit=240):
-    with tempfile.TemporaryDirectory(prefix="oneflow-gloo-") as store:
-        procs = []
-        for r in range(N):
-            env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(N), ONEFLOW_GLOO_STORE=store,
-                       ONEFLOW_GLOO_HOST="127.0.0.1", ONEFLOW_COMM_TIMEOUT_MS=str(timeout_ms))
-            procs.append(subprocess.Popen([worker, *args], env=env, stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, text=True))
-        start = time.time()
-        out = []
-        for p in procs:
-            try:
-                o, e = p.communicate(timeout=max(1, limit - (time.time() - start)))
-            except subprocess.TimeoutExpired:
-                for q in procs:
-                    q.kill()
-                raise AssertionError(f"{args}: ranks hung past {limit}s")
-            out.append((p.returncode, e))
-        return out, time.time() - start
+    out, seconds = launch_ranks(worker, args, N, "oneflow-gloo-", limit, timeout_ms)
+    return [(rc, e) for rc, _, e in out], seconds
 
 
 def main():

@@ -10,31 +10,15 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
+
+from gloo_launch import launch_ranks
 
 N = 4
 STRATEGIES = ["data", "zero1", "zero2", "tensor", "2x2", "pipeline", "auto"]
 
 
 def launch(worker, args, limit=900):
-    with tempfile.TemporaryDirectory(prefix="oneflow-gloo-train-") as store:
-        procs = []
-        for r in range(N):
-            env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(N), ONEFLOW_GLOO_STORE=store,
-                       ONEFLOW_GLOO_HOST="127.0.0.1", ONEFLOW_COMM_TIMEOUT_MS="120000")
-            procs.append(subprocess.Popen([worker, *args], env=env, stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, text=True))
-        start = time.time()
-        out = []
-        for p in procs:
-            try:
-                o, e = p.communicate(timeout=max(1, limit - (time.time() - start)))
-            except subprocess.TimeoutExpired:
-                for q in procs:
-                    q.kill()
-                raise AssertionError(f"{args}: ranks hung past {limit}s")
-            out.append((p.returncode, o, e))
-        return out, time.time() - start
+    return launch_ranks(worker, args, N, "oneflow-gloo-train-", limit, 120000)
 
 
 def estimate_vs_measured(worker, models):

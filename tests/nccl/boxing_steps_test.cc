@@ -8,9 +8,9 @@
 #include <atomic>
 #include <cmath>
 #include <map>
-#include <thread>
 
 #include "../unit/boxing_reference.h"
+#include "boxing_ranks.h"
 #include "base/error.h"
 #include "engine/comm/communicator.h"
 #include "engine/plan/plan.h"
@@ -91,37 +91,11 @@ Tensor RunEmulated(const Graph& g, const Tensor& in) {
 void CheckPair(bool device_comms, const Placement& pl, const Shape& shape, const NdSbp& from, const NdSbp& to) {
   SCOPED_TRACE(NdSbpToString(from) + " -> " + NdSbpToString(to) + " on " + pl.ToString() + " of " +
                ShapeToString(shape) + (device_comms ? " (device communicators)" : " (staged)"));
-  Tensor x;
-  std::vector<Tensor> in = boxing_ref::MakeInputs(pl, shape, from, x);
-  const int n = pl.size();
-  std::vector<std::shared_ptr<Communicator>> comms = CreateInProcessGroup(n, 20000);
+  std::vector<std::shared_ptr<Communicator>> comms = CreateInProcessGroup(pl.size(), 20000);
   if (device_comms)
     for (auto& c : comms) c = std::make_shared<DeviceClaimingComm>(c);
-  static int serial = 0;
-  std::vector<std::string> keys;
-  std::vector<Graph> graphs;
-  for (int p = 0; p < n; ++p) {
-    keys.push_back("boxing_steps_test/" + std::to_string(serial++));
-    RegisterCommunicator(keys.back(), comms[static_cast<size_t>(p)]);
-    graphs.push_back(BuildBoxingGraph(shape, DType::kFloat32, from, to, pl, p, keys.back()));
-  }
-  std::vector<Tensor> out(static_cast<size_t>(n));
-  std::vector<std::string> err(static_cast<size_t>(n));
-  std::vector<std::thread> threads;
-  for (int p = 0; p < n; ++p)
-    threads.emplace_back([&, p] {
-      const size_t i = static_cast<size_t>(p);
-      try {
-        out[i] = RunEmulated(graphs[i], in[i]);
-      } catch (const std::exception& e) {
-        err[i] = e.what();
-        comms[i]->Abort(e.what());
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (const std::string& k : keys) UnregisterCommunicator(k);
-  for (int p = 0; p < n; ++p) ASSERT_EQ(err[static_cast<size_t>(p)], "") << "device " << p;
-  boxing_ref::CheckOutputs(pl, to, x, out);
+  boxing_ref::CheckRanks(comms, pl, shape, from, to, "boxing_steps_test",
+                         [](const Graph& g, const Tensor& in, int) { return RunEmulated(g, in); });
 }
 
 void RunTable(bool device_comms) {

@@ -12,6 +12,7 @@
 
 #include "../cuda/cuda_test_util.h"
 #include "../unit/boxing_reference.h"
+#include "boxing_ranks.h"
 #include "base/error.h"
 #include "engine/comm/nccl.h"
 #include "engine/plan/plan.h"
@@ -228,34 +229,9 @@ void CheckPairOnCuda(const std::vector<std::shared_ptr<Communicator>>& comms, co
                      const Placement& pl, const Shape& shape, const NdSbp& from, const NdSbp& to) {
   SCOPED_TRACE(NdSbpToString(from) + " -> " + NdSbpToString(to) + " on " + pl.ToString() + " of " +
                ShapeToString(shape) + " over " + comms[0]->backend());
-  Tensor x;
-  std::vector<Tensor> in = boxing_ref::MakeInputs(pl, shape, from, x);
-  const int n = pl.size();
-  static int serial = 0;
-  std::vector<std::string> keys;
-  std::vector<Graph> graphs;
-  for (int p = 0; p < n; ++p) {
-    keys.push_back("nccl_boxing_test/" + std::to_string(serial++));
-    RegisterCommunicator(keys.back(), comms[static_cast<size_t>(p)]);
-    graphs.push_back(BuildBoxingGraph(shape, DType::kFloat32, from, to, pl, p, keys.back()));
-  }
-  std::vector<Tensor> out(static_cast<size_t>(n));
-  std::vector<std::string> err(static_cast<size_t>(n));
-  std::vector<std::thread> threads;
-  for (int p = 0; p < n; ++p)
-    threads.emplace_back([&, p] {
-      const size_t i = static_cast<size_t>(p);
-      try {
-        out[i] = RunBoxingOnCuda(graphs[i], in[i], devices[i]);
-      } catch (const std::exception& e) {
-        err[i] = e.what();
-        comms[i]->Abort(e.what());
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (const std::string& k : keys) UnregisterCommunicator(k);
-  for (int p = 0; p < n; ++p) ASSERT_EQ(err[static_cast<size_t>(p)], "") << "device " << p;
-  boxing_ref::CheckOutputs(pl, to, x, out);
+  boxing_ref::CheckRanks(comms, pl, shape, from, to, "nccl_boxing_test", [&](const Graph& g, const Tensor& in, int p) {
+    return RunBoxingOnCuda(g, in, devices[static_cast<size_t>(p)]);
+  });
 }
 
 void RunTable(const std::function<std::vector<std::shared_ptr<Communicator>>()>& make, const std::vector<int>& devices) {

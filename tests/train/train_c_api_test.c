@@ -8,35 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../c_test_check.h"
 #include "oneflow_c.h"
 
-static int g_pass = 0, g_fail = 0;
 static const char* g_fix;
 static const char* g_work;
-
-#define EXPECT(cond, ...)                                          \
-  do {                                                             \
-    if (cond) {                                                    \
-      ++g_pass;                                                    \
-    } else {                                                       \
-      ++g_fail;                                                    \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                \
-      fprintf(stderr, "\n");                                       \
-    }                                                              \
-  } while (0)
-
-/* Fails the test (and aborts it: later steps depend on this one) when `call` returns a status. */
-#define OK(call)                                                                                 \
-  do {                                                                                           \
-    oneflow_status_t st_ = (call);                                                               \
-    if (st_) {                                                                                   \
-      fprintf(stderr, "FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, oneflow_status_message(st_)); \
-      oneflow_status_free(st_);                                                                  \
-      ++g_fail;                                                                                  \
-      return;                                                                                    \
-    }                                                                                            \
-  } while (0)
 
 /* Expects `call` to fail with `code` and its message to contain `needle`. */
 static void expect_error(oneflow_status_t st, oneflow_code_t code, const char* needle, const char* what) {

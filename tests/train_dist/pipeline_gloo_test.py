@@ -6,33 +6,17 @@ three fail with an error naming rank 3, well within the timeout.
 Usage: pipeline_gloo_test.py WORKER MODELS_DIR
 """
 import os
-import subprocess
 import sys
-import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "distributed"))
+from gloo_launch import launch_ranks  # noqa: E402
 
 N = 4
 
 
 def launch(worker, args, limit=300, timeout_ms=60000):
-    with tempfile.TemporaryDirectory(prefix="oneflow-pipe-gloo-") as store:
-        procs = []
-        for r in range(N):
-            env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(N), ONEFLOW_GLOO_STORE=store,
-                       ONEFLOW_GLOO_HOST="127.0.0.1", ONEFLOW_COMM_TIMEOUT_MS=str(timeout_ms))
-            procs.append(subprocess.Popen([worker, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                          text=True))
-        start = time.time()
-        out = []
-        for p in procs:
-            try:
-                o, e = p.communicate(timeout=max(1, limit - (time.time() - start)))
-            except subprocess.TimeoutExpired:
-                for q in procs:
-                    q.kill()
-                raise AssertionError(f"{args}: ranks hung past {limit}s")
-            out.append((p.returncode, o, e))
-        return out
+    return launch_ranks(worker, args, N, "oneflow-pipe-gloo-", limit, timeout_ms)[0]
 
 
 def main():

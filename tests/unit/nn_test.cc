@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "../graph_builder.h"
 #include "engine/session.h"
 #include "graph/infer_util.h"
 #include "graph/op_schema.h"
@@ -97,27 +98,13 @@ TEST(Sgemm, RandomShapesMatchNaive) {
 
 // ---- One-node graphs ---------------------------------------------------------------------------
 
-struct GraphBuilder {
-  Graph g;
+// A builder whose inputs are fed the given tensors when the graph runs.
+struct GraphBuilder : test_util::GraphBuilder {
   std::vector<std::pair<std::string, Tensor>> feeds;
-  GraphBuilder() { g.opset_imports[""] = 17; }
   int Input(const std::string& name, const Tensor& t) {
-    int v = g.AddValue(name, TensorType::Of(t.dtype(), t.shape()));
-    g.inputs.push_back(v);
+    const int v = test_util::GraphBuilder::Input(name, TensorType::Of(t.dtype(), t.shape()));
     feeds.emplace_back(name, t);
     return v;
-  }
-  int Const(const std::string& name, const Tensor& t) { return g.AddConstant(name, t); }
-  int Node(const std::string& op, std::vector<int> inputs, AttrMap attrs = {}) {
-    oneflow::Node n;
-    n.op_type = op;
-    n.opset = 17;
-    n.name = op + std::to_string(g.nodes.size());
-    n.inputs = std::move(inputs);
-    n.outputs = {g.AddValue(n.name + "_out")};
-    n.attrs = std::move(attrs);
-    g.nodes.push_back(std::move(n));
-    return g.nodes.back().outputs[0];
   }
   Tensor Run(int output, int threads, int level) {
     Graph copy = g;

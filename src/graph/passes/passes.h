@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "base/thread_pool.h"
 #include "graph/graph.h"
@@ -20,6 +22,11 @@ void ResolveNodeSchema(Node& n);
 void InferShapes(Graph& g);
 // Infers the output types of one node whose schema is resolved and whose inputs are typed.
 void InferNodeTypes(Graph& g, const Node& n);
+// Appends a node `op`(inputs) -> a new value `out` under the graph's default-domain opset, with its
+// schema resolved and output typed (for passes that build nodes: losses, autodiff, pipeline cuts).
+// The node is named `node_name`, or `out` when that is empty. Returns the new value's id.
+int AppendTypedNode(Graph& g, const std::string& op, std::vector<int> inputs, const std::string& out,
+                    AttrMap attrs = {}, const std::string& node_name = "");
 
 // Removes nodes whose outputs nobody uses and constants nobody reads. Returns nodes removed.
 int EliminateDeadCode(Graph& g);

@@ -49,4 +49,20 @@ void InferNodeTypes(Graph& g, const Node& n) {
   }
 }
 
+int AppendTypedNode(Graph& g, const std::string& op, std::vector<int> inputs, const std::string& out, AttrMap attrs,
+                    const std::string& node_name) {
+  Node n;
+  n.name = node_name.empty() ? out : node_name;
+  n.op_type = op;
+  auto it = g.opset_imports.find("");
+  n.opset = it != g.opset_imports.end() ? it->second : kMaxOnnxOpset;
+  n.inputs = std::move(inputs);
+  n.outputs.push_back(g.AddValue(out));
+  n.attrs = std::move(attrs);
+  ResolveNodeSchema(n);
+  InferNodeTypes(g, n);
+  g.nodes.push_back(std::move(n));
+  return g.nodes.back().outputs[0];
+}
+
 }  // namespace oneflow

@@ -23,15 +23,6 @@ constexpr int kMaxD = 128;                  // head size limit (shared memory: a
 constexpr int kCols = kMaxD / 32;           // output columns per lane
 constexpr unsigned kFull = 0xffffffffu;
 
-__device__ __forceinline__ float WarpMax(float v) {
-  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(kFull, v, o));
-  return v;
-}
-__device__ __forceinline__ float WarpSum(float v) {
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(kFull, v, o);
-  return v;
-}
-
 // Grid: x = batch * head, y = blocks of kBr query rows. Q [bh, sq, d], K [bh, sk, d], V [bh, sk, dv].
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32) FlashAttentionKernel(const T* __restrict__ q, const T* __restrict__ k,

@@ -1,5 +1,5 @@
 // Device-side helpers shared by the CUDA kernel files: f16/bf16 <-> f32, dtype dispatch, launch
-// sizing, and numpy broadcasting index maps.
+// sizing, warp/block reductions, and numpy broadcasting index maps.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/tensor.h"
+#include "device/cuda/cuda_check.h"
 
 namespace oneflow::cuda {
 
@@ -47,11 +48,57 @@ void DispatchFloat(DType dt, const char* what, Fn&& fn) {
   }
 }
 
+// Calls fn(U{}) with U the unsigned integer of `bytes` bytes (1, 2, 4, 8), for kernels that only move
+// elements; false (fn not called) for any other size, so the caller reports it in its own words.
+template <typename Fn>
+bool DispatchBits(size_t bytes, Fn&& fn) {
+  switch (bytes) {
+    case 1: fn(uint8_t{}); return true;
+    case 2: fn(uint16_t{}); return true;
+    case 4: fn(uint32_t{}); return true;
+    case 8: fn(uint64_t{}); return true;
+    default: return false;
+  }
+}
+
 constexpr int kThreads = 256;
 // Blocks for a grid-stride loop over `work` items: enough to fill the chip, capped for tiny launches.
 inline unsigned GridFor(int64_t work) {
   const int64_t blocks = (work + kThreads - 1) / kThreads;
   return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(blocks, 65535)));
+}
+
+// The device current for this thread (the one kernels launched now run on).
+inline int CurrentDevice() {
+  int d = 0;
+  OF_CUDA_CHECK(cudaGetDevice(&d));
+  return d;
+}
+
+__device__ __forceinline__ float WarpSum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float WarpMax(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Sum across the block (blockDim.x a multiple of 32); every thread gets the result.
+__device__ inline float BlockSum(float v) {
+  __shared__ float smem[32];
+  v = WarpSum(v);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __syncthreads();
+  if (lane == 0) smem[warp] = v;
+  __syncthreads();
+  v = threadIdx.x < blockDim.x / 32 ? smem[threadIdx.x] : 0.0f;
+  if (warp == 0) {
+    v = WarpSum(v);
+    if (lane == 0) smem[0] = v;
+  }
+  __syncthreads();
+  return smem[0];
 }
 
 constexpr int kMaxRank = 8;
@@ -98,5 +145,32 @@ __device__ __forceinline__ void BroadcastOffsets(const BroadcastMap& m, int64_t 
     ob += idx * m.strides[1][d];
   }
 }
+
+// A reduction's index map, passed by value to kernels: the kept dims (one output element per
+// position) and the reduced dims, outermost first, with their element strides in the input.
+struct ReduceMap {
+  int nk = 0, nr = 0;
+  int64_t kdims[kMaxRank], kstrides[kMaxRank], rdims[kMaxRank], rstrides[kMaxRank];
+  int64_t rcount = 1;  // positions reduced into each output element
+
+  // Input offset of output element `o`'s first reduced position.
+  __device__ int64_t KeptOffset(int64_t o) const {
+    int64_t off = 0;
+    for (int d = nk - 1; d >= 0; --d) {
+      off += (o % kdims[d]) * kstrides[d];
+      o /= kdims[d];
+    }
+    return off;
+  }
+  // Offset of the `r`-th reduced position (0 <= r < rcount) from an output element's first one.
+  __device__ int64_t ReducedOffset(int64_t r) const {
+    int64_t off = 0;
+    for (int d = nr - 1; d >= 0; --d) {
+      off += (r % rdims[d]) * rstrides[d];
+      r /= rdims[d];
+    }
+    return off;
+  }
+};
 
 }  // namespace oneflow::cuda

@@ -278,13 +278,11 @@ void LaunchBroadcastTo(DType dt, const void* src, const Shape& src_shape, void* 
   const int64_t n = NumElements(dst_shape);
   if (n == 0) return;
   const BroadcastMap m = MakeBroadcastMap(dst_shape, src_shape, Shape{});
-  switch (DTypeSize(dt)) {
-    case 1: BroadcastCopyKernel<uint8_t><<<GridFor(n), kThreads, 0, stream>>>(static_cast<const uint8_t*>(src), static_cast<uint8_t*>(dst), n, m); break;
-    case 2: BroadcastCopyKernel<uint16_t><<<GridFor(n), kThreads, 0, stream>>>(static_cast<const uint16_t*>(src), static_cast<uint16_t*>(dst), n, m); break;
-    case 4: BroadcastCopyKernel<uint32_t><<<GridFor(n), kThreads, 0, stream>>>(static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), n, m); break;
-    case 8: BroadcastCopyKernel<uint64_t><<<GridFor(n), kThreads, 0, stream>>>(static_cast<const uint64_t*>(src), static_cast<uint64_t*>(dst), n, m); break;
-    default: Fail(ErrorCode::kUnsupported, "broadcast copy of ", DTypeName(dt), " on CUDA");
-  }
+  const bool known = DispatchBits(DTypeSize(dt), [&](auto tag) {
+    using U = decltype(tag);
+    BroadcastCopyKernel<U><<<GridFor(n), kThreads, 0, stream>>>(static_cast<const U*>(src), static_cast<U*>(dst), n, m);
+  });
+  if (!known) Fail(ErrorCode::kUnsupported, "broadcast copy of ", DTypeName(dt), " on CUDA");
   OF_CUDA_CHECK_LAUNCH("BroadcastCopyKernel");
 }
 

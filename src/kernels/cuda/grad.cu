@@ -126,28 +126,6 @@ void ActivationGradFn(KernelContext& ctx) {
 //   anything else: a thread per output element walking the summed index space.
 constexpr int kColTile = 32, kRowLanes = 8, kMaxRowChunks = 64;
 
-__device__ __forceinline__ float WarpSum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-// Sum across the block (blockDim.x a multiple of 32); every thread gets the result.
-__device__ float BlockSum(float v) {
-  __shared__ float smem[32];
-  v = WarpSum(v);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  __syncthreads();
-  if (lane == 0) smem[warp] = v;
-  __syncthreads();
-  v = threadIdx.x < blockDim.x / 32 ? smem[threadIdx.x] : 0.0f;
-  if (warp == 0) {
-    v = WarpSum(v);
-    if (lane == 0) smem[0] = v;
-  }
-  __syncthreads();
-  return smem[0];
-}
-
 // partial[chunk, c] = sum of x[r, c] over the chunk's rows.
 template <typename T>
 __global__ void ColumnPartialKernel(const T* __restrict__ x, float* __restrict__ partial, int64_t rows, int64_t cols,
@@ -187,38 +165,15 @@ __global__ void RowSumKernel(const T* __restrict__ x, T* __restrict__ y, int64_t
   if (threadIdx.x == 0) y[blockIdx.x] = Convert<T>(acc);
 }
 
-struct SumMap {
-  int nk = 0, nr = 0;
-  int64_t kdims[kMaxRank], kstrides[kMaxRank], rdims[kMaxRank], rstrides[kMaxRank];
-  int64_t rcount = 1;
-};
-
 template <typename T>
-__global__ void GenericSumKernel(const T* __restrict__ x, T* __restrict__ y, int64_t nout, SumMap m) {
+__global__ void GenericSumKernel(const T* __restrict__ x, T* __restrict__ y, int64_t nout, ReduceMap m) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < nout; o += stride) {
-    int64_t base = 0, rest = o;
-    for (int d = m.nk - 1; d >= 0; --d) {
-      base += (rest % m.kdims[d]) * m.kstrides[d];
-      rest /= m.kdims[d];
-    }
+    const int64_t base = m.KeptOffset(o);
     float acc = 0.0f;
-    for (int64_t r = 0; r < m.rcount; ++r) {
-      int64_t off = base, rr = r;
-      for (int d = m.nr - 1; d >= 0; --d) {
-        off += (rr % m.rdims[d]) * m.rstrides[d];
-        rr /= m.rdims[d];
-      }
-      acc += Convert<float>(x[off]);
-    }
+    for (int64_t r = 0; r < m.rcount; ++r) acc += Convert<float>(x[base + m.ReducedOffset(r)]);
     y[o] = Convert<T>(acc);
   }
-}
-
-int CurrentDevice() {
-  int d = 0;
-  OF_CUDA_CHECK(cudaGetDevice(&d));
-  return d;
 }
 
 void ReduceSumToShapeFn(KernelContext& ctx) {
@@ -268,7 +223,7 @@ void ReduceSumToShapeFn(KernelContext& ctx) {
     } else if (groups.size() <= 2 && groups.back().second && nout <= INT32_MAX) {
       RowSumKernel<T><<<static_cast<unsigned>(nout), kThreads, 0, st>>>(x.data<T>(), y.data<T>(), groups.back().first);
     } else {
-      SumMap m;
+      ReduceMap m;
       int64_t stride = 1;
       for (size_t k = groups.size(); k-- > 0;) {
         const auto [dim, summed] = groups[k];

@@ -15,36 +15,16 @@
 namespace oneflow::cuda {
 namespace {
 
-__device__ __forceinline__ float WarpSum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ float WarpMax(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
-// Sum across the block (blockDim.x a multiple of 32); every thread gets the result.
-__device__ float BlockSum(float v) {
-  __shared__ float smem[32];
-  v = WarpSum(v);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  __syncthreads();
-  if (lane == 0) smem[warp] = v;
-  __syncthreads();
-  v = threadIdx.x < blockDim.x / 32 ? smem[threadIdx.x] : 0.0f;
-  if (warp == 0) {
-    v = WarpSum(v);
-    if (lane == 0) smem[0] = v;
-  }
-  __syncthreads();
-  return smem[0];
-}
-
-int CurrentDevice() {
-  int d = 0;
-  OF_CUDA_CHECK(cudaGetDevice(&d));
-  return d;
+// log(sum_k exp(row[k * stride])) over k < c, computed by one warp (`lane` = the thread's lane);
+// max-shifted so large logits do not overflow. Every lane gets the result.
+template <typename T>
+__device__ float WarpLogSumExp(const T* row, int64_t c, int64_t stride, int lane) {
+  float m = -INFINITY;
+  for (int64_t k = lane; k < c; k += 32) m = fmaxf(m, Convert<float>(row[k * stride]));
+  m = WarpMax(m);
+  float s = 0.0f;
+  for (int64_t k = lane; k < c; k += 32) s += expf(Convert<float>(row[k * stride]) - m);
+  return m + logf(WarpSum(s));
 }
 
 // ---- SoftmaxGrad: dx = y (dy - sum(dy y));  LogSoftmaxGrad: dx = dy - exp(y) sum(dy) ------------
@@ -276,12 +256,7 @@ __global__ void ScePositionsKernel(const T* __restrict__ x, const L* __restrict_
   for (int64_t p = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32; p < l.n * l.d; p += warps) {
     const int64_t i = p / l.d, j = p % l.d;
     const T* row = x + i * l.c * l.d + j;
-    float m = -INFINITY;
-    for (int64_t k = lane; k < l.c; k += 32) m = fmaxf(m, Convert<float>(row[k * l.d]));
-    m = WarpMax(m);
-    float s = 0.0f;
-    for (int64_t k = lane; k < l.c; k += 32) s += expf(Convert<float>(row[k * l.d]) - m);
-    const float lse = m + logf(WarpSum(s));
+    const float lse = WarpLogSumExp(row, l.c, l.d, lane);
     if (log_prob)
       for (int64_t k = lane; k < l.c; k += 32)
         log_prob[i * l.c * l.d + k * l.d + j] = Convert<T>(Convert<float>(row[k * l.d]) - lse);
@@ -339,12 +314,7 @@ __global__ void SceGradKernel(const T* __restrict__ dloss, const T* __restrict__
       for (int64_t k = lane; k < l.c; k += 32) drow[k * l.d] = Convert<T>(0.0f);
       continue;
     }
-    float m = -INFINITY;
-    for (int64_t k = lane; k < l.c; k += 32) m = fmaxf(m, Convert<float>(row[k * l.d]));
-    m = WarpMax(m);
-    float s = 0.0f;
-    for (int64_t k = lane; k < l.c; k += 32) s += expf(Convert<float>(row[k * l.d]) - m);
-    const float lse = m + logf(WarpSum(s));
+    const float lse = WarpLogSumExp(row, l.c, l.d, lane);
     for (int64_t k = lane; k < l.c; k += 32) {
       const float v = gw * expf(Convert<float>(row[k * l.d]) - lse);
       drow[k * l.d] = Convert<T>(k == label ? v - gw : v);

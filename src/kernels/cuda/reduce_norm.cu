@@ -50,30 +50,13 @@ __global__ void ReduceRowsKernel(const T* __restrict__ x, T* __restrict__ y, int
   if (threadIdx.x == 0) y[blockIdx.x] = Convert<T>(op == kMean ? acc / static_cast<float>(n) : acc);
 }
 
-struct ReduceMap {
-  int nk = 0, nr = 0;
-  int64_t kdims[kMaxRank], kstrides[kMaxRank], rdims[kMaxRank], rstrides[kMaxRank];
-  int64_t rcount = 1;
-};
-
 template <typename T>
 __global__ void ReduceGenericKernel(const T* __restrict__ x, T* __restrict__ y, int64_t nout, int op, ReduceMap m) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < nout; o += stride) {
-    int64_t base = 0, rest = o;
-    for (int d = m.nk - 1; d >= 0; --d) {
-      base += (rest % m.kdims[d]) * m.kstrides[d];
-      rest /= m.kdims[d];
-    }
+    const int64_t base = m.KeptOffset(o);
     float acc = Identity(op);
-    for (int64_t r = 0; r < m.rcount; ++r) {
-      int64_t off = base, rr = r;
-      for (int d = m.nr - 1; d >= 0; --d) {
-        off += (rr % m.rdims[d]) * m.rstrides[d];
-        rr /= m.rdims[d];
-      }
-      acc = Combine(op, acc, Convert<float>(x[off]));
-    }
+    for (int64_t r = 0; r < m.rcount; ++r) acc = Combine(op, acc, Convert<float>(x[base + m.ReducedOffset(r)]));
     y[o] = Convert<T>(op == kMean ? acc / static_cast<float>(m.rcount) : acc);
   }
 }

@@ -34,6 +34,14 @@ std::vector<char> HostBytes(const Tensor& t) {
   return bytes;
 }
 
+// x viewed as [outer, dim(axis), inner]: the element counts before and after `axis`.
+void SplitAtAxis(const Tensor& x, int64_t axis, int64_t& outer, int64_t& inner) {
+  outer = 1;
+  inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
+  for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.dim(d);
+}
+
 std::vector<int64_t> HostInts(const Tensor& t, const std::string& node) {
   const std::vector<char> b = HostBytes(t);
   std::vector<int64_t> v(static_cast<size_t>(t.numel()));
@@ -117,13 +125,11 @@ void LaunchCopy(size_t esz, const void* x, void* y, const CopyMap& m, uint64_t f
   for (int d = 0; d < m.rank; ++d) n *= m.dims[d];
   if (n == 0) return;
   cudaStream_t s = CurrentStream();
-  switch (esz) {
-    case 1: StridedCopyKernel<uint8_t><<<GridFor(n), kThreads, 0, s>>>(static_cast<const uint8_t*>(x), static_cast<uint8_t*>(y), n, m, static_cast<uint8_t>(fill)); break;
-    case 2: StridedCopyKernel<uint16_t><<<GridFor(n), kThreads, 0, s>>>(static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y), n, m, static_cast<uint16_t>(fill)); break;
-    case 4: StridedCopyKernel<uint32_t><<<GridFor(n), kThreads, 0, s>>>(static_cast<const uint32_t*>(x), static_cast<uint32_t*>(y), n, m, static_cast<uint32_t>(fill)); break;
-    case 8: StridedCopyKernel<uint64_t><<<GridFor(n), kThreads, 0, s>>>(static_cast<const uint64_t*>(x), static_cast<uint64_t*>(y), n, m, fill); break;
-    default: Fail(ErrorCode::kUnsupported, node, ": element size ", esz, " on CUDA");
-  }
+  const bool known = DispatchBits(esz, [&](auto tag) {
+    using U = decltype(tag);
+    StridedCopyKernel<U><<<GridFor(n), kThreads, 0, s>>>(static_cast<const U*>(x), static_cast<U*>(y), n, m, static_cast<U>(fill));
+  });
+  if (!known) Fail(ErrorCode::kUnsupported, node, ": element size ", esz, " on CUDA");
   OF_CUDA_CHECK_LAUNCH("StridedCopyKernel");
 }
 
@@ -279,13 +285,10 @@ void GatherFn(KernelContext& ctx) {
   for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.dim(d);
   cudaStream_t s = CurrentStream();
   const int64_t num_idx = ind.numel(), axis_dim = x.dim(axis);
-  switch (DTypeSize(x.dtype())) {
-    case 1: LaunchGather<uint8_t>(ind.dtype(), x.raw(), ind.raw(), y.raw(), n, num_idx, inner, axis_dim, s); break;
-    case 2: LaunchGather<uint16_t>(ind.dtype(), x.raw(), ind.raw(), y.raw(), n, num_idx, inner, axis_dim, s); break;
-    case 4: LaunchGather<uint32_t>(ind.dtype(), x.raw(), ind.raw(), y.raw(), n, num_idx, inner, axis_dim, s); break;
-    case 8: LaunchGather<uint64_t>(ind.dtype(), x.raw(), ind.raw(), y.raw(), n, num_idx, inner, axis_dim, s); break;
-    default: Fail(ErrorCode::kUnsupported, node, ": dtype ", DTypeName(x.dtype()), " on CUDA");
-  }
+  const bool known = DispatchBits(DTypeSize(x.dtype()), [&](auto tag) {
+    LaunchGather<decltype(tag)>(ind.dtype(), x.raw(), ind.raw(), y.raw(), n, num_idx, inner, axis_dim, s);
+  });
+  if (!known) Fail(ErrorCode::kUnsupported, node, ": dtype ", DTypeName(x.dtype()), " on CUDA");
   OF_CUDA_CHECK_LAUNCH("GatherKernel");
 }
 
@@ -342,13 +345,8 @@ void GatherElementsFn(KernelContext& ctx) {
     else
       GatherElementsKernel<U, int32_t><<<GridFor(n), kThreads, 0, s>>>(x.data<U>(), ind0.data<int32_t>(), y.data<U>(), n, m);
   };
-  switch (DTypeSize(x.dtype())) {
-    case 1: launch(uint8_t{}); break;
-    case 2: launch(uint16_t{}); break;
-    case 4: launch(uint32_t{}); break;
-    case 8: launch(uint64_t{}); break;
-    default: Fail(ErrorCode::kUnsupported, node, ": dtype ", DTypeName(x.dtype()), " on CUDA");
-  }
+  if (!DispatchBits(DTypeSize(x.dtype()), launch))
+    Fail(ErrorCode::kUnsupported, node, ": dtype ", DTypeName(x.dtype()), " on CUDA");
   OF_CUDA_CHECK_LAUNCH("GatherElementsKernel");
 }
 
@@ -416,13 +414,11 @@ void WhereFn(KernelContext& ctx) {
   const Broadcast3 m = MakeBroadcast3(y.shape(), ins, node);
   cudaStream_t s = CurrentStream();
   const bool* pc = c.data<bool>();
-  switch (DTypeSize(y.dtype())) {
-    case 1: WhereKernel<uint8_t><<<GridFor(n), kThreads, 0, s>>>(pc, a.data<uint8_t>(), b.data<uint8_t>(), y.data<uint8_t>(), n, m); break;
-    case 2: WhereKernel<uint16_t><<<GridFor(n), kThreads, 0, s>>>(pc, a.data<uint16_t>(), b.data<uint16_t>(), y.data<uint16_t>(), n, m); break;
-    case 4: WhereKernel<uint32_t><<<GridFor(n), kThreads, 0, s>>>(pc, a.data<uint32_t>(), b.data<uint32_t>(), y.data<uint32_t>(), n, m); break;
-    case 8: WhereKernel<uint64_t><<<GridFor(n), kThreads, 0, s>>>(pc, a.data<uint64_t>(), b.data<uint64_t>(), y.data<uint64_t>(), n, m); break;
-    default: Fail(ErrorCode::kUnsupported, node, ": dtype ", DTypeName(y.dtype()), " on CUDA");
-  }
+  const bool known = DispatchBits(DTypeSize(y.dtype()), [&](auto tag) {
+    using U = decltype(tag);
+    WhereKernel<U><<<GridFor(n), kThreads, 0, s>>>(pc, a.data<U>(), b.data<U>(), y.data<U>(), n, m);
+  });
+  if (!known) Fail(ErrorCode::kUnsupported, node, ": dtype ", DTypeName(y.dtype()), " on CUDA");
   OF_CUDA_CHECK_LAUNCH("WhereKernel");
 }
 
@@ -557,13 +553,11 @@ void TriluFn(KernelContext& ctx) {
   const bool upper = ctx.attrs().GetInt("upper", 1) != 0;
   const int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
   cudaStream_t s = CurrentStream();
-  switch (DTypeSize(x.dtype())) {
-    case 1: TriluKernel<uint8_t><<<GridFor(n), kThreads, 0, s>>>(x.data<uint8_t>(), y.data<uint8_t>(), n, rows, cols, k, upper); break;
-    case 2: TriluKernel<uint16_t><<<GridFor(n), kThreads, 0, s>>>(x.data<uint16_t>(), y.data<uint16_t>(), n, rows, cols, k, upper); break;
-    case 4: TriluKernel<uint32_t><<<GridFor(n), kThreads, 0, s>>>(x.data<uint32_t>(), y.data<uint32_t>(), n, rows, cols, k, upper); break;
-    case 8: TriluKernel<uint64_t><<<GridFor(n), kThreads, 0, s>>>(x.data<uint64_t>(), y.data<uint64_t>(), n, rows, cols, k, upper); break;
-    default: Fail(ErrorCode::kUnsupported, node, ": dtype ", DTypeName(x.dtype()), " on CUDA");
-  }
+  const bool known = DispatchBits(DTypeSize(x.dtype()), [&](auto tag) {
+    using U = decltype(tag);
+    TriluKernel<U><<<GridFor(n), kThreads, 0, s>>>(x.data<U>(), y.data<U>(), n, rows, cols, k, upper);
+  });
+  if (!known) Fail(ErrorCode::kUnsupported, node, ": dtype ", DTypeName(x.dtype()), " on CUDA");
   OF_CUDA_CHECK_LAUNCH("TriluKernel");
 }
 
@@ -603,8 +597,7 @@ void CumSumFn(KernelContext& ctx) {
   const int64_t axis = NormalizeAxis(av[0], x.rank());
   if (x.numel() == 0) return;
   int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
-  for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.dim(d);
+  SplitAtAxis(x, axis, outer, inner);
   const int64_t n = x.dim(axis);
   const bool exclusive = ctx.attrs().GetInt("exclusive", 0) != 0, reverse = ctx.attrs().GetInt("reverse", 0) != 0;
   cudaStream_t s = CurrentStream();
@@ -658,8 +651,7 @@ void ArgFn(KernelContext& ctx) {
   if (y.numel() == 0) return;
   OF_REQUIRE(x.dim(axis) > 0, node, ": cannot reduce an empty axis");
   int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
-  for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.dim(d);
+  SplitAtAxis(x, axis, outer, inner);
   cudaStream_t s = CurrentStream();
   auto launch = [&](auto tag) {
     using T = decltype(tag);

@@ -53,13 +53,11 @@ void Permute(DType dt, const void* x, const Shape& x_shape, const std::vector<in
     m.in_strides[d] = in_strides[p];
   }
   if (n == 0) return;
-  switch (DTypeSize(dt)) {
-    case 1: TransposeKernel<uint8_t><<<GridFor(n), kThreads, 0, s>>>(static_cast<const uint8_t*>(x), static_cast<uint8_t*>(y), n, m); break;
-    case 2: TransposeKernel<uint16_t><<<GridFor(n), kThreads, 0, s>>>(static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y), n, m); break;
-    case 4: TransposeKernel<uint32_t><<<GridFor(n), kThreads, 0, s>>>(static_cast<const uint32_t*>(x), static_cast<uint32_t*>(y), n, m); break;
-    case 8: TransposeKernel<uint64_t><<<GridFor(n), kThreads, 0, s>>>(static_cast<const uint64_t*>(x), static_cast<uint64_t*>(y), n, m); break;
-    default: Fail(ErrorCode::kUnsupported, what, ": dtype ", DTypeName(dt), " on CUDA");
-  }
+  const bool known = DispatchBits(DTypeSize(dt), [&](auto tag) {
+    using U = decltype(tag);
+    TransposeKernel<U><<<GridFor(n), kThreads, 0, s>>>(static_cast<const U*>(x), static_cast<U*>(y), n, m);
+  });
+  if (!known) Fail(ErrorCode::kUnsupported, what, ": dtype ", DTypeName(dt), " on CUDA");
   OF_CUDA_CHECK_LAUNCH("TransposeKernel");
 }
 
