@@ -6,10 +6,7 @@ every strategy of train_cases.h; rank 0 compares each run with its own single-de
 Usage: gloo_train_test.py WORKER MODELS_DIR [STRATEGY...]
 """
 import json
-import os
-import subprocess
 import sys
-import tempfile
 
 from gloo_launch import launch_ranks
 
@@ -25,15 +22,10 @@ def estimate_vs_measured(worker, models):
     """The planner's estimated step time against a measured one: 2 Gloo processes, data parallel,
     the MLP at batch 256. The cost model's defaults (50 GFLOP/s and 10 GB/s per device, a 10 GB/s
     link) are not calibrated to the machine, so the check is loose and the figure is printed."""
-    n = 2
-    with tempfile.TemporaryDirectory(prefix="oneflow-gloo-est-") as store:
-        procs = [subprocess.Popen([worker, "bench", f"{models}/mlp_784_1024_1024_10.onnx", "256", "10"],
-                                  env=dict(os.environ, RANK=str(r), WORLD_SIZE=str(n), ONEFLOW_GLOO_STORE=store,
-                                           ONEFLOW_GLOO_HOST="127.0.0.1"),
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(n)]
-        outs = [p.communicate(timeout=300) for p in procs]
-    assert all(p.returncode == 0 for p in procs), outs
-    r = json.loads(outs[0][0].strip().splitlines()[-1])
+    res, _ = launch_ranks(worker, ["bench", f"{models}/mlp_784_1024_1024_10.onnx", "256", "10"], 2,
+                          "oneflow-gloo-est-", 300, 120000)
+    assert all(rc == 0 for rc, _, _ in res), res
+    r = json.loads(res[0][1].strip().splitlines()[-1])
     ratio = r["estimated_step_ms"] / r["step_ms"]
     print(f"estimate vs measured (MLP, 2 Gloo processes, data parallel): estimated {r['estimated_step_ms']:.2f} ms, "
           f"measured {r['step_ms']:.2f} ms, estimate/measured {ratio:.2f}")
