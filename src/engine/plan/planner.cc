@@ -245,6 +245,23 @@ Plan MakePlan(const Graph& model, const PlanOptions& options) {
   double fixed_bytes = 0;  // fixed inputs are counted as live throughout
   for (int id : fixed) fixed_bytes += live_bytes(id, fixed_code[static_cast<size_t>(id)]);
 
+  // Graph outputs are returned whole (all-B) or in their requested SBP. An output's boxing is paid
+  // when the output is produced (its SBP never changes afterwards), so the beam compares states
+  // with their whole cost rather than preferring what only looks cheap until the end.
+  for (const auto& [name, sbp] : options.output_sbp) {
+    int id = g.FindValue(name);
+    OF_CHECK(id != kNoValue && std::find(g.outputs.begin(), g.outputs.end(), id) != g.outputs.end(), kNotFound,
+             "output SBP requested for '", name, "', which is not an output of the model");
+    CheckSbpFits("output '" + name + "'", g.values[static_cast<size_t>(id)].type.ToShape(), sbp, P);
+  }
+  auto output_cost = [&](int id, int64_t from) {
+    const std::string& name = g.values[static_cast<size_t>(id)].name;
+    auto it = options.output_sbp.find(name);
+    const NdSbp target = it != options.output_sbp.end() ? it->second : AllBroadcast(nd);
+    if (!options.reduce_outputs.count(name)) return box_cost(id, from, Code(target));
+    const int64_t partial = Code(PartialOnBroadcastAxes(target));
+    return box_cost(id, from, partial) + box_cost(id, partial, Code(target));
+  };
   // Initial states: the SBPs graph inputs are fed in.
   std::vector<std::vector<Entry>> layers(T + 1);
   {
@@ -302,6 +319,7 @@ Plan MakePlan(const Graph& model, const PlanOptions& options) {
               produced = Code(v.sbp);
             }
             x.codes[i] = produced;
+            if (is_output[static_cast<size_t>(id)]) x.time += output_cost(id, produced);
           }
           live += live_bytes(id, x.codes[i]);
         }
@@ -335,28 +353,13 @@ Plan MakePlan(const Graph& model, const PlanOptions& options) {
     }
   }
 
-  // Close: graph outputs are returned whole (all-B) or in their requested SBP.
-  for (const auto& [name, sbp] : options.output_sbp) {
-    int id = g.FindValue(name);
-    OF_CHECK(id != kNoValue && std::find(g.outputs.begin(), g.outputs.end(), id) != g.outputs.end(), kNotFound,
-             "output SBP requested for '", name, "', which is not an output of the model");
-    CheckSbpFits("output '" + name + "'", g.values[static_cast<size_t>(id)].type.ToShape(), sbp, P);
-  }
-  auto output_cost = [&](int id, int64_t from) {
-    const std::string& name = g.values[static_cast<size_t>(id)].name;
-    auto it = options.output_sbp.find(name);
-    const NdSbp target = it != options.output_sbp.end() ? it->second : AllBroadcast(nd);
-    if (!options.reduce_outputs.count(name)) return box_cost(id, from, Code(target));
-    const int64_t partial = Code(PartialOnBroadcastAxes(target));
-    return box_cost(id, from, partial) + box_cost(id, partial, Code(target));
-  };
   std::vector<Entry>& final_layer = layers[T];
   int best = -1;
   double best_time = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < final_layer.size(); ++i) {
     double time = final_layer[i].time;
-    for (size_t f = 0; f < frontier[T].size(); ++f)
-      if (is_output[static_cast<size_t>(frontier[T][f])])
+    for (size_t f = 0; f < frontier[T].size(); ++f)  // outputs that are graph inputs (the rest paid already)
+      if (is_output[static_cast<size_t>(frontier[T][f])] && std::find(frontier[0].begin(), frontier[0].end(), frontier[T][f]) != frontier[0].end())
         time += output_cost(frontier[T][f], final_layer[i].codes[f]);
     if (time < best_time) {
       best_time = time;
