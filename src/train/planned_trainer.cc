@@ -102,7 +102,8 @@ class PlannedTrainer final : public DistributedTrainer {
   PlanOptions Options(const std::map<std::string, Shape>& shapes, bool train) const;
   std::shared_ptr<Compiled> Compile(const std::map<std::string, Shape>& shapes, bool train);
   void DecideLayout(const std::map<std::string, Shape>& shapes);
-  void InitLocalParams(const Compiled& c);
+  void LayOutWeights();                          // each device's block of every weight, once
+  void AssignReduceGroups(const Compiled& train);  // gradient groups, ZeRO slices, gradient and state tensors
   std::vector<Tensor> LocalInputs(const Compiled& c, size_t slot, const std::map<std::string, Tensor>& named) const;
   void ReduceGradients(size_t slot, std::vector<Tensor>& grads);
   template <typename F> void Guarded(F&& f);
@@ -118,8 +119,8 @@ class PlannedTrainer final : public DistributedTrainer {
   std::vector<NdSbp> sbp_;  // per weight
   bool layout_decided_ = false;
   std::string layout_report_;
-  std::vector<std::vector<LocalParam>> params_;  // per slot, per weight
-  bool params_ready_ = false;
+  std::vector<std::vector<LocalParam>> params_;  // per slot, per weight (empty until laid out)
+  bool groups_ready_ = false;                    // set by the first training compilation
   std::map<std::map<std::string, Shape>, std::shared_ptr<Compiled>> cache_, eval_cache_;
   std::shared_ptr<Compiled> last_;
   int64_t step_ = 0;
@@ -287,6 +288,23 @@ void PlannedTrainer::DecideLayout(const std::map<std::string, Shape>& shapes) {
   const Option* chosen = nullptr;
   bool chosen_free = false;
   const PlanOptions saved = opts_.dist.plan;
+  // Sets the plan options for a layout: its placement and, unless the inputs stay free, the hand
+  // plans' inputs (the batch split on every data axis, whole on the tensor axis).
+  auto configure = [&](const Option& o, bool free_inputs) {
+    opts_.dist.plan = saved;
+    opts_.dist.plan.placement = o.placement;
+    if (free_inputs) return;
+    opts_.dist.plan.mode = PlanMode::kManual;
+    for (int v : t_.data_inputs) {
+      const std::string& name = train_graph_.values[static_cast<size_t>(v)].name;
+      NdSbp split = AllBroadcast(o.placement.ndim());
+      for (int a = 0; a < o.placement.ndim(); ++a)
+        if (a != o.tp_axis) split[static_cast<size_t>(a)] = Sbp::S(0);
+      auto sh = shapes.find(name);
+      if (sh != shapes.end() && SbpMisfit(sh->second, split, o.placement.hierarchy).empty())
+        opts_.dist.plan.sbp[name] = split;
+    }
+  };
   for (const Option& o : options) {
     bool fits = true;
     for (size_t k = 0; k < names_.size() && fits; ++k)
@@ -298,21 +316,7 @@ void PlannedTrainer::DecideLayout(const std::map<std::string, Shape>& shapes) {
     }
     sbp_ = o.weights;
     for (bool free_inputs : {true, false}) {
-      opts_.dist.plan = saved;
-      opts_.dist.plan.placement = o.placement;
-      if (!free_inputs) {
-        // The hand plans' inputs: the batch split on every data axis, whole on the tensor axis.
-        opts_.dist.plan.mode = PlanMode::kManual;
-        for (int v : t_.data_inputs) {
-          const Value& val = train_graph_.values[static_cast<size_t>(v)];
-          auto sh = shapes.find(val.name);
-          NdSbp s = AllBroadcast(o.placement.ndim());
-          for (int a = 0; a < o.placement.ndim(); ++a)
-            if (a != o.tp_axis) s[static_cast<size_t>(a)] = Sbp::S(0);
-          if (sh != shapes.end() && SbpMisfit(sh->second, s, o.placement.hierarchy).empty())
-            opts_.dist.plan.sbp[val.name] = s;
-        }
-      }
+      configure(o, free_inputs);
       try {
         Plan plan = MakePlan(train_graph_, Options(shapes, true));
         report << " " << o.label << (free_inputs ? ", inputs free: " : ", batch split: ") << plan.step_seconds * 1e3
@@ -327,22 +331,10 @@ void PlannedTrainer::DecideLayout(const std::map<std::string, Shape>& shapes) {
       }
     }
   }
-  opts_.dist.plan = saved;
   OF_REQUIRE(chosen, "no weight layout could be planned: ", report.str());
   sbp_ = chosen->weights;
-  opts_.dist.plan.placement = chosen->placement;
+  configure(*chosen, chosen_free);
   devices_.placement = chosen->placement;
-  if (!chosen_free) {
-    opts_.dist.plan.mode = PlanMode::kManual;
-    for (int v : t_.data_inputs) {
-      const std::string& name = train_graph_.values[static_cast<size_t>(v)].name;
-      NdSbp s = AllBroadcast(chosen->placement.ndim());
-      for (int a = 0; a < chosen->placement.ndim(); ++a)
-        if (a != chosen->tp_axis) s[static_cast<size_t>(a)] = Sbp::S(0);
-      auto sh = shapes.find(name);
-      if (sh != shapes.end() && SbpMisfit(sh->second, s, chosen->placement.hierarchy).empty()) opts_.dist.plan.sbp[name] = s;
-    }
-  }
   layout_report_ = report.str() + " chosen: " + chosen->label + (chosen_free ? ", inputs free" : ", batch split");
   layout_decided_ = true;
 }
@@ -389,8 +381,8 @@ std::shared_ptr<Compiled> PlannedTrainer::Compile(const std::map<std::string, Sh
     c->graphs.push_back(g);
     c->executors.push_back(std::make_unique<Executor>(g, pools_[s]));
   }
-  if (train && !params_ready_) InitLocalParams(*c);
-  if (train && params_ready_)
+  if (train && !groups_ready_) AssignReduceGroups(*c);
+  if (train)
     for (size_t s = 0; s < devices_.size(); ++s)
       for (size_t k = 0; k < names_.size(); ++k)
         OF_CHECK(c->groups[s][k] == params_[s][k].group, kUnsupported, "the plan for input shapes changed how the gradient of '",
@@ -399,9 +391,9 @@ std::shared_ptr<Compiled> PlannedTrainer::Compile(const std::map<std::string, Sh
   return c;
 }
 
-void PlannedTrainer::InitLocalParams(const Compiled& c) {
+void PlannedTrainer::LayOutWeights() {
+  if (!params_.empty()) return;
   const Placement& P = devices_.placement;
-  const size_t states = OptimizerStateNames(opts_.training.optimizer).size();
   params_.assign(devices_.size(), {});
   for (size_t s = 0; s < devices_.size(); ++s) {
     const std::vector<int64_t> coord = P.Coord(devices_.positions[s]);
@@ -414,7 +406,18 @@ void PlannedTrainer::InitLocalParams(const Compiled& c) {
       for (const Range& r : block) { shape.push_back(r.size); start.push_back(r.start); }
       lp.value = Tensor(DType::kFloat32, shape);
       CopyBlock(init, start, lp.value, std::vector<int64_t>(shape.size(), 0), shape);
-      lp.group = c.groups[s][k];
+      params_[s].push_back(std::move(lp));
+    }
+  }
+}
+
+void PlannedTrainer::AssignReduceGroups(const Compiled& train) {
+  LayOutWeights();
+  const size_t states = OptimizerStateNames(opts_.training.optimizer).size();
+  for (size_t s = 0; s < devices_.size(); ++s)
+    for (size_t k = 0; k < names_.size(); ++k) {
+      LocalParam& lp = params_[s][k];
+      lp.group = train.groups[s][k];
       int64_t held = lp.value.numel();
       if (opts_.zero_stage >= 1 && lp.group.size() > 1) {
         auto me = std::find(lp.group.begin(), lp.group.end(), devices_.rank(s)) - lp.group.begin();
@@ -423,12 +426,10 @@ void PlannedTrainer::InitLocalParams(const Compiled& c) {
         lp.slice_size = n;
         held = n;
       }
-      lp.grad = Tensor(DType::kFloat32, opts_.zero_stage == 2 && lp.slice_size >= 0 ? Shape{held} : shape);
+      lp.grad = Tensor(DType::kFloat32, opts_.zero_stage == 2 && lp.slice_size >= 0 ? Shape{held} : lp.value.shape());
       for (size_t i = 0; i < states; ++i) lp.state.push_back(Tensor(DType::kFloat32, Shape{held}));
-      params_[s].push_back(std::move(lp));
     }
-  }
-  params_ready_ = true;
+  groups_ready_ = true;
 }
 
 std::vector<Tensor> PlannedTrainer::LocalInputs(const Compiled& c, size_t slot,
@@ -601,15 +602,9 @@ std::vector<std::pair<std::string, Tensor>> PlannedTrainer::Run(const std::vecto
   std::map<std::string, Shape> shapes = CheckFeeds(feeds, false, named);
   std::vector<std::pair<std::string, Tensor>> out;
   Guarded([&] {
-    OF_CHECK(params_ready_ || layout_decided_, kInvalidArgument,
+    OF_CHECK(layout_decided_, kInvalidArgument,
              "auto mode decides the weights' layout at the first training step: run one first");
-    if (!params_ready_) {
-      // No step yet: lay the weights out as the training plan would (its reduce groups are not needed).
-      Compiled none;
-      none.groups.assign(devices_.size(), std::vector<std::vector<int>>(names_.size()));
-      InitLocalParams(none);
-      params_ready_ = false;  // the first training step recomputes groups with the real plan
-    }
+    LayOutWeights();
     std::shared_ptr<Compiled> c = Compile(shapes, false);
     std::vector<std::vector<Tensor>> results(devices_.size());
     RunOnDevices(devices_, [&](size_t s) { results[s] = c->executors[s]->Run(LocalInputs(*c, s, named)); });
@@ -633,7 +628,7 @@ Tensor PlannedTrainer::GetParameter(const std::string& name) {
   auto w = std::find(names_.begin(), names_.end(), name);
   OF_CHECK(w != names_.end(), kNotFound, "'", name, "' is not a trained parameter");
   const size_t k = static_cast<size_t>(w - names_.begin());
-  if (!params_ready_) return t_.initial[k].Clone();
+  if (params_.empty()) return t_.initial[k].Clone();
   const Placement& P = devices_.placement;
   const Shape& shape = t_.initial[k].shape();
   Tensor whole(DType::kFloat32, shape);
