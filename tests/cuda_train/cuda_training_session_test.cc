@@ -19,7 +19,7 @@
 
 #include "../cuda/cuda_test_util.h"
 #include "engine/session.h"
-#include "model_graph.h"
+#include "mlp_task.h"
 #include "serialize/onnx_import.h"
 #include "train/training_session.h"
 
@@ -27,63 +27,24 @@ namespace oneflow::train {
 namespace {
 
 using cuda_test::RelL2;
-using train_test::AddOp;
-using train_test::AddParam;
 
-constexpr int64_t kIn = 32, kHidden = 64, kClasses = 8, kBatch = 64;
+using train_test::Batch;
+using train_test::kBatch;
+using train_test::kClasses;
+using train_test::kHidden;
+using train_test::kIn;
+using train_test::MakeBatch;
+using train_test::MakeMlp;
+using train_test::Randn;
+
 constexpr int kSteps = 20;
 
-Tensor Randn(const Shape& s, std::mt19937& rng, float scale) {
-  Tensor t(DType::kFloat32, s);
-  std::normal_distribution<float> d(0.0f, scale);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
-
-// input [N, 32] -> 64 -> Relu -> 64 -> Relu -> logits [N, 8].
-Graph MakeMlp(uint64_t seed) {
-  std::mt19937 rng(static_cast<uint32_t>(seed));
-  Graph g;
-  g.opset_imports[""] = 17;
-  const int x = g.AddValue("input", TensorType::Of(DType::kFloat32, {kBatch, kIn}));
-  g.inputs.push_back(x);
-  const int64_t dims[] = {kIn, kHidden, kHidden, kClasses};
-  int h = x;
-  for (int l = 0; l < 3; ++l) {
-    const std::string p = "fc" + std::to_string(l + 1);
-    const int w = AddParam(g, p + ".weight", Randn({dims[l], dims[l + 1]}, rng, std::sqrt(2.0f / dims[l])));
-    const int b = AddParam(g, p + ".bias", Randn({dims[l + 1]}, rng, 0.1f));
-    const int pre = AddOp(g, "Add", {AddOp(g, "MatMul", {h, w}, p + ".mm"), b}, l == 2 ? "logits" : p + ".pre");
-    h = l == 2 ? pre : AddOp(g, "Relu", {pre}, p + ".act");
-  }
-  g.outputs.push_back(h);
-  PrepareGraph(g);
-  return g;
-}
-
-struct Batch {
-  Tensor x, labels;
-};
-
-// Labels from a fixed random linear teacher, so the task is learnable.
+// `n` batches of the MLP task from one teacher.
 std::vector<Batch> MakeBatches(int n, uint64_t seed) {
   std::mt19937 rng(static_cast<uint32_t>(seed));
   const Tensor teacher = Randn({kIn, kClasses}, rng, 1.0f);
   std::vector<Batch> out;
-  for (int i = 0; i < n; ++i) {
-    Batch b{Randn({kBatch, kIn}, rng, 1.0f), Tensor(DType::kInt64, {kBatch})};
-    for (int64_t r = 0; r < kBatch; ++r) {
-      int64_t best = 0;
-      double best_v = -1e30;
-      for (int64_t c = 0; c < kClasses; ++c) {
-        double v = 0;
-        for (int64_t k = 0; k < kIn; ++k) v += b.x.data<float>()[r * kIn + k] * teacher.data<float>()[k * kClasses + c];
-        if (v > best_v) best_v = v, best = c;
-      }
-      b.labels.data<int64_t>()[r] = best;
-    }
-    out.push_back(std::move(b));
-  }
+  for (int i = 0; i < n; ++i) out.push_back(MakeBatch(rng, teacher));
   return out;
 }
 
@@ -123,20 +84,22 @@ void ExpectSameTraining(TrainingSession& cpu, TrainingSession& gpu, const std::v
     EXPECT_LE(RelL2(gpu.GetParameter(name), cpu.GetParameter(name)), param_tol) << name;
 }
 
+// 20 steps of the MLP with `kind` on both devices from the same weights and batches.
+void CompareMlpTraining(OptimizerKind kind, uint64_t batch_seed, double param_tol) {
+  const Graph model = MakeMlp(7);
+  TrainingSession cpu(model, MlpOptions(kind, DeviceType::kCpu));
+  TrainingSession gpu(model, MlpOptions(kind, DeviceType::kCuda));
+  ExpectSameTraining(cpu, gpu, MakeBatches(kSteps, batch_seed), 1e-4, param_tol);
+}
+
 TEST(CudaTrainingSession, MlpSgdMomentumMatchesCpu) {
   OF_REQUIRE_CUDA_DEVICE();
-  const Graph model = MakeMlp(7);
-  TrainingSession cpu(model, MlpOptions(OptimizerKind::kSgd, DeviceType::kCpu));
-  TrainingSession gpu(model, MlpOptions(OptimizerKind::kSgd, DeviceType::kCuda));
-  ExpectSameTraining(cpu, gpu, MakeBatches(kSteps, 1), 1e-4, 1e-4);
+  CompareMlpTraining(OptimizerKind::kSgd, 1, 1e-4);
 }
 
 TEST(CudaTrainingSession, MlpAdamMatchesCpu) {
   OF_REQUIRE_CUDA_DEVICE();
-  const Graph model = MakeMlp(7);
-  TrainingSession cpu(model, MlpOptions(OptimizerKind::kAdam, DeviceType::kCpu));
-  TrainingSession gpu(model, MlpOptions(OptimizerKind::kAdam, DeviceType::kCuda));
-  ExpectSameTraining(cpu, gpu, MakeBatches(kSteps, 2), 1e-4, 1e-3);
+  CompareMlpTraining(OptimizerKind::kAdam, 2, 1e-3);
 }
 
 TEST(CudaTrainingSession, MlpAdamWWithClippingMatchesCpu) {
@@ -159,11 +122,7 @@ TEST(CudaTrainingSession, TransformerEncoderAdamMatchesCpu) {
   Graph model = LoadOnnxFile(std::string(dir) + "/transformer_encoder_small.onnx");
   PrepareGraph(model);
   auto options = [](DeviceType d) {
-    TrainingOptions o;
-    o.intra_op_threads = 2;
-    o.appended_loss = AppendedLoss::kMse;
-    o.logits_output = "output";
-    o.optimizer.lr = 1e-3f;
+    TrainingOptions o = train_test::EncoderMseOptions();
     o.device = d;
     return o;
   };
