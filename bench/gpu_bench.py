@@ -4,7 +4,8 @@
 Rows (median milliseconds per call, CUDA work complete: every timed call ends with the device
 synchronized, timed by wall clock; engines alternate block by block after a warm-up):
   * training step (forward + backward + Adam) of the transformer encoder of bench/train_bench.py
-    (4 pre-LayerNorm layers, d=256, 4 heads, FF 1024, seq 128, batch 8, MSE against a target):
+    (4 pre-LayerNorm layers, d=256, 4 heads, FF 1024, seq 128, batch 8, MSE against a target; 2 host
+    threads for CPU-fallback nodes):
     ours = a training session on CUDA (liboneflow's training C ABI, device_kind CUDA, CUDA graphs
     AUTO) fed host arrays; torch = the same model written in torch from the same weights, Adam
     (fused=True, the strongest torch variant), data already on the device. Precisions: f32 (strict
@@ -101,7 +102,7 @@ def bench_training(lib, torch, path, precision, iters):
     feeds = {"input": rng.standard_normal((8, 128, 256)).astype(np.float32),
              "target": rng.standard_normal((8, 128, 256)).astype(np.float32)}
     weights = make_train_models.transformer_weights()
-    ours = OneflowTrainer(lib, path, 0, LOSS_MSE, "output", "target", device=DEVICE_CUDA,
+    ours = OneflowTrainer(lib, path, 2, LOSS_MSE, "output", "target", device=DEVICE_CUDA,
                           precision=PRECISION[precision])
     ref = torch_encoder_step(torch, weights, feeds, precision)
     # Same weights and batch: the first losses must agree (bf16 rounds differently on each side).
