@@ -110,6 +110,26 @@ def make_transformer(path, D=D, HEADS=HEADS, FF=FF, LAYERS=LAYERS, seed=2):
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
 
 
+def torch_transformer_loss(torch, params, x, target):
+    """The encoder of make_transformer written in torch (the benches' PyTorch side): `params` maps the
+    weight names of transformer_weights() to torch tensors; returns the MSE loss against `target`
+    (computed in f32 when autocast made the output bf16)."""
+    import torch.nn.functional as F
+    h = x
+    for l in range(LAYERS):
+        p = lambda n: params[f"layer{l}.{n}"]  # noqa: E731
+        a = F.layer_norm(h, (D,), p("ln1.weight"), p("ln1.bias"), 1e-5)
+        B, S = a.shape[0], a.shape[1]
+        q = (a @ p("q.weight") + p("q.bias")).view(B, S, HEADS, D // HEADS).transpose(1, 2)
+        k = (a @ p("k.weight") + p("k.bias")).view(B, S, HEADS, D // HEADS).permute(0, 2, 3, 1)
+        v = (a @ p("v.weight") + p("v.bias")).view(B, S, HEADS, D // HEADS).transpose(1, 2)
+        ctx = (torch.softmax((q @ k) * (1.0 / np.sqrt(D // HEADS)), dim=-1) @ v).transpose(1, 2).reshape(B, S, D)
+        h = h + ctx @ p("o.weight") + p("o.bias")
+        a = F.layer_norm(h, (D,), p("ln2.weight"), p("ln2.bias"), 1e-5)
+        h = h + F.relu(a @ p("ff1.weight") + p("ff1.bias")) @ p("ff2.weight") + p("ff2.bias")
+    return F.mse_loss(h.float(), target)
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)

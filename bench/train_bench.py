@@ -46,22 +46,9 @@ def torch_trainer(name, weights, feeds):
             return F.cross_entropy(h @ params["fc3.weight"] + params["fc3.bias"], y)
     else:
         t = torch.from_numpy(feeds["target"])
-        D, H = make_train_models.D, make_train_models.HEADS
 
         def forward():
-            h = x
-            for l in range(make_train_models.LAYERS):
-                p = lambda n: params[f"layer{l}.{n}"]  # noqa: E731
-                a = F.layer_norm(h, (D,), p("ln1.weight"), p("ln1.bias"), 1e-5)
-                B, S = a.shape[0], a.shape[1]
-                q = (a @ p("q.weight") + p("q.bias")).view(B, S, H, D // H).transpose(1, 2)
-                k = (a @ p("k.weight") + p("k.bias")).view(B, S, H, D // H).permute(0, 2, 3, 1)
-                v = (a @ p("v.weight") + p("v.bias")).view(B, S, H, D // H).transpose(1, 2)
-                ctx = (torch.softmax((q @ k) * (1.0 / np.sqrt(D // H)), dim=-1) @ v).transpose(1, 2).reshape(B, S, D)
-                h = h + ctx @ p("o.weight") + p("o.bias")
-                a = F.layer_norm(h, (D,), p("ln2.weight"), p("ln2.bias"), 1e-5)
-                h = h + F.relu(a @ p("ff1.weight") + p("ff1.bias")) @ p("ff2.weight") + p("ff2.bias")
-            return F.mse_loss(h, t)
+            return make_train_models.torch_transformer_loss(torch, params, x, t)
 
     def step():
         opt.zero_grad(set_to_none=True)

@@ -27,7 +27,13 @@ class TrainingOptions(ctypes.Structure):
                 ("min_lr_factor", ctypes.c_float), ("max_grad_norm", ctypes.c_float),
                 ("frozen", ctypes.POINTER(ctypes.c_char_p)), ("num_frozen", ctypes.c_size_t),
                 ("deterministic", ctypes.c_int32), ("seed", ctypes.c_uint64), ("nonfinite_policy", ctypes.c_int),
-                ("activation_checkpointing", ctypes.c_int32)]
+                ("activation_checkpointing", ctypes.c_int32),
+                # Every field through the end of the C struct: oneflow_training_options_init writes
+                # sizeof(oneflow_training_options_t) bytes into this buffer.
+                ("precision", ctypes.c_int), ("loss_scaling_off", ctypes.c_int32),
+                ("loss_scale_initial", ctypes.c_float), ("loss_scale_growth", ctypes.c_float),
+                ("loss_scale_backoff", ctypes.c_float), ("loss_scale_growth_interval", ctypes.c_int64),
+                ("device_kind", ctypes.c_int32), ("device_index", ctypes.c_int32), ("cuda_graphs", ctypes.c_int32)]
 
 
 class TrainingMemory(ctypes.Structure):
@@ -63,7 +69,9 @@ def bind_training(lib):
 class OneflowTrainer:
     """A training session on an ONNX file; step(feeds) = run (train mode) + backward + Adam step."""
 
-    def __init__(self, lib, path, threads, loss, logits, labels, checkpointing=False, lr=1e-3):
+    def __init__(self, lib, path, threads, loss, logits, labels, checkpointing=False, lr=1e-3, device=0,
+                 precision=0):
+        """device: 0 CPU, 1 CUDA device 0; precision: 0 f32, 1 bf16, 2 f16 (the C enums)."""
         self.lib, raw = lib, lib._lib
         graph = ctypes.c_void_p()
         lib.check(raw.oneflow_graph_load_file(os.fsencode(path), ctypes.byref(graph)))
@@ -75,6 +83,7 @@ class OneflowTrainer:
         to.loss, to.logits_output, to.labels_input = loss, logits.encode(), labels.encode()
         to.optimizer, to.learning_rate = OPT_ADAM, lr
         to.activation_checkpointing = int(checkpointing)
+        to.device_kind, to.precision = device, precision
         self.session = ctypes.c_void_p()
         try:
             lib.check(raw.oneflow_training_session_create(None, graph, ctypes.byref(so), ctypes.byref(to),

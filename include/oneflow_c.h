@@ -422,6 +422,18 @@ typedef struct oneflow_training_options_t {
   float loss_scale_growth;             /* default 2, >= 1 */
   float loss_scale_backoff;            /* default 0.5, in (0, 1) */
   int64_t loss_scale_growth_interval;  /* default 2000, > 0 */
+  /* Where the session trains (docs/training.md, "Training on a CUDA device"). device_kind holds an
+   * oneflow_device_kind_t: ONEFLOW_DEVICE_CPU (0, default) or ONEFLOW_DEVICE_CUDA, with the CUDA
+   * device's index in device_index (0 for the CPU). On CUDA, parameters, gradients and optimizer
+   * state live in device memory and the optimizer step is one fused launch; runs, parameter access,
+   * checkpoints and export still take and return host tensors. Creation fails with
+   * ONEFLOW_UNSUPPORTED "... built without CUDA" or "no CUDA device: <reason>",
+   * ONEFLOW_INVALID_ARGUMENT for an index out of range, and ONEFLOW_UNSUPPORTED for deterministic
+   * mode on CUDA. cuda_graphs holds an oneflow_cuda_graph_mode_t (default AUTO) for the session's
+   * forward, backward and eval graphs. A distributed trainer refuses ONEFLOW_DEVICE_CUDA here. */
+  int32_t device_kind;
+  int32_t device_index;
+  int32_t cuda_graphs;
 } oneflow_training_options_t;
 
 ONEFLOW_API void oneflow_training_options_init(oneflow_training_options_t* options);

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU (the target is an H200, sm_90): configures and builds the CUDA
-# backend, runs every GPU test and the bf16 GEMM benchmark, and writes JUnit XML, logs and a
+# backend, runs every GPU test, the bf16 GEMM benchmark and bench/gpu_bench.py (encoder training
+# step and ResNet-18 vs PyTorch), and writes JUnit XML, logs and a
 # summary under $OUT (default ./gpu-check-out). Budget: under 8 minutes (each stage has a timeout).
 # Exit status: 0 only when everything built, every GPU test ran (none skipped) and passed, and the
-# benchmark's result was correct. Usage: [OUT=dir] [BUILD_DIR=dir] [JOBS=16] scripts/gpu-check.sh
+# benchmarks' results were correct. Usage: [OUT=dir] [BUILD_DIR=dir] [JOBS=16] scripts/gpu-check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-check-out}
@@ -40,6 +41,7 @@ grep "CUDA backend" "$OUT/configure.log" | tee -a "$SUMMARY"
 TARGETS="oneflow_cuda_tests oneflow_cuda_host_tests oneflow_cuda_c_api_test oneflow_gpu_gemm_bench liboneflow
          oneflow_cuda_session_tests oneflow_cuda_placement_tests oneflow_cli"
 TARGETS="$TARGETS oneflow_cuda_train_tests"  # training kernels + fused optimizer (docs/training.md)
+TARGETS="$TARGETS oneflow_mixed_precision_c_api_test"  # the C ABI's training device fields, on CUDA
 TARGETS="$TARGETS oneflow_nccl_gpu_tests oneflow_nccl_host_tests"  # NCCL communicator + CUDA Boxing
 if ! timeout 300 ninja -C "$BUILD" -j"$JOBS" $TARGETS > "$OUT/build.log" 2>&1; then
   fail "build (see build.log)"; grep -m 20 -E "error|FAILED" "$OUT/build.log" | tee -a "$SUMMARY"; exit 1
@@ -62,7 +64,19 @@ run_gtest cuda_gpu "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaDe
 run_gtest cuda_gpu_nn_tensor "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaNnKernels.*:CudaTensorKernels.*:CudaAttention.*'
 run_gtest cuda_host "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaErrors.*:CudaRegistry.*'
 run_gtest cuda_allocator "$BUILD/tests/cuda/oneflow_cuda_host_tests"
+# Training sessions on CUDA vs the CPU: the bench's small transformer encoder is read from here.
+export ONEFLOW_TRAIN_MODELS="$BUILD/gpu-check-train-models"
+python3 bench/make_train_models.py "$ONEFLOW_TRAIN_MODELS" --small > "$OUT/train_models.log" 2>&1 ||
+  fail "could not make the training models (see train_models.log)"
 run_gtest cuda_train_gpu "$BUILD/tests/cuda_train/oneflow_cuda_train_tests"
+TRAIN_FIXTURE="$BUILD/gpu-check-train-fixture"
+if python3 tests/train/make_train_fixture.py "$TRAIN_FIXTURE" > "$OUT/train_fixture.log" 2>&1 &&
+   timeout 120 "$BUILD/tests/cuda_train/oneflow_mixed_precision_c_api_test" "$TRAIN_FIXTURE" > "$OUT/train_c_api_cuda.log" 2>&1 &&
+   ! grep -q "CUDA training run is skipped" "$OUT/train_c_api_cuda.log"; then
+  log "train_c_api_cuda: passed ($(tail -n 1 "$OUT/train_c_api_cuda.log"))"
+else
+  fail "train_c_api_cuda (see train_c_api_cuda.log, train_fixture.log)"
+fi
 # NCCL on one GPU (1-rank communicator, init timeout/abort, boxing table with staged communicators);
 # the NcclMultiGpu.* tests need 2-4 GPUs and run only where there are that many.
 NCCL_FILTER='NcclOneRank.*:NcclTimeout.*:CudaBoxing.*'
@@ -116,6 +130,19 @@ if timeout 180 "$BUILD/tests/cuda/oneflow_gpu_gemm_bench" 8192 8192 8192 --reps 
   cat "$OUT/gemm_bench.txt" | tee -a "$SUMMARY"
 else
   fail "gemm bench (see gemm_bench.log)"; tail -n 5 "$OUT/gemm_bench.log" | tee -a "$SUMMARY"
+fi
+
+# ---- Benchmark: encoder training step and ResNet-18 inference, ours vs PyTorch CUDA (same run) ---
+if python3 -c "import torch; assert torch.cuda.is_available()" > /dev/null 2>&1; then
+  if timeout 200 python3 bench/gpu_bench.py --lib "$BUILD/liboneflow.so" --models-dir "$BUILD/gpu-bench-models" \
+       --iters 20 --json "$OUT/gpu_bench.json" > "$OUT/gpu_bench.txt" 2> "$OUT/gpu_bench.log"; then
+    cat "$OUT/gpu_bench.txt" | tee -a "$SUMMARY"
+  else
+    fail "gpu bench (a check failed or it timed out; see gpu_bench.txt, gpu_bench.log)"
+    tail -n 20 "$OUT/gpu_bench.txt" "$OUT/gpu_bench.log" | tee -a "$SUMMARY"
+  fi
+else
+  fail "gpu bench: python3 cannot use torch with CUDA here"
 fi
 
 log "total $(elapsed); status $status"

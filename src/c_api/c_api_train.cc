@@ -120,6 +120,17 @@ train::TrainingOptions ConvertOptions(const oneflow_session_options_t* so, const
   o.loss_scale.growth = OF_FIELD(to, loss_scale_growth, ls.growth);
   o.loss_scale.backoff = OF_FIELD(to, loss_scale_backoff, ls.backoff);
   o.loss_scale.growth_interval = OF_FIELD(to, loss_scale_growth_interval, ls.growth_interval);
+  const int32_t device = OF_FIELD(to, device_kind, int32_t{ONEFLOW_DEVICE_CPU});
+  OF_REQUIRE(device == ONEFLOW_DEVICE_CPU || device == ONEFLOW_DEVICE_CUDA,
+             "training_options.device_kind: unknown device ", device);
+  o.device = device == ONEFLOW_DEVICE_CUDA ? DeviceType::kCuda : DeviceType::kCpu;
+  o.device_index = OF_FIELD(to, device_index, int32_t{0});
+  const int32_t graphs = OF_FIELD(to, cuda_graphs, int32_t{ONEFLOW_CUDA_GRAPHS_AUTO});
+  OF_REQUIRE(graphs == ONEFLOW_CUDA_GRAPHS_AUTO || graphs == ONEFLOW_CUDA_GRAPHS_ON || graphs == ONEFLOW_CUDA_GRAPHS_OFF,
+             "training_options.cuda_graphs: unknown mode ", graphs);
+  o.cuda_graphs = graphs == ONEFLOW_CUDA_GRAPHS_ON    ? CudaGraphMode::kOn
+                  : graphs == ONEFLOW_CUDA_GRAPHS_OFF ? CudaGraphMode::kOff
+                                                      : CudaGraphMode::kAuto;
   return o;
 }
 

@@ -16,7 +16,10 @@ Executor::Executor(std::shared_ptr<const Graph> graph, std::shared_ptr<ThreadPoo
 }
 
 Executor::Executor(std::shared_ptr<const Graph> graph, int num_threads, const ExecutorDevice& device)
-    : graph_(std::move(graph)), pool_(std::make_shared<ThreadPool>(num_threads)), device_(device) {
+    : Executor(std::move(graph), std::make_shared<ThreadPool>(num_threads), device) {}
+
+Executor::Executor(std::shared_ptr<const Graph> graph, std::shared_ptr<ThreadPool> pool, const ExecutorDevice& device)
+    : graph_(std::move(graph)), pool_(std::move(pool)), device_(device) {
   if (device.type == DeviceType::kCpu) {
     OF_REQUIRE(device.index == 0, "CPU device index must be 0, got ", device.index);
     std::vector<std::unique_ptr<NodeRunner>> no_device_runners;

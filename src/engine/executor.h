@@ -48,6 +48,8 @@ class Executor {
   Executor(std::shared_ptr<const Graph> graph, std::shared_ptr<ThreadPool> pool);
   // On a device (kCuda: throws kUnsupported "no CUDA device: ..." without one).
   Executor(std::shared_ptr<const Graph> graph, int num_threads, const ExecutorDevice& device);
+  // On a device with a shared pool (a training session's graphs on CUDA; the pool runs CPU fallbacks).
+  Executor(std::shared_ptr<const Graph> graph, std::shared_ptr<ThreadPool> pool, const ExecutorDevice& device);
   ~Executor();
 
   // Runs the graph. `feeds[i]` is the tensor for graph input i (already validated by the caller).

@@ -1,6 +1,7 @@
 // CudaMultiTensorOptimizer: the chunk table, the fused update kernel and the device gradient norm.
 #include "train/optimizer_cuda.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "device/cuda/cuda_check.h"
@@ -89,7 +90,20 @@ __global__ void SumPartialsKernel(const double* __restrict__ partial, int64_t n,
   if (threadIdx.x == 0) out[0] = smem[0];
 }
 
+__global__ void AccumulateKernel(float* __restrict__ acc, const float* __restrict__ add, int64_t n) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    acc[i] = Add(acc[i], add[i]);
+}
+
 }  // namespace
+
+void AccumulateGradient(float* acc, const float* add, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  const int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, 65536);
+  AccumulateKernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(acc, add, n);
+  OF_CUDA_CHECK_LAUNCH("AccumulateGradient");
+}
 
 struct CudaMultiTensorOptimizer::Table {
   std::vector<ChunkEntry> host;  // what the device copy holds

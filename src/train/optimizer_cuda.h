@@ -47,4 +47,8 @@ class CudaMultiTensorOptimizer {
   std::unique_ptr<Table> table_;
 };
 
+// acc[i] += add[i] for i < n (f32 device memory of the current device), asynchronous on `stream`:
+// gradient accumulation over several backward runs before one step.
+void AccumulateGradient(float* acc, const float* add, int64_t n, cudaStream_t stream);
+
 }  // namespace oneflow::train

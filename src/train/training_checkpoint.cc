@@ -36,10 +36,13 @@ void TrainingSession::SaveCheckpoint(const std::string& path) const {
   ck.step = s.step;
   const std::vector<std::string> slots = OptimizerStateNames(options_.optimizer);
   for (const ParamState& p : s.params) {
-    ck.tensors.push_back({p.name, TensorRole::kParameter, p.slot.value, "", ""});
+    // Host views: the tensors themselves on the CPU, copies read back from a device session.
+    ck.tensors.push_back({p.name, TensorRole::kParameter, s.HostView(p.slot.value), "", ""});
     for (size_t k = 0; k < slots.size(); ++k)
-      ck.tensors.push_back({StateName(p.name, slots[k]), TensorRole::kOptimizerState, p.slot.state[k], p.name, slots[k]});
-    if (p.has_grad) ck.tensors.push_back({StateName(p.name, "grad"), TensorRole::kGradient, p.slot.grad, p.name, ""});
+      ck.tensors.push_back(
+          {StateName(p.name, slots[k]), TensorRole::kOptimizerState, s.HostView(p.slot.state[k]), p.name, slots[k]});
+    if (p.has_grad)
+      ck.tensors.push_back({StateName(p.name, "grad"), TensorRole::kGradient, s.HostView(p.slot.grad), p.name, ""});
   }
   ck.metadata[kFormatKey] = kFormatValue;
   ck.metadata["optimizer"] = OptimizerKindName(options_.optimizer.kind);
@@ -132,11 +135,11 @@ void TrainingSession::LoadCheckpoint(const std::string& path) {
       OF_REQUIRE(t == nullptr, "checkpoint '", path, "' holds accumulated gradients but no loss scale; this session "
                  "scales its f16 loss, so they cannot be interpreted (zero them before saving)");
 
-  for (const Copy& c : copies) std::memcpy(c.to->raw(), c.from->raw(), c.from->nbytes());
+  for (const Copy& c : copies) s.Assign(*c.to, *c.from);
   s.ZeroGradients();
   for (auto& [p, t] : grads) {
     if (!t) continue;
-    std::memcpy(p->slot.grad.raw(), t->raw(), t->nbytes());
+    s.Assign(p->slot.grad, *t);
     p->has_grad = true;
     s.backward_count = 1;
   }

@@ -13,6 +13,7 @@
 #include "engine/executor.h"
 #include "train/mixed_precision.h"
 #include "train/optimizer.h"
+#include "train/training_device.h"
 #include "train/training_session.h"
 
 namespace oneflow::train {
@@ -21,13 +22,17 @@ namespace oneflow::train {
 struct Part {
   std::shared_ptr<const Graph> graph;
   std::unique_ptr<Executor> executor;
-  // Feeds graph inputs by name; throws kInvalidArgument naming a missing one.
-  std::vector<Tensor> Run(const std::map<std::string, Tensor>& named) const;
+  // Feeds graph inputs by name; throws kInvalidArgument naming a missing one. On a device executor,
+  // the feeds named in `device_feeds` are device tensors, and `outputs_on_device` keeps the results
+  // in device memory.
+  std::vector<Tensor> Run(const std::map<std::string, Tensor>& named, const std::set<std::string>& device_feeds = {},
+                          bool outputs_on_device = false) const;
 };
 
-// Optimizes `g` at `level` (parameters are graph inputs, so nothing folds across them) and builds
-// its executor.
-std::unique_ptr<Part> CompilePart(Graph g, int level, const std::shared_ptr<ThreadPool>& pool);
+// Optimizes `g` at `level` for `device` (parameters are graph inputs, so nothing folds across them)
+// and builds its executor there.
+std::unique_ptr<Part> CompilePart(Graph g, int level, const std::shared_ptr<ThreadPool>& pool,
+                                  const ExecutorDevice& device = {});
 
 struct ParamState {
   std::string name;
@@ -36,6 +41,9 @@ struct ParamState {
 };
 
 struct TrainingSession::Impl {
+  // Device sessions only (null on the CPU). Declared first, so destroyed last: the device tensors
+  // below return their memory to pools of its stream.
+  std::unique_ptr<TrainingDevice> device;
   std::mutex mutex;
   Graph model;  // as given: what ExportModel returns with current parameter values
   std::vector<ParamState> params;
@@ -58,6 +66,12 @@ struct TrainingSession::Impl {
   // f16 loss scaling: the backward graph's scale input and the scale's state (null otherwise).
   std::string loss_scale_name;
   std::unique_ptr<DynamicLossScale> scaler;
+
+  // Parameter, gradient and state tensors as the host sees them: the tensor itself on the CPU, a
+  // host copy on a device (HostView); always a copy (HostCopy); `dst` overwritten with host `src`.
+  Tensor HostView(const Tensor& t) const { return device ? device->Download(t) : t; }
+  Tensor HostCopy(const Tensor& t) const { return device ? device->Download(t) : t.Clone(); }
+  void Assign(const Tensor& dst, const Tensor& src) const;
 
   const ParamState* Find(const std::string& name) const;
   const ParamState& Get(const std::string& name) const;  // kNotFound naming the parameter

@@ -42,6 +42,21 @@ void CheckOptions(const TrainingOptions& o) {
   }
   ValidateOptimizerConfig(o.optimizer);
   ValidateLrSchedule(o.schedule);
+  OF_REQUIRE(o.device == DeviceType::kCpu || o.device == DeviceType::kCuda, "unknown training device ",
+             static_cast<int>(o.device));
+  OF_REQUIRE(o.cuda_graphs == CudaGraphMode::kAuto || o.cuda_graphs == CudaGraphMode::kOn ||
+                 o.cuda_graphs == CudaGraphMode::kOff,
+             "unknown CUDA graph mode ", static_cast<int>(o.cuda_graphs));
+  if (o.device == DeviceType::kCpu) {
+    OF_REQUIRE(o.device_index == 0, "CPU device index must be 0, got ", o.device_index);
+  } else {
+    OF_REQUIRE(o.device_index >= 0, "CUDA device index must be >= 0, got ", o.device_index);
+    // cuDNN's heuristics may pick algorithms that add with atomics (the backward filter ones), and
+    // the choice depends on the GPU: bit-identical runs cannot be promised there.
+    OF_CHECK(!o.deterministic, kUnsupported,
+             "deterministic mode is not supported for training on a CUDA device (bit-identical results are "
+             "promised on the CPU only); turn it off or train on the CPU");
+  }
 }
 
 // Checks a feed against its declaration: dtype, rank, static dims.
@@ -59,42 +74,54 @@ void CheckFeed(const Value& decl, const Tensor& t) {
 
 }  // namespace
 
-std::unique_ptr<Part> CompilePart(Graph g, int level, const std::shared_ptr<ThreadPool>& pool) {
+std::unique_ptr<Part> CompilePart(Graph g, int level, const std::shared_ptr<ThreadPool>& pool,
+                                  const ExecutorDevice& device) {
   auto part = std::make_unique<Part>();
   {
     ThreadPool fold_pool(1);
-    OptimizeGraph(g, level, fold_pool);
+    OptimizeGraph(g, level, fold_pool, device.type);
   }
   part->graph = std::make_shared<Graph>(std::move(g));
-  part->executor = std::make_unique<Executor>(part->graph, pool);
+  part->executor = device.type == DeviceType::kCpu ? std::make_unique<Executor>(part->graph, pool)
+                                                   : std::make_unique<Executor>(part->graph, pool, device);
   return part;
 }
 
-std::vector<Tensor> Part::Run(const std::map<std::string, Tensor>& named) const {
+std::vector<Tensor> Part::Run(const std::map<std::string, Tensor>& named, const std::set<std::string>& device_feeds,
+                              bool outputs_on_device) const {
   std::vector<Tensor> feeds;
+  RunIo io;
+  io.outputs_on_device = outputs_on_device;
   for (int v : graph->inputs) {
     const std::string& name = graph->values[static_cast<size_t>(v)].name;
     auto it = named.find(name);
     OF_CHECK(it != named.end(), kInvalidArgument, "input '", name, "' is missing");
     feeds.push_back(it->second);
+    io.feed_on_device.push_back(device_feeds.count(name) ? 1 : 0);
   }
-  return executor->Run(feeds);
+  if (device_feeds.empty() && !outputs_on_device) return executor->Run(feeds);
+  return executor->Run(feeds, io);
 }
 
 TrainingSession::TrainingSession(const Graph& model, const TrainingOptions& options)
     : impl_(std::make_unique<Impl>()), options_(options) {
   CheckOptions(options);
   Impl& s = *impl_;
+  // First, so a missing device fails before the graphs are built.
+  if (options.device == DeviceType::kCuda)
+    s.device = std::make_unique<TrainingDevice>(options.device_index, options.optimizer);
   s.model = model;
   TrainingGraph t = BuildTrainingGraph(model, options);
   const Graph& g = t.graph;
   for (size_t i = 0; i < t.params.size(); ++i) {
     ParamState p;
     p.name = t.name(t.params[i]);
-    p.slot.value = t.initial[i].Clone();
-    p.slot.grad = Tensor(DType::kFloat32, p.slot.value.shape());
+    // Zero gradient and state, in device memory on a device session (uploaded once).
+    const Tensor zeros(DType::kFloat32, t.initial[i].shape());
+    p.slot.value = s.device ? s.device->Upload(t.initial[i]) : t.initial[i].Clone();
+    p.slot.grad = s.device ? s.device->Upload(zeros) : zeros.Clone();
     for (size_t k = 0; k < OptimizerStateNames(options.optimizer).size(); ++k)
-      p.slot.state.push_back(Tensor(DType::kFloat32, p.slot.value.shape()));
+      p.slot.state.push_back(s.device ? s.device->Upload(zeros) : zeros.Clone());
     param_names_.push_back(p.name);
     s.params.push_back(std::move(p));
   }
@@ -121,9 +148,10 @@ TrainingSession::TrainingSession(const Graph& model, const TrainingOptions& opti
   interface_ = t.interface;
 
   s.pool = std::make_shared<ThreadPool>(options.intra_op_threads);
-  s.forward = CompilePart(std::move(graphs.forward), options.optimization_level, s.pool);
-  s.backward = CompilePart(std::move(graphs.backward), options.optimization_level, s.pool);
-  s.eval = CompilePart(std::move(graphs.eval), options.optimization_level, s.pool);
+  const ExecutorDevice where{options.device, options.device_index, options.cuda_graphs};
+  s.forward = CompilePart(std::move(graphs.forward), options.optimization_level, s.pool, where);
+  s.backward = CompilePart(std::move(graphs.backward), options.optimization_level, s.pool, where);
+  s.eval = CompilePart(std::move(graphs.eval), options.optimization_level, s.pool, where);
   s.backward_reads_inputs.clear();
   for (int v : s.backward->graph->inputs) {
     const std::string& name = s.backward->graph->values[static_cast<size_t>(v)].name;
@@ -159,11 +187,13 @@ std::vector<std::pair<std::string, Tensor>> TrainingSession::Run(
     }
   }
   const Part& part = mode == RunMode::kTrain ? *s.forward : *s.eval;
+  std::set<std::string> device_feeds;  // parameters, on a device session
   for (int v : part.graph->inputs) {
     const std::string& name = part.graph->values[static_cast<size_t>(v)].name;
     if (named.count(name)) continue;
     if (const ParamState* p = s.Find(name)) {
       named[name] = p->slot.value;
+      if (s.device) device_feeds.insert(name);
       continue;
     }
     if (s.scaler && name == s.loss_scale_name) {
@@ -173,11 +203,21 @@ std::vector<std::pair<std::string, Tensor>> TrainingSession::Run(
     Fail(ErrorCode::kInvalidArgument, "input '", name, "' is missing",
          mode == RunMode::kTrain ? " (a train-mode run needs every input, the labels too)" : "");
   }
-  std::vector<Tensor> results = part.Run(named);
+  // On a device, a train-mode run keeps its results in device memory: backward reads the kept
+  // activations there; what the caller fetches (and the loss) is copied to the host below.
+  const bool outputs_on_device = s.device && mode == RunMode::kTrain;
+  std::vector<Tensor> results = part.Run(named, device_feeds, outputs_on_device);
 
   std::map<std::string, Tensor> by_name;
   for (size_t i = 0; i < results.size(); ++i)
     by_name[part.graph->values[static_cast<size_t>(part.graph->outputs[i])].name] = results[i];
+  std::map<std::string, Tensor> host_results;
+  auto on_host = [&](const std::string& name) -> Tensor {
+    if (!outputs_on_device) return by_name.at(name);
+    auto it = host_results.find(name);
+    if (it == host_results.end()) it = host_results.emplace(name, s.device->Download(by_name.at(name))).first;
+    return it->second;
+  };
   if (mode == RunMode::kTrain) {
     s.pending.clear();
     s.saved_bytes = 0;
@@ -192,7 +232,7 @@ std::vector<std::pair<std::string, Tensor>> TrainingSession::Run(
       s.pending[name] = named.at(name).Clone();
       s.saved_bytes += s.pending[name].nbytes();
     }
-    const Tensor& loss = by_name.at(s.loss_name);
+    const Tensor loss = on_host(s.loss_name);
     s.last_loss = loss.numel() == 1 ? loss.GetAsDouble(0) : std::numeric_limits<double>::quiet_NaN();
     s.has_pending = true;
   }
@@ -201,7 +241,7 @@ std::vector<std::pair<std::string, Tensor>> TrainingSession::Run(
   if (fetches.empty()) {
     for (int v : interface_.outputs) {
       const std::string& name = interface_.values[static_cast<size_t>(v)].name;
-      if (by_name.count(name)) out.emplace_back(name, by_name[name]);
+      if (by_name.count(name)) out.emplace_back(name, on_host(name));
     }
     return out;
   }
@@ -212,7 +252,7 @@ std::vector<std::pair<std::string, Tensor>> TrainingSession::Run(
                "' is not computed in eval mode");
       Fail(ErrorCode::kNotFound, "the training session has no output named '", name, "'");
     }
-    out.emplace_back(name, it->second);
+    out.emplace_back(name, on_host(name));
   }
   return out;
 }
@@ -225,7 +265,14 @@ void TrainingSession::Backward() {
   std::map<std::string, Tensor> named = s.pending;
   for (const ParamState& p : s.params) named[p.name] = p.slot.value;
   if (s.scaler) named[s.loss_scale_name] = Tensor::Scalar(DType::kFloat32, s.scaler->scale());
-  std::vector<Tensor> grads = s.backward->Run(named);
+  // On a device the kept activations and the parameters are device tensors, and so are the
+  // gradients it returns (the labels copy stays on the host).
+  std::set<std::string> device_feeds;
+  if (s.device) {
+    device_feeds.insert(s.saved_names.begin(), s.saved_names.end());
+    for (const ParamState& p : s.params) device_feeds.insert(p.name);
+  }
+  std::vector<Tensor> grads = s.backward->Run(named, device_feeds, s.device != nullptr);
   s.pending.clear();
   s.has_pending = false;
   if (!std::isfinite(s.last_loss)) s.nonfinite_loss = true;
@@ -237,8 +284,11 @@ void TrainingSession::Backward() {
              s.params[i].name, "' has dtype ", DTypeName(g.dtype()), " shape ", ShapeToString(g.shape()));
     if (!s.params[i].has_grad) {
       // Gradients are fresh tensors no one else holds: adopt them unless two share bytes.
-      slot.grad = taken.insert(g.storage().get()).second ? g.Reshaped(slot.value.shape()) : g.Clone().Reshaped(slot.value.shape());
+      if (taken.insert(g.storage().get()).second) slot.grad = g.Reshaped(slot.value.shape());
+      else slot.grad = (s.device ? s.device->Clone(g) : g.Clone()).Reshaped(slot.value.shape());
       s.params[i].has_grad = true;
+    } else if (s.device) {
+      s.device->Accumulate(slot.grad, g);
     } else {
       float* acc = slot.grad.data<float>();
       const float* add = g.data<float>();
@@ -247,6 +297,9 @@ void TrainingSession::Backward() {
       });
     }
   }
+  // The gradients of this run were allocated on the backward executor's stream: the device copies
+  // and additions reading them must be done before `grads` lets them go back to its pool.
+  if (s.device) s.device->Synchronize();
   ++s.backward_count;
 }
 
@@ -256,7 +309,7 @@ StepOutcome TrainingSession::Step() {
   OF_REQUIRE(s.backward_count > 0, "step needs gradients: run backward after a train-mode run first");
   std::vector<ParamSlot*> slots;
   for (ParamState& p : s.params) slots.push_back(&p.slot);
-  GradientNorm norm = GlobalGradientNorm(slots, *s.pool);
+  GradientNorm norm = s.device ? s.device->Norm(slots) : GlobalGradientNorm(slots, *s.pool);
   // With loss scaling the gradients are scale x the true ones.
   const float loss_scale = s.scaler ? s.scaler->scale() : 1.0f;
   norm.norm /= loss_scale;
@@ -278,16 +331,22 @@ StepOutcome TrainingSession::Step() {
     std::string where = s.nonfinite_loss ? StrCat("the loss is ", s.last_loss) : "";
     for (const ParamState& p : s.params) {
       if (!where.empty()) break;
-      const float* g = p.slot.grad.data<float>();
-      for (int64_t j = 0; j < p.slot.grad.numel() && where.empty(); ++j)
+      const Tensor grad = s.HostView(p.slot.grad);
+      const float* g = grad.data<float>();
+      for (int64_t j = 0; j < grad.numel() && where.empty(); ++j)
         if (!std::isfinite(g[j])) where = StrCat("the gradient of '", p.name, "' holds ", g[j], " at element ", j);
     }
     Fail(ErrorCode::kRuntime, "step refused: ", where,
          "; parameters are unchanged and the gradients kept (zero them to go on)");
   }
   float lr = LearningRate(options_.schedule, options_.optimizer.lr, s.step);
-  ApplyUpdate(options_.optimizer, slots, lr, ClipScale(norm.norm, options_.max_grad_norm) / loss_scale, s.step,
-              *s.pool);
+  const float grad_scale = ClipScale(norm.norm, options_.max_grad_norm) / loss_scale;
+  if (s.device) {
+    s.device->Update(slots, lr, grad_scale, s.step);
+    s.device->Synchronize();  // the next run's executor reads the parameters from its own stream
+  } else {
+    ApplyUpdate(options_.optimizer, slots, lr, grad_scale, s.step, *s.pool);
+  }
   if (s.scaler) s.scaler->Update(false);
   ++s.step;
   s.ZeroGradients();
@@ -326,7 +385,7 @@ const ParamState& TrainingSession::Impl::Get(const std::string& name) const {
 
 Tensor TrainingSession::GetParameter(const std::string& name) const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  return impl_->Get(name).slot.value.Clone();
+  return impl_->HostCopy(impl_->Get(name).slot.value);
 }
 
 void TrainingSession::SetParameter(const std::string& name, const Tensor& value) {
@@ -335,13 +394,18 @@ void TrainingSession::SetParameter(const std::string& name, const Tensor& value)
   OF_REQUIRE(value.defined() && value.dtype() == DType::kFloat32 && value.shape() == p.slot.value.shape(),
              "parameter '", name, "' is float32", ShapeToString(p.slot.value.shape()), ", the new value is ",
              value.defined() ? DTypeName(value.dtype()) : "undefined", ShapeToString(value.shape()));
-  std::memcpy(p.slot.value.raw(), value.raw(), value.nbytes());
+  impl_->Assign(p.slot.value, value);
+}
+
+void TrainingSession::Impl::Assign(const Tensor& dst, const Tensor& src) const {
+  if (device) device->Overwrite(dst, src);
+  else std::memcpy(dst.raw(), src.raw(), src.nbytes());
 }
 
 Tensor TrainingSession::GetGradient(const std::string& name) const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   const ParamState& p = impl_->Get(name);
-  return p.has_grad ? p.slot.grad.Clone() : Tensor(DType::kFloat32, p.slot.value.shape());
+  return p.has_grad ? impl_->HostCopy(p.slot.grad) : Tensor(DType::kFloat32, p.slot.value.shape());
 }
 
 int64_t TrainingSession::step() const {
@@ -385,11 +449,18 @@ TrainingMemory TrainingSession::memory() const {
   return m;
 }
 
+size_t TrainingSession::cuda_graphs_captured() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const Impl& s = *impl_;
+  return s.forward->executor->cuda_graphs_captured() + s.backward->executor->cuda_graphs_captured() +
+         s.eval->executor->cuda_graphs_captured();
+}
+
 Graph TrainingSession::ExportModel() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   Graph g = impl_->model;
   for (const ParamState& p : impl_->params)
-    g.values[static_cast<size_t>(g.FindValue(p.name))].constant = p.slot.value.Clone();
+    g.values[static_cast<size_t>(g.FindValue(p.name))].constant = impl_->HostCopy(p.slot.value);
   return g;
 }
 

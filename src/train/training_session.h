@@ -63,6 +63,15 @@ struct TrainingOptions {
   // scaled gradients overflow whatever `nonfinite` says.
   Precision precision = Precision::kFloat32;
   LossScaleConfig loss_scale;
+
+  // Where the session trains (docs/training.md, "Training on a CUDA device"). kCuda keeps
+  // parameters, gradients and optimizer state in memory of CUDA device `device_index`, runs the
+  // forward and backward graphs there (CPU fallback for ops without a CUDA kernel) and steps with the
+  // fused multi-tensor optimizer; Run still takes and returns host tensors. `cuda_graphs` applies to
+  // the forward, backward and eval graphs (each captured by its executor when shapes are static).
+  DeviceType device = DeviceType::kCpu;
+  int device_index = 0;
+  CudaGraphMode cuda_graphs = CudaGraphMode::kAuto;
 };
 
 enum class RunMode { kTrain, kEval };
@@ -118,6 +127,8 @@ class TrainingSession {
   double last_grad_norm() const;  // the global norm before clipping at the last step (NaN before any)
   float loss_scale() const;       // the dynamic loss scale the next backward uses (1 without scaling)
   TrainingMemory memory() const;
+  // CUDA graphs captured so far by the forward, backward and eval executors (0 on the CPU).
+  size_t cuda_graphs_captured() const;
 
   // Checkpoints: trained parameters, optimizer state, accumulated gradients, the step counter and
   // the options that shape the state, in the native container, written atomically. Loading

@@ -160,6 +160,57 @@ static void test_bad_input(void) {
   oneflow_status_free(st);
 }
 
+/* training_options.device_kind / device_index / cuda_graphs: bad values are refused naming the field;
+ * CUDA without a device (or a CUDA build) is ONEFLOW_UNSUPPORTED saying so; with a device, 10 SGD
+ * steps on CUDA give the CPU's losses (1e-4 relative: f32 on both, another summation order). */
+static void test_device_options(void) {
+  oneflow_training_options_t to;
+  oneflow_session_t* s = NULL;
+  options(&to, ONEFLOW_PRECISION_F32);
+  to.device_kind = 5;
+  oneflow_status_t st = make_session(&to, &s);
+  EXPECT(st && oneflow_status_code(st) == ONEFLOW_INVALID_ARGUMENT && strstr(oneflow_status_message(st), "device_kind"),
+         "device_kind 5: %s", st ? oneflow_status_message(st) : "accepted");
+  oneflow_status_free(st);
+  options(&to, ONEFLOW_PRECISION_F32);
+  to.device_kind = ONEFLOW_DEVICE_CUDA;
+  to.cuda_graphs = 9;
+  st = make_session(&to, &s);
+  EXPECT(st && oneflow_status_code(st) == ONEFLOW_INVALID_ARGUMENT && strstr(oneflow_status_message(st), "cuda_graphs"),
+         "cuda_graphs 9: %s", st ? oneflow_status_message(st) : "accepted");
+  oneflow_status_free(st);
+
+  int32_t count = 0;
+  char why[256];
+  OK(oneflow_cuda_device_count(&count, why, sizeof why));
+  options(&to, ONEFLOW_PRECISION_F32);
+  to.device_kind = ONEFLOW_DEVICE_CUDA;
+  st = make_session(&to, &s);
+  if (count == 0) {
+    EXPECT(st && oneflow_status_code(st) == ONEFLOW_UNSUPPORTED &&
+               (strstr(oneflow_status_message(st), "no CUDA device: ") ||
+                strstr(oneflow_status_message(st), "built without CUDA")),
+           "CUDA training without a device: %s", st ? oneflow_status_message(st) : "accepted");
+    oneflow_status_free(st);
+    printf("device options: no CUDA device (%s); the CUDA training run is skipped\n", why);
+    return;
+  }
+  OK(st);
+  oneflow_session_t* cpu = NULL;
+  options(&to, ONEFLOW_PRECISION_F32);
+  OK(make_session(&to, &cpu));
+  for (int i = 0; i < 10; ++i) {
+    float l_gpu = 0, l_cpu = 0;
+    int32_t a_gpu = 0, a_cpu = 0;
+    OK(train_step(s, &l_gpu, &a_gpu));
+    OK(train_step(cpu, &l_cpu, &a_cpu));
+    EXPECT(a_gpu == 1 && fabsf(l_gpu - l_cpu) <= 1e-4f * fabsf(l_cpu), "step %d: CUDA loss %g, CPU loss %g", i, l_gpu,
+           l_cpu);
+  }
+  oneflow_session_release(cpu);
+  oneflow_session_release(s);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s FIXTURE_DIR\n", argv[0]);
@@ -171,6 +222,7 @@ int main(int argc, char** argv) {
   test_bf16_tracks_f32();
   test_f16_loss_scale();
   test_bad_input();
+  test_device_options();
   printf("%d passed, %d failed\n", g_pass, g_fail);
   return g_fail ? 1 : 0;
 }
