@@ -50,6 +50,10 @@ double Check(const std::string& model, const std::string& strategy) {
   EXPECT_LE(r.loss, 1e-5) << model << " " << strategy << ": worst step " << r.worst_step;
   EXPECT_LE(r.eval, 1e-5) << model << " " << strategy;
   const double est = EstimatedStep(*t);
+  if (strategy.rfind("auto", 0) == 0) {  // the candidates and the choice
+    const std::string text = t->Explain(false);
+    std::printf("%s\n", text.substr(0, text.find('\n', text.find("\nchosen: ") + 1)).c_str());
+  }
   std::printf("%-12s %-6s loss %.2e  params %.2e  eval %.2e  (loss %.4f -> %.4f)  estimated step %.3f ms\n",
               model.c_str(), strategy.c_str(), r.loss, r.params, r.eval, c.losses.front(), c.losses.back(), est * 1e3);
   return est;
@@ -63,6 +67,19 @@ void AllPlans(const std::string& model) {
   // included, and the auto mode considers the hand layouts (the 2-stage pipeline with 2
   // micro-batches among its pipeline layouts), so its estimate is no worse than any of them.
   EXPECT_LE(autos, *std::min_element(hand.begin(), hand.end()) * (1 + 1e-9)) << model;
+}
+
+// Under a 10 ms link latency the MLP's cheapest layout is a pipeline: the auto mode builds the
+// pipeline trainer with the chosen stages and micro-batches, and training under it still matches
+// the single-device run.
+TEST(TrainingPlans, AutoChoosesPipeline) {
+  Case& c = Reference("mlp");
+  std::unique_ptr<DistributedTrainer> t = DistributedTrainer::Create(c.model, Strategy(c, "auto_slow_link"));
+  t->Prepare({{"input", {16, 784}}, {"labels", {16}}});
+  const std::string json = t->Explain(true);
+  EXPECT_NE(json.find("\"strategy\":\"pipeline\""), std::string::npos) << json.substr(0, 300);
+  EXPECT_NE(json.find("\"chosen\":\"pipeline "), std::string::npos) << json.substr(json.find("\"auto\""));
+  Check("mlp", "auto_slow_link");
 }
 
 // The auto mode's choice respects the memory budget, pipeline layouts included: under 12 MiB per
