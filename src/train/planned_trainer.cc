@@ -114,7 +114,6 @@ class PlannedTrainer final : public DistributedTrainer {
     int tp_axis;  // -1: data parallel
     bool free_inputs = true;
   };
-  void DecideLayout(const std::map<std::string, Shape>& shapes);  // the cheapest of EvaluateLayouts
   void Configure(const Layout& l, const std::map<std::string, Shape>& shapes);
   double UpdateSeconds(const std::vector<NdSbp>& weights, const Placement& P) const;
   void LayOutWeights();                          // each device's block of every weight, once
@@ -360,15 +359,6 @@ void PlannedTrainer::AdoptLayout(size_t index, const std::map<std::string, Shape
   layout_decided_ = true;
 }
 
-void PlannedTrainer::DecideLayout(const std::map<std::string, Shape>& shapes) {
-  const std::vector<LayoutCandidate> c = EvaluateLayouts(shapes);
-  const int best = CheapestCandidate(c, opts_.dist.plan.memory_budget_bytes);
-  const std::string report = "auto: layouts considered (estimated step time, memory per device): " +
-                             DescribeCandidates(c, opts_.dist.plan.memory_budget_bytes, "; ");
-  OF_REQUIRE(best >= 0, "no weight layout could be planned within the memory budget: ", report);
-  AdoptLayout(static_cast<size_t>(best), shapes, report + "; chosen: " + c[static_cast<size_t>(best)].label);
-}
-
 // Seconds of the optimizer update on the busiest device under a layout: each device updates its
 // block of every weight, under ZeRO its 1/n slice of it (n: the block's replicas).
 double PlannedTrainer::UpdateSeconds(const std::vector<NdSbp>& weights, const Placement& P) const {
@@ -389,7 +379,8 @@ std::shared_ptr<Compiled> PlannedTrainer::Compile(const std::map<std::string, Sh
   auto& cache = train ? cache_ : eval_cache_;
   auto it = cache.find(shapes);
   if (it != cache.end()) return it->second;
-  if (!layout_decided_) DecideLayout(shapes);
+  OF_CHECK(layout_decided_, kInvalidArgument, "plan mode auto decides the layout among planned and pipeline ones: "
+           "create the trainer with DistributedTrainer::Create");
   auto c = std::make_shared<Compiled>();
   c->plan = std::make_shared<Plan>(MakePlan(train ? train_graph_ : eval_graph_, Options(shapes, train)));
   const Plan& plan = *c->plan;
