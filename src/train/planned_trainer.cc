@@ -266,7 +266,8 @@ PlanOptions PlannedTrainer::Options(const std::map<std::string, Shape>& shapes, 
 // composite device count also its 2-D views (data x tensor). Each is planned over the whole
 // training graph twice, with the inputs free and with the hand plans' input layout (batch split
 // on the data axes); the search chooses every activation's SBP and pays every collective, the
-// gradients' included; the optimizer update is added (train/step_estimate.h).
+// gradients' included; the optimizer update is added (train/step_estimate.h). The auto trainer
+// (auto_trainer.cc) compares them with pipeline layouts and adopts one.
 std::vector<LayoutCandidate> PlannedTrainer::EvaluateLayouts(const std::map<std::string, Shape>& shapes) {
   const Placement given = opts_.dist.plan.placement;
   std::vector<Placement> views{given};
