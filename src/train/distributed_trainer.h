@@ -7,6 +7,8 @@
 //  * pipeline (train/pipeline_trainer.cc): the forward graph cut into stages on consecutive
 //    groups of the placement, micro-batches scheduled 1F1B, activations and their gradients sent
 //    between stages, data parallel inside a stage.
+// Plan mode auto (train/auto_layouts.h) estimates layouts of both strategies on the planner's cost
+// model at the first step and trains the cheapest within the memory budget.
 // Every rank of a Gloo job builds the same trainer (SPMD); in-process, one trainer drives all.
 #pragma once
 
@@ -29,7 +31,8 @@ struct DistributedTrainingOptions {
   // ignored (dist.threads_per_device applies); activation_checkpointing is not supported here.
   TrainingOptions training;
   // Placement, plan mode (data: the default; manual: SBP annotations of weights select tensor
-  // parallelism; auto), cost model, memory budget, backend (in-process or gloo), timeout.
+  // parallelism; auto: planned and pipeline layouts searched, see auto_layouts.h), cost model,
+  // memory budget, backend (in-process or gloo), timeout.
   DistributedOptions dist;
   // ZeRO: 0 off; 1 optimizer state sharded (each device updates 1/n of every data-parallel weight,
   // then the weights are all-gathered); 2 gradients too (reduce-scatter instead of all-reduce).
@@ -83,7 +86,8 @@ class DistributedTrainer {
   virtual std::string Explain(bool json) const = 0;
 };
 
-// The strategies (Create picks one).
+// The strategies (Create picks one: pipeline_stages > 1 the pipeline, plan mode auto the auto
+// trainer of auto_layouts.h, else planned).
 std::unique_ptr<DistributedTrainer> CreatePlannedTrainer(const Graph& model, const DistributedTrainingOptions& options);
 std::unique_ptr<DistributedTrainer> CreatePipelineTrainer(const Graph& model, const DistributedTrainingOptions& options);
 

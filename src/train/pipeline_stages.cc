@@ -126,10 +126,16 @@ PipelineStage BuildStage(const TrainingGraph& t, const std::vector<int>& nodes, 
 
 }  // namespace
 
-double EstimateGraphFlops(const Graph& g) {
-  double f = 0;
-  for (const Node& n : g.nodes) f += NodeFlops(g, n);
-  return f;
+std::vector<PipelineParam> StageParams(const TrainingGraph& t, const std::vector<PipelineStage>& stages) {
+  std::vector<PipelineParam> out;
+  for (size_t i = 0; i < t.params.size(); ++i) {
+    PipelineParam p{t.name(t.params[i]), t.initial[i].shape(), {}};
+    for (size_t k = 0; k < stages.size(); ++k)
+      if (std::find(stages[k].params.begin(), stages[k].params.end(), p.name) != stages[k].params.end())
+        p.stages.push_back(static_cast<int>(k));
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 std::vector<PipelineStage> CutIntoStages(const TrainingGraph& t, int stages) {

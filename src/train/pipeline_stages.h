@@ -41,8 +41,13 @@ struct PipelineStage {
 // weights, a shared scale): each lists it, and the trainer sums their gradients.
 std::vector<PipelineStage> CutIntoStages(const TrainingGraph& t, int stages);
 
-// Forward flops of a graph at the shapes it holds (symbolic dims taken as 1), by the planner's
-// per-node estimate.
-double EstimateGraphFlops(const Graph& g);
+// A trained parameter and the stages that read it (empty: none; it lives on stage 0).
+struct PipelineParam {
+  std::string name;
+  Shape shape;
+  std::vector<int> stages;
+};
+// Every parameter of `t` in TrainingGraph order, with the stages reading it.
+std::vector<PipelineParam> StageParams(const TrainingGraph& t, const std::vector<PipelineStage>& stages);
 
 }  // namespace oneflow::train

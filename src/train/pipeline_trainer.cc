@@ -109,13 +109,8 @@ PipelineTrainer::PipelineTrainer(const Graph& model, const DistributedTrainingOp
   loss_name_ = t.name(t.loss);
   for (int v : t.data_inputs) data_inputs_.push_back(t.name(v));
   for (int v : t.user_outputs) model_outputs_.push_back(t.name(v));
-  for (size_t i = 0; i < t.params.size(); ++i) {
-    ParamInfo p{t.name(t.params[i]), t.initial[i].shape(), {}};
-    for (int k = 0; k < num_stages_; ++k)
-      if (Contains(stages_[static_cast<size_t>(k)].params, p.name)) p.stages.push_back(k);
-    param_names_.push_back(p.name);
-    params_.push_back(std::move(p));
-  }
+  params_ = StageParams(t, stages_);
+  for (const ParamInfo& p : params_) param_names_.push_back(p.name);
 
   devices_ = MakeLocalDevices(P, options_.dist.num_devices, options_.dist.timeout_ms, process_comm_);
   if (process_comm_) {

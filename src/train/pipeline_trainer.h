@@ -14,6 +14,7 @@
 #include "engine/device_group.h"
 #include "train/distributed_trainer.h"
 #include "train/pipeline_stages.h"
+#include "train/step_estimate.h"
 #include "train/training_impl.h"
 
 namespace oneflow::train {
@@ -37,11 +38,7 @@ class PipelineTrainer final : public DistributedTrainer {
  private:
   // One trained parameter: the stages reading it (the first owns it: reports it, counts it in the
   // norm); a parameter no stage reads lives on stage 0 with a zero gradient.
-  struct ParamInfo {
-    std::string name;
-    Shape shape;
-    std::vector<int> stages;
-  };
+  using ParamInfo = PipelineParam;
   struct Device {
     int stage = 0, dp = 0;
     std::shared_ptr<ThreadPool> pool;

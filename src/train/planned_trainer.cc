@@ -14,8 +14,10 @@
 
 #include "engine/device_group.h"
 #include "engine/session.h"
+#include "train/auto_layouts.h"
 #include "train/distributed_trainer.h"
 #include "train/optimizer.h"
+#include "train/step_estimate.h"
 #include "train/tensor_parallel.h"
 #include "train/training_graph.h"
 
@@ -95,13 +97,25 @@ class PlannedTrainer final : public DistributedTrainer {
     Guarded([&] { last_ = Compile(input_shapes, true); });
   }
   std::string Explain(bool json) const override;
+  // Auto mode, before the first step: every layout's estimate for these shapes; then one adopted.
+  std::vector<LayoutCandidate> EvaluateLayouts(const std::map<std::string, Shape>& shapes);
+  void AdoptLayout(size_t index, const std::map<std::string, Shape>& shapes, const std::string& report);
 
  private:
   std::map<std::string, Shape> CheckFeeds(const std::vector<std::pair<std::string, Tensor>>& feeds, bool train,
                                           std::map<std::string, Tensor>& named) const;
   PlanOptions Options(const std::map<std::string, Shape>& shapes, bool train) const;
   std::shared_ptr<Compiled> Compile(const std::map<std::string, Shape>& shapes, bool train);
-  void DecideLayout(const std::map<std::string, Shape>& shapes);
+  // Auto mode: a weight layout (with the inputs free or batch split) the search considers.
+  struct Layout {
+    std::string label;
+    Placement placement;
+    std::vector<NdSbp> weights;
+    int tp_axis;  // -1: data parallel
+    bool free_inputs = true;
+  };
+  void Configure(const Layout& l, const std::map<std::string, Shape>& shapes);
+  double UpdateSeconds(const std::vector<NdSbp>& weights, const Placement& P) const;
   void LayOutWeights();                          // each device's block of every weight, once
   void AssignReduceGroups(const Compiled& train);  // gradient groups, ZeRO slices, gradient and state tensors
   std::vector<Tensor> LocalInputs(const Compiled& c, size_t slot, const std::map<std::string, Tensor>& named) const;
@@ -118,6 +132,8 @@ class PlannedTrainer final : public DistributedTrainer {
   std::vector<std::shared_ptr<ThreadPool>> pools_;
   std::vector<NdSbp> sbp_;  // per weight
   bool layout_decided_ = false;
+  std::vector<Layout> layouts_;  // auto mode: as EvaluateLayouts listed them
+  PlanOptions given_plan_;       // auto mode: the options as given, which each layout adjusts
   std::string layout_report_;
   std::vector<std::vector<LocalParam>> params_;  // per slot, per weight (empty until laid out)
   bool groups_ready_ = false;                    // set by the first training compilation
@@ -157,6 +173,7 @@ PlannedTrainer::PlannedTrainer(const Graph& model, const DistributedTrainingOpti
 
   process_comm_ = ResolveDistributedOptions(opts_.dist);
   devices_ = MakeLocalDevices(opts_.dist.plan.placement, opts_.dist.num_devices, opts_.dist.timeout_ms, process_comm_);
+  given_plan_ = opts_.dist.plan;
   static int counter = 0;
   const std::string id = "trainer" + std::to_string(counter++);
   for (size_t s = 0; s < devices_.size(); ++s) {
@@ -249,8 +266,9 @@ PlanOptions PlannedTrainer::Options(const std::map<std::string, Shape>& shapes, 
 // composite device count also its 2-D views (data x tensor). Each is planned over the whole
 // training graph twice, with the inputs free and with the hand plans' input layout (batch split
 // on the data axes); the search chooses every activation's SBP and pays every collective, the
-// gradients' included. The cheapest estimated step within the memory budget wins.
-void PlannedTrainer::DecideLayout(const std::map<std::string, Shape>& shapes) {
+// gradients' included; the optimizer update is added (train/step_estimate.h). The auto trainer
+// (auto_trainer.cc) compares them with pipeline layouts and adopts one.
+std::vector<LayoutCandidate> PlannedTrainer::EvaluateLayouts(const std::map<std::string, Shape>& shapes) {
   const Placement given = opts_.dist.plan.placement;
   std::vector<Placement> views{given};
   if (given.ndim() == 1)
@@ -261,89 +279,109 @@ void PlannedTrainer::DecideLayout(const std::map<std::string, Shape>& shapes) {
         views.push_back(v);
       }
   const std::map<std::string, Sbp> tp = ColumnRowLayout(t_.graph);
-  struct Option {
-    std::string label;
-    Placement placement;
-    std::vector<NdSbp> weights;
-    int tp_axis;  // -1: data parallel
-  };
-  std::vector<Option> options;
+  std::vector<Layout> weights;
   for (const Placement& P : views) {
     const int nd = P.ndim();
     const std::string where = " on " + P.ToString() + (P.ndim() > 1 ? " (as " + std::to_string(P.hierarchy[0]) + "x" +
                                                                        std::to_string(P.hierarchy[1]) + ")" : "");
-    if (P.ndim() == 1) options.push_back({"data parallel" + where, P, std::vector<NdSbp>(names_.size(), AllBroadcast(nd)), -1});
+    if (P.ndim() == 1) weights.push_back({"data parallel" + where, P, std::vector<NdSbp>(names_.size(), AllBroadcast(nd)), -1});
     for (int a = 0; a < nd && !tp.empty(); ++a) {
       std::vector<NdSbp> l(names_.size(), AllBroadcast(nd));
       for (size_t k = 0; k < names_.size(); ++k) {
         auto it = tp.find(names_[k]);
         if (it != tp.end()) l[k][static_cast<size_t>(a)] = it->second;
       }
-      options.push_back({"tensor parallel on placement axis " + std::to_string(a) + where, P, l, a});
+      weights.push_back({"tensor parallel on placement axis " + std::to_string(a) + where, P, l, a});
     }
   }
-  std::ostringstream report;
-  report << "auto: layouts considered (estimated step time):";
-  double best = std::numeric_limits<double>::infinity();
-  const Option* chosen = nullptr;
-  bool chosen_free = false;
+  layouts_.clear();
+  std::vector<LayoutCandidate> out;
   const PlanOptions saved = opts_.dist.plan;
-  // Sets the plan options for a layout: its placement and, unless the inputs stay free, the hand
-  // plans' inputs (the batch split on every data axis, whole on the tensor axis).
-  auto configure = [&](const Option& o, bool free_inputs) {
-    opts_.dist.plan = saved;
-    opts_.dist.plan.placement = o.placement;
-    if (free_inputs) return;
-    opts_.dist.plan.mode = PlanMode::kManual;
-    for (int v : t_.data_inputs) {
-      const std::string& name = train_graph_.values[static_cast<size_t>(v)].name;
-      NdSbp split = AllBroadcast(o.placement.ndim());
-      for (int a = 0; a < o.placement.ndim(); ++a)
-        if (a != o.tp_axis) split[static_cast<size_t>(a)] = Sbp::S(0);
-      auto sh = shapes.find(name);
-      if (sh != shapes.end() && SbpMisfit(sh->second, split, o.placement.hierarchy).empty())
-        opts_.dist.plan.sbp[name] = split;
-    }
-  };
-  for (const Option& o : options) {
+  const std::vector<NdSbp> saved_sbp = sbp_;
+  for (const Layout& w : weights) {
     bool fits = true;
     for (size_t k = 0; k < names_.size() && fits; ++k)
-      fits = SbpMisfit(train_graph_.values[static_cast<size_t>(t_.params[k])].type.ToShape(), o.weights[k],
-                       o.placement.hierarchy).empty();
-    if (!fits) {
-      report << " " << o.label << ": weights do not divide;";
-      continue;
-    }
-    sbp_ = o.weights;
+      fits = SbpMisfit(train_graph_.values[static_cast<size_t>(t_.params[k])].type.ToShape(), w.weights[k],
+                       w.placement.hierarchy).empty();
     for (bool free_inputs : {true, false}) {
-      configure(o, free_inputs);
+      Layout l = w;
+      l.free_inputs = free_inputs;
+      l.label += free_inputs ? ", inputs free" : ", batch split";
+      LayoutCandidate c;
+      c.label = l.label;
+      layouts_.push_back(l);
+      if (!fits) {
+        c.error = "weights do not divide";
+        out.push_back(c);
+        continue;
+      }
+      sbp_ = l.weights;
+      Configure(l, shapes);
       try {
         Plan plan = MakePlan(train_graph_, Options(shapes, true));
-        report << " " << o.label << (free_inputs ? ", inputs free: " : ", batch split: ") << plan.step_seconds * 1e3
-               << " ms;";
-        if (plan.step_seconds < best) {
-          best = plan.step_seconds;
-          chosen = &o;
-          chosen_free = free_inputs;
-        }
+        c.step_seconds = plan.step_seconds + UpdateSeconds(l.weights, l.placement);
+        c.memory_bytes = static_cast<double>(plan.param_bytes + plan.optimizer_bytes + plan.activation_bytes);
       } catch (const Error& e) {
-        report << " " << o.label << ": " << e.what() << ";";
+        c.error = e.what();
       }
+      out.push_back(c);
     }
   }
-  OF_REQUIRE(chosen, "no weight layout could be planned: ", report.str());
-  sbp_ = chosen->weights;
-  configure(*chosen, chosen_free);
-  devices_.placement = chosen->placement;
-  layout_report_ = report.str() + " chosen: " + chosen->label + (chosen_free ? ", inputs free" : ", batch split");
+  opts_.dist.plan = saved;
+  sbp_ = saved_sbp;
+  return out;
+}
+
+// Sets the plan options for a layout: its placement and, unless the inputs stay free, the hand
+// plans' inputs (the batch split on every data axis, whole on the tensor axis).
+void PlannedTrainer::Configure(const Layout& l, const std::map<std::string, Shape>& shapes) {
+  opts_.dist.plan = given_plan_;
+  opts_.dist.plan.placement = l.placement;
+  if (l.free_inputs) return;
+  opts_.dist.plan.mode = PlanMode::kManual;
+  for (int v : t_.data_inputs) {
+    const std::string& name = train_graph_.values[static_cast<size_t>(v)].name;
+    NdSbp split = AllBroadcast(l.placement.ndim());
+    for (int a = 0; a < l.placement.ndim(); ++a)
+      if (a != l.tp_axis) split[static_cast<size_t>(a)] = Sbp::S(0);
+    auto sh = shapes.find(name);
+    if (sh != shapes.end() && SbpMisfit(sh->second, split, l.placement.hierarchy).empty())
+      opts_.dist.plan.sbp[name] = split;
+  }
+}
+
+void PlannedTrainer::AdoptLayout(size_t index, const std::map<std::string, Shape>& shapes, const std::string& report) {
+  OF_CHECK(!layout_decided_ && index < layouts_.size(), kInternal, "no auto layout ", index, " to adopt");
+  const Layout& l = layouts_[index];
+  sbp_ = l.weights;
+  Configure(l, shapes);
+  devices_.placement = l.placement;
+  layout_report_ = report;
   layout_decided_ = true;
+}
+
+// Seconds of the optimizer update on the busiest device under a layout: each device updates its
+// block of every weight, under ZeRO its 1/n slice of it (n: the block's replicas).
+double PlannedTrainer::UpdateSeconds(const std::vector<NdSbp>& weights, const Placement& P) const {
+  double elements = 0;
+  for (size_t k = 0; k < names_.size(); ++k) {
+    double n = static_cast<double>(NumElements(LocalShape(t_.initial[k].shape(), weights[k], P.hierarchy, P.Coord(0))));
+    double replicas = 1;
+    for (size_t a = 0; a < weights[k].size(); ++a)
+      if (weights[k][a].is_broadcast()) replicas *= static_cast<double>(P.hierarchy[a]);
+    if (opts_.zero_stage >= 1) n = std::ceil(n / replicas);
+    elements += n;
+  }
+  return OptimizerUpdateSeconds(elements, static_cast<int>(OptimizerStateNames(opts_.training.optimizer).size()),
+                                opts_.dist.plan.cost);
 }
 
 std::shared_ptr<Compiled> PlannedTrainer::Compile(const std::map<std::string, Shape>& shapes, bool train) {
   auto& cache = train ? cache_ : eval_cache_;
   auto it = cache.find(shapes);
   if (it != cache.end()) return it->second;
-  if (!layout_decided_) DecideLayout(shapes);
+  OF_CHECK(layout_decided_, kInvalidArgument, "plan mode auto decides the layout among planned and pipeline ones: "
+           "create the trainer with DistributedTrainer::Create");
   auto c = std::make_shared<Compiled>();
   c->plan = std::make_shared<Plan>(MakePlan(train ? train_graph_ : eval_graph_, Options(shapes, train)));
   const Plan& plan = *c->plan;
@@ -658,19 +696,24 @@ Tensor PlannedTrainer::GetParameter(const std::string& name) {
 
 std::string PlannedTrainer::Explain(bool json) const {
   OF_CHECK(last_, kInvalidArgument, "no training plan yet: run a training step first (plans are made per batch shape)");
+  const double update = UpdateSeconds(sbp_, devices_.placement);
+  const double step = last_->plan->step_seconds + update;
   if (json) {
     std::string j = last_->plan->ToJson();
     std::string esc;
     for (char ch : layout_report_) esc += ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
-    char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%.9g", last_->plan->step_seconds);
+    char seconds[96];
+    std::snprintf(seconds, sizeof seconds, "%.9g,\"optimizer_update_seconds\":%.9g", step, update);
     return "{\"strategy\":\"planned\",\"estimated_step_seconds\":" + std::string(seconds) +
            ",\"zero_stage\":" + std::to_string(opts_.zero_stage) + ",\"layout\":\"" + esc +
            "\",\"plan\":" + j + "}";
   }
+  char total[160];
+  std::snprintf(total, sizeof total, "estimated training step: %.6g us = the plan's %.6g us + optimizer update %.6g us\n",
+                step * 1e6, last_->plan->step_seconds * 1e6, update * 1e6);
   return "training plan (" + layout_report_ + (opts_.zero_stage ? ", ZeRO-" + std::to_string(opts_.zero_stage) : "") +
          "; gradients marked 'returned as' a B-axis SBP are all-reduced by the trainer in buckets)\n" +
-         last_->plan->ToText();
+         last_->plan->ToText() + total;
 }
 
 }  // namespace
@@ -679,10 +722,25 @@ std::unique_ptr<DistributedTrainer> CreatePlannedTrainer(const Graph& model, con
   return std::make_unique<PlannedTrainer>(model, options);
 }
 
+std::vector<LayoutCandidate> PlannedLayoutCandidates(DistributedTrainer& planned,
+                                                     const std::map<std::string, Shape>& input_shapes) {
+  auto* p = dynamic_cast<PlannedTrainer*>(&planned);
+  OF_CHECK(p, kInternal, "PlannedLayoutCandidates needs a planned trainer");
+  return p->EvaluateLayouts(input_shapes);
+}
+
+void AdoptPlannedLayout(DistributedTrainer& planned, size_t index, const std::map<std::string, Shape>& input_shapes,
+                        const std::string& report) {
+  auto* p = dynamic_cast<PlannedTrainer*>(&planned);
+  OF_CHECK(p, kInternal, "AdoptPlannedLayout needs a planned trainer");
+  p->AdoptLayout(index, input_shapes, report);
+}
+
 std::unique_ptr<DistributedTrainer> DistributedTrainer::Create(const Graph& model,
                                                                const DistributedTrainingOptions& options) {
   OF_REQUIRE(options.pipeline_stages >= 1, "pipeline_stages must be >= 1, got ", options.pipeline_stages);
   if (options.pipeline_stages > 1) return CreatePipelineTrainer(model, options);
+  if (options.dist.plan.mode == PlanMode::kAuto) return CreateAutoTrainer(model, options);
   return CreatePlannedTrainer(model, options);
 }
 

@@ -112,13 +112,16 @@ inline void RunReference(Case& c) {
 
 // The strategies under test, on 4 devices: "data", "zero1", "zero2", "tensor" (column/row on a
 // 1-D placement), "2x2" (data x tensor), "auto", "pipeline" (2 stages x 2 data parallel, 2
-// micro-batches).
+// micro-batches), "auto_slow_link" (auto with a 10 ms link latency, under which the MLP's cheapest
+// layout is a pipeline: few, large transfers beat many collectives).
 inline DistributedTrainingOptions Strategy(const Case& c, const std::string& name) {
   DistributedTrainingOptions d;
   d.training = c.options;
   const bool two_d = name == "2x2";
   d.dist.plan.placement = Placement::Parse(two_d ? "cpu:[[0,1],[2,3]]" : "cpu:0-3");
-  d.dist.plan.mode = name == "auto" ? PlanMode::kAuto : name == "tensor" || two_d ? PlanMode::kManual
+  const bool autos = name == "auto" || name == "auto_slow_link";
+  if (name == "auto_slow_link") d.dist.plan.cost.link_latency_s = 10e-3;
+  d.dist.plan.mode = autos ? PlanMode::kAuto : name == "tensor" || two_d ? PlanMode::kManual
                                                                                    : PlanMode::kDataParallel;
   if (name == "zero1" || name == "zero2") {
     d.zero_stage = name == "zero1" ? 1 : 2;
@@ -136,7 +139,7 @@ inline DistributedTrainingOptions Strategy(const Case& c, const std::string& nam
   } else if (name == "pipeline") {
     d.pipeline_stages = 2;
     d.micro_batches = 2;  // the transformer's batch of 4: 2 rows per micro-batch, 1 per device
-  } else if (name != "data" && name != "auto") {
+  } else if (name != "data" && !autos) {
     throw std::runtime_error("unknown strategy " + name);
   }
   return d;

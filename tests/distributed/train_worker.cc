@@ -4,6 +4,7 @@
 //                                             the 4 ranks; rank 0 compares with its single-device
 //                                             run (<= 1e-5 relative) and exits 1 on a mismatch
 //   bench MODEL.onnx BATCH STEPS              MLP data-parallel training over every rank, 1 thread
+//   bench MODEL.onnx BATCH STEPS STAGES MICRO  the same as a pipeline of STAGES stages, MICRO micro-batches
 //                                             each; rank 0 prints one JSON line (samples per second)
 //   single MODEL.onnx BATCH STEPS             the same on one process and one thread (the baseline)
 #include <chrono>
@@ -66,7 +67,7 @@ TrainingOptions MlpOptions() {
   return o;
 }
 
-int Bench(const std::string& path, int batch, int steps, bool single) {
+int Bench(const std::string& path, int batch, int steps, bool single, int stages = 1, int micro_batches = 1) {
   Graph g = LoadOnnxFile(path);
   PrepareGraph(g);
   std::vector<Feeds> batches = MlpBatches(batch, 4);
@@ -90,6 +91,8 @@ int Bench(const std::string& path, int batch, int steps, bool single) {
     world = std::atoi(std::getenv("WORLD_SIZE") ? std::getenv("WORLD_SIZE") : "1");
     d.dist.plan.placement = Placement::Parse("cpu:0-" + std::to_string(world - 1));
     d.dist.threads_per_device = 1;
+    d.pipeline_stages = stages;
+    d.micro_batches = micro_batches;
     std::unique_ptr<DistributedTrainer> t = DistributedTrainer::Create(g, d);
     for (int i = 0; i < warmup + steps; ++i) {
       auto t0 = std::chrono::steady_clock::now();
@@ -118,7 +121,10 @@ int main(int argc, char** argv) {
     }
     if ((mode == "bench" || mode == "single") && argc == 5)
       return Bench(argv[2], std::atoi(argv[3]), std::atoi(argv[4]), mode == "single");
-    std::fprintf(stderr, "usage: %s check MODELS_DIR MODEL STEPS STRATEGY... | bench|single MODEL.onnx BATCH STEPS\n",
+    if (mode == "bench" && argc == 7)
+      return Bench(argv[2], std::atoi(argv[3]), std::atoi(argv[4]), false, std::atoi(argv[5]), std::atoi(argv[6]));
+    std::fprintf(stderr, "usage: %s check MODELS_DIR MODEL STEPS STRATEGY... | bench|single MODEL.onnx BATCH STEPS "
+                 "| bench MODEL.onnx BATCH STEPS STAGES MICRO_BATCHES\n",
                  argv[0]);
     return 2;
   } catch (const std::exception& e) {

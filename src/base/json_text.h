@@ -1,0 +1,18 @@
+// A string as a JSON string literal (quotes, backslashes escaped; control characters as spaces),
+// for the hand-written JSON of the explanations.
+#pragma once
+
+#include <string>
+
+namespace oneflow {
+
+inline std::string JsonQuote(const std::string& s) {
+  std::string o = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') o += '\\';
+    o += static_cast<unsigned char>(ch) < 0x20 ? ' ' : ch;
+  }
+  return o + "\"";
+}
+
+}  // namespace oneflow
