@@ -1,6 +1,8 @@
 // FusedElementwise programs: attribute encoding, validation and operand index maps.
 #include "graph/fused_elementwise_program.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 
 namespace oneflow {
@@ -77,6 +79,13 @@ EwProgram EwProgram::FromAttrs(const AttrMap& attrs, size_t num_inputs, const st
     p.code.push_back(EwInstr{op, static_cast<int32_t>(w[1]), static_cast<int32_t>(w[2]), static_cast<int32_t>(w[3])});
   }
   return p;
+}
+
+size_t EwProgram::inputs_read() const {
+  size_t n = 0;
+  for (const EwInstr& in : code)
+    if (in.op == EwOp::kLoad) n = std::max(n, static_cast<size_t>(in.a) + 1);
+  return n;
 }
 
 OperandIndexMap MakeOperandIndexMap(const Shape& in, const Shape& out, const std::string& what) {

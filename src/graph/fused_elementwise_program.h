@@ -53,10 +53,13 @@ struct EwProgram {
 
   // Writes/reads the three attributes.
   void ToAttrs(AttrMap& attrs) const;
-  // Decodes and validates against `num_inputs`: known ops, registers and constant indices in range,
+  // Decodes and validates against `num_inputs` (kernels, created before they see their inputs,
+  // pass kEwMaxInputs and check inputs_read() when they run): known ops, registers and constant indices in range,
   // no register read before it is written, limits above. Throws kInvalidModel naming `what`.
   static EwProgram FromAttrs(const AttrMap& attrs, size_t num_inputs, const std::string& what);
   int output_register() const { return code.back().dst; }
+  // 1 + the highest input index a kLoad reads (kernels check it against the inputs of each run).
+  size_t inputs_read() const;
 };
 
 bool EwIsUnary(EwOp op);

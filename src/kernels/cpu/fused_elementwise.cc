@@ -115,12 +115,14 @@ void Execute(const EwInstr& in, const std::vector<float>& c, float (*r)[kTile], 
 class FusedElementwiseKernel final : public OpKernel {
  public:
   explicit FusedElementwiseKernel(const KernelInitContext& c)
-      : program_(EwProgram::FromAttrs(c.attrs(), c.node().inputs.size(), c.node().Describe())) {
+      : program_(EwProgram::FromAttrs(c.attrs(), kEwMaxInputs, c.node().Describe())) {
     for (const EwInstr& in : program_.code) cost_ += EwOpCost(in.op);
   }
 
   void Compute(KernelContext& ctx) override {
     Tensor& y = ctx.output(0);
+    OF_REQUIRE(ctx.num_inputs() >= program_.inputs_read(), ctx.node_desc(), ": the program reads ",
+               program_.inputs_read(), " inputs, got ", ctx.num_inputs());
     for (size_t k = 0; k < ctx.num_inputs(); ++k)
       OF_REQUIRE(ctx.input(k).dtype() == y.dtype(), ctx.node_desc(), ": input ", k, " is ",
                  DTypeName(ctx.input(k).dtype()), ", the output ", DTypeName(y.dtype()));
