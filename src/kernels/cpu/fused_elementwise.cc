@@ -6,6 +6,7 @@
 // graphs agree to rounding; f16/bf16 are widened on load and rounded once on store.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "graph/fused_elementwise_program.h"
 #include "graph/op_schema.h"
@@ -67,10 +68,7 @@ inline void Map2(float* d, const float* a, const float* b, int64_t n, F f) {
 }
 
 // Runs one arithmetic instruction over a tile of n elements.
-void Execute(const EwInstr& in, const std::vector<float>& c, float (*r)[kTile], int64_t n) {
-  float* d = r[in.dst];
-  const float* a = r[in.a];
-  const float* b = EwIsBinary(in.op) ? r[in.b] : a;
+void Execute(const EwInstr& in, const std::vector<float>& c, float* d, const float* a, const float* b, int64_t n) {
   // Parameters of kLeakyRelu, kHardSigmoid, kClip (FromAttrs checked that they exist).
   auto param = [&](int k) { return c[static_cast<size_t>(in.b + k)]; };
   switch (in.op) {
@@ -144,17 +142,44 @@ class FusedElementwiseKernel final : public OpKernel {
       ops[k].map = MakeOperandIndexMap(ctx.input(k).shape(), y.shape(), ctx.node_desc());
     }
     T* out = y.data<T>();
-    const int out_reg = program_.output_register();
-    ctx.pool().ParallelFor(y.numel(), cost_, [&](int64_t begin, int64_t end) {
+    const int64_t numel = y.numel();
+    const std::vector<EwInstr>& code = program_.code;
+    ctx.pool().ParallelFor(numel, cost_, [&](int64_t begin, int64_t end) {
       alignas(64) float regs[kEwMaxRegisters][kTile];
+      // Where each register's current value is read from: its buffer, or for an f32 operand laid
+      // out like the output, the operand itself (no copy). Nothing is ever written through these.
+      const float* src[kEwMaxRegisters];
       for (int64_t e = begin; e < end; e += kTile) {
         const int64_t n = std::min(kTile, end - e);
-        for (const EwInstr& in : program_.code) {
-          if (in.op == EwOp::kLoad) Load(ops[static_cast<size_t>(in.a)], e, n, regs[in.dst]);
-          else if (in.op == EwOp::kConst) std::fill(regs[in.dst], regs[in.dst] + n, program_.constants[static_cast<size_t>(in.a)]);
-          else Execute(in, program_.constants, regs, n);
+        bool stored = false;
+        for (size_t pc = 0; pc < code.size(); ++pc) {
+          const EwInstr& in = code[pc];
+          float* d = regs[in.dst];
+          if (in.op == EwOp::kLoad) {
+            const Operand<T>& op = ops[static_cast<size_t>(in.a)];
+            if constexpr (std::is_same_v<T, float>) {
+              if (op.map.div == 1 && op.map.mod == numel) {
+                src[in.dst] = op.data + e;
+                continue;
+              }
+            }
+            Load(op, e, n, d);
+          } else if (in.op == EwOp::kConst) {
+            std::fill(d, d + n, program_.constants[static_cast<size_t>(in.a)]);
+          } else {
+            // An f32 result is computed straight into the output.
+            if constexpr (std::is_same_v<T, float>) {
+              if (pc + 1 == code.size()) {
+                d = out + e;
+                stored = true;
+              }
+            }
+            Execute(in, program_.constants, d, src[in.a], EwIsBinary(in.op) ? src[in.b] : nullptr, n);
+          }
+          src[in.dst] = d;
         }
-        const float* r = regs[out_reg];
+        if (stored) continue;
+        const float* r = src[program_.output_register()];
         T* o = out + e;
         OF_IVDEP
         for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(r[i]);
