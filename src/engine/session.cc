@@ -12,7 +12,7 @@ void PrepareGraph(Graph& g) {
   InferShapes(g);
 }
 
-bool FuseElementwiseByDefault(DeviceType device) { return device == DeviceType::kCuda; }
+bool FuseElementwiseByDefault(DeviceType) { return true; }
 
 void OptimizeGraph(Graph& g, int level, ThreadPool& pool, DeviceType device) {
   OptimizeGraph(g, level, pool, device, FuseElementwiseByDefault(device));
