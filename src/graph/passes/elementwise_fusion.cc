@@ -15,6 +15,7 @@
 
 #include "graph/fused_elementwise_program.h"
 #include "graph/op_schema.h"
+#include "graph/passes/pass_util.h"
 #include "graph/passes/passes.h"
 
 namespace oneflow {
@@ -333,23 +334,12 @@ int FuseElementwise(Graph& g) {
       if (static_cast<size_t>(m) != root) removed[static_cast<size_t>(m)] = 1;
     }
     Node& fused = g.nodes[root];
-    fused.op_type = "FusedElementwise";
-    fused.domain = kOneflowDomain;
-    fused.opset = kOneflowDomainVersion;
-    fused.schema = nullptr;
+    MakeOneflowOp(g, fused, "FusedElementwise");
     fused.inputs = inputs;
-    fused.attrs = AttrMap();
-    fused.defaulted_attrs.clear();
     prog.ToAttrs(fused.attrs);
     ++groups;
   }
-  if (groups == 0) return 0;
-  std::vector<Node> kept;
-  kept.reserve(g.nodes.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!removed[i]) kept.push_back(std::move(g.nodes[i]));
-  g.nodes = std::move(kept);
-  g.opset_imports.emplace(kOneflowDomain, kOneflowDomainVersion);
+  if (groups > 0) RemoveMarkedNodes(g, removed);
   return groups;
 }
 
