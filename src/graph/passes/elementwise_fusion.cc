@@ -137,14 +137,8 @@ Analysis Analyze(const Graph& g) {
   return a;
 }
 
+// Groups stop growing here (a program of 32 nodes plus its loads stays near kEwMaxInstructions).
 constexpr size_t kMaxGroupNodes = 32;
-
-// A group being built: member node indices, and whether each node is a member.
-struct Group {
-  std::vector<int> members;
-  std::vector<char> in;
-  std::vector<int> leaves;  // tensor operands read from outside, deduplicated
-};
 
 // Whether every operand of `n` that the group would read is the group's shape or broadcasts to it.
 bool OperandsFit(const Graph& g, const Node& n, const Lowering& l, const std::vector<Dim>& dims, DType dt) {
@@ -258,9 +252,10 @@ bool BuildProgram(const Graph& g, const std::vector<int>& members, const std::ve
 // The members in depth-first post-order from the root (operands before readers, one subtree
 // finished before the next starts), which keeps few temporaries alive: a balanced tree of n leaves
 // needs about log2(n) registers, where a level-by-level order would need n / 2.
-std::vector<int> PostOrder(const Graph& g, const Analysis& a, int root, const std::vector<char>& in) {
+// `in` marks the members with 1; visited members are marked 2.
+std::vector<int> PostOrder(const Graph& g, const Analysis& a, int root, std::vector<char>& in) {
   std::vector<int> out;
-  std::vector<char> done(g.nodes.size(), 0);
+  in[static_cast<size_t>(root)] = 2;
   std::vector<std::pair<int, size_t>> stack = {{root, 0}};  // node, next input to visit
   while (!stack.empty()) {
     auto& [n, next] = stack.back();
@@ -268,9 +263,9 @@ std::vector<int> PostOrder(const Graph& g, const Analysis& a, int root, const st
     if (next < node.inputs.size()) {
       const int v = node.inputs[next++];
       const int p = v == kNoValue ? kNoValue : a.producer[static_cast<size_t>(v)];
-      if (p != kNoValue && in[static_cast<size_t>(p)] && !done[static_cast<size_t>(p)]) {
-        done[static_cast<size_t>(p)] = 1;
-        stack.push_back({p, 0});
+      if (p != kNoValue && in[static_cast<size_t>(p)] == 1) {
+        in[static_cast<size_t>(p)] = 2;
+        stack.push_back({p, 0});  // `n` and `next` are not used after this
       }
       continue;
     }
@@ -290,15 +285,18 @@ int FuseElementwise(Graph& g) {
   for (size_t n = 0; n < g.nodes.size(); ++n) fusable[n] = Lower(g, g.nodes[n], &lowering[n]);
 
   int groups = 0;
+  std::vector<char> in(g.nodes.size(), 0);  // members of the group being built (cleared after each)
+  std::vector<int> members;
   // Roots from the end, so each group reaches as far upstream as it can.
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    for (int m : members) in[static_cast<size_t>(m)] = 0;
+    members.clear();
     const size_t root = static_cast<size_t>(*it);
     if (!fusable[root] || taken[root]) continue;
     const Node& rn = g.nodes[root];
     const TensorType& rt = TypeOf(g, rn.outputs[0]);
     if (!OperandsFit(g, rn, lowering[root], rt.dims, rt.dtype)) continue;
-    std::vector<int> members = {static_cast<int>(root)};
-    std::vector<char> in(g.nodes.size(), 0);
+    members.push_back(static_cast<int>(root));
     in[root] = 1;
     // Grow to a fixed point: a producer joins when it is fusable, has the group's shape, its
     // operands fit, and every reader of its output is already a member (and it is no graph output).
