@@ -61,6 +61,7 @@ run_gtest() {  # name binary [args...]
 run_gtest cuda_gpu "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaDevice.*:CudaKernels.*'
 run_gtest cuda_gpu_nn_tensor "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaNnKernels.*:CudaTensorKernels.*:CudaAttention.*'
 run_gtest cuda_host "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaErrors.*:CudaRegistry.*'
+run_gtest cuda_gpu_fused_elementwise "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaFusedElementwise.*'
 run_gtest cuda_allocator "$BUILD/tests/cuda/oneflow_cuda_host_tests"
 run_gtest cuda_train_gpu "$BUILD/tests/cuda_train/oneflow_cuda_train_tests"
 # NCCL on one GPU (1-rank communicator, init timeout/abort, boxing table with staged communicators);
