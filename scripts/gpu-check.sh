@@ -63,6 +63,7 @@ run_gtest() {  # name binary [args...]
 run_gtest cuda_gpu "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaDevice.*:CudaKernels.*'
 run_gtest cuda_gpu_nn_tensor "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaNnKernels.*:CudaTensorKernels.*:CudaAttention.*'
 run_gtest cuda_host "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaErrors.*:CudaRegistry.*'
+run_gtest cuda_gpu_fused_elementwise "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaFusedElementwise.*'
 run_gtest cuda_allocator "$BUILD/tests/cuda/oneflow_cuda_host_tests"
 # Training sessions on CUDA vs the CPU: the bench's small transformer encoder is read from here.
 export ONEFLOW_TRAIN_MODELS="$BUILD/gpu-check-train-models"

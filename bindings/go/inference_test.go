@@ -77,7 +77,17 @@ func TestRunMatchesNumpy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := must(s.PlannedPeakBytes())(t); n == 0 {
+	// Fused, Relu(x + b) + x is one FusedElementwise writing the output: no arena. Unfused, the
+	// intermediates live in it.
+	if n := must(s.PlannedPeakBytes())(t); n != 0 {
+		t.Fatalf("planned %d arena bytes for a fully fused model", n)
+	}
+	plain := must(NewSession(capi(t, "model.onnx"), WithOptimizationLevel(1)))(t)
+	defer plain.Close()
+	if err := checkMainModel(t, plain, 5); err != nil {
+		t.Fatal(err)
+	}
+	if n := must(plain.PlannedPeakBytes())(t); n == 0 {
 		t.Fatal("no planned memory after a run")
 	}
 }

@@ -12,7 +12,13 @@ void PrepareGraph(Graph& g) {
   InferShapes(g);
 }
 
+bool FuseElementwiseByDefault(DeviceType) { return true; }
+
 void OptimizeGraph(Graph& g, int level, ThreadPool& pool, DeviceType device) {
+  OptimizeGraph(g, level, pool, device, FuseElementwiseByDefault(device));
+}
+
+void OptimizeGraph(Graph& g, int level, ThreadPool& pool, DeviceType device, bool fuse_elementwise) {
   if (level <= 0) return;
   FoldConstants(g, pool);
   if (level >= 2) {
@@ -21,10 +27,21 @@ void OptimizeGraph(Graph& g, int level, ThreadPool& pool, DeviceType device) {
       InferShapes(g);
       FoldConstants(g, pool);
     }
+    // Before elementwise fusion, which would otherwise take the scale Div into a chain.
+    if (device == DeviceType::kCuda && FuseAttention(g) > 0) {
+      ResolveSchemas(g);
+      InferShapes(g);
+    }
     if (device == DeviceType::kCpu && OptimizeLayout(g) > 0) {
       ResolveSchemas(g);
       InferShapes(g);
       FoldConstants(g, pool);  // transposes of constant residuals
+    }
+    // Last: the layout pass pushes transposes through single elementwise ops, not fused ones.
+    if (fuse_elementwise) EliminateDeadCode(g);  // a dead reader must not keep a value unfused
+    if (fuse_elementwise && FuseElementwise(g) > 0) {
+      ResolveSchemas(g);
+      InferShapes(g);
     }
   }
   EliminateDeadCode(g);

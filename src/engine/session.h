@@ -24,8 +24,13 @@ struct SessionOptions {
 void PrepareGraph(Graph& g);
 // Applies the optimization passes of `level` to a prepared graph, for the device it will run on:
 // the channels-last layout pass serves the CPU's conv kernels and is left out for CUDA (where it
-// would turn Conv into CPU-only NHWC ops and add transposes).
+// would turn Conv into CPU-only NHWC ops and add transposes); attention fusion runs for CUDA only
+// (the flash kernel), and elementwise fusion where FuseElementwiseByDefault(device) says.
 void OptimizeGraph(Graph& g, int level, ThreadPool& pool, DeviceType device = DeviceType::kCpu);
+// The same with elementwise fusion (passes.h FuseElementwise) chosen explicitly (benchmarks, tests).
+void OptimizeGraph(Graph& g, int level, ThreadPool& pool, DeviceType device, bool fuse_elementwise);
+// Whether level-2 optimization fuses elementwise chains for sessions on `device`.
+bool FuseElementwiseByDefault(DeviceType device);
 
 class Session {
  public:

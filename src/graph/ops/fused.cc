@@ -6,6 +6,9 @@
 // and NhwcMaxPool / NhwcAveragePool / NhwcGlobalAveragePool, whose X and Y are [N, H, W, C].
 // FusedAttention is scaled dot-product attention over [B, H, S, D] tensors (kernels: cpu/attention.cc,
 // cuda/attention.cu).
+// FusedElementwise is a chain of elementwise ops as one program (graph/fused_elementwise_program.h,
+// built by graph/passes/elementwise_fusion.cc).
+#include "graph/fused_elementwise_program.h"
 #include "graph/infer_util.h"
 #include "graph/ops/all_ops.h"
 #include "graph/ops/nn_infer.h"
@@ -85,6 +88,13 @@ static void InferFusedAttention(InferContext& ctx) {
   ctx.set_output(0, TensorType::Of(q.dtype, std::vector<Dim>{q.dims[0], q.dims[1], q.dims[2], v.dims[3]}));
 }
 
+// FusedElementwise: Y is the broadcast of the inputs (one float dtype); the program must be valid.
+static void InferFusedElementwise(InferContext& ctx) {
+  EwProgram::FromAttrs(ctx.attrs(), ctx.num_inputs(), ctx.node());
+  if (!IsFloatDType(ctx.input_dtype(0))) ctx.Error("inputs must be float tensors, got ", DTypeName(ctx.input_dtype(0)));
+  InferBroadcast(ctx);
+}
+
 static OpSchema NhwcPoolSchema(const char* name) {
   OpSchema s(name, kOneflowDomain);
   s.Since(1).Input("X").Output("Y")
@@ -125,6 +135,15 @@ void RegisterFusedOps(OpRegistry& r) {
                    .Input("Q").Input("K").Input("V").Output("Y")
                    .Attr("scale", Attribute::Float(0.0f)).Attr("causal", Attribute::Int(0))
                    .Infer(InferFusedAttention));
+  }
+  {
+    OpSchema s("FusedElementwise", kOneflowDomain);
+    r.Register(s.Since(1)
+                   .Doc("a straight-line program of elementwise ops evaluated per output element (f32 math)")
+                   .VariadicInput("X").Output("Y")
+                   .RequiredAttr("program", AttrKind::kInts).Attr("constants", Attribute::Floats({}))
+                   .RequiredAttr("num_registers", AttrKind::kInt)
+                   .Infer(InferFusedElementwise));
   }
   r.Register(NhwcPoolSchema("NhwcMaxPool").Doc("MaxPool on [N, H, W, C]")
                  .Attr("storage_order", Attribute::Int(0))

@@ -3,6 +3,7 @@
 // kernels never materialize the score matrix. K^T given by a Transpose that only this pattern reads
 // gets that Transpose's perm with the last two entries swapped; any other K^T gets a new Transpose.
 #include "graph/op_schema.h"
+#include "graph/passes/pass_util.h"
 #include "graph/passes/passes.h"
 
 namespace oneflow {
@@ -110,13 +111,8 @@ bool TryFuse(Graph& g, const Counts& c, size_t pv_index, std::vector<char>& remo
     removed.push_back(0);
   }
   Node& fused = g.nodes[pv_index];
-  fused.op_type = "FusedAttention";
-  fused.domain = kOneflowDomain;
-  fused.opset = kOneflowDomainVersion;
-  fused.schema = nullptr;
+  MakeOneflowOp(g, fused, "FusedAttention");
   fused.inputs = {q, k, v};
-  fused.attrs = AttrMap();
-  fused.defaulted_attrs.clear();
   fused.attrs.set("scale", Attribute::Float(static_cast<float>(scale)));
   fused.attrs.set("causal", Attribute::Int(0));
   return true;
@@ -133,13 +129,7 @@ int FuseAttention(Graph& g) {
     ++rewrites;
     c = Count(g, removed);  // a rewrite changes who reads what
   }
-  if (rewrites == 0) return 0;
-  std::vector<Node> kept;
-  kept.reserve(g.nodes.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!removed[i]) kept.push_back(std::move(g.nodes[i]));
-  g.nodes = std::move(kept);
-  g.opset_imports.emplace(kOneflowDomain, kOneflowDomainVersion);
+  if (rewrites > 0) RemoveMarkedNodes(g, removed);
   return rewrites;
 }
 

@@ -42,9 +42,18 @@ int FuseOps(Graph& g);
 // Attention fusion (graph/passes/attention_fusion.cc): MatMul(Q, K^T) [-> Div/Mul by a scalar
 // constant] -> Softmax(last axis) -> MatMul(., V) on [B, H, S, D] tensors becomes ai.oneflow
 // FusedAttention (the absorbed nodes are removed). Returns the number of rewrites; the caller
-// re-resolves schemas and re-infers shapes. Not part of OptimizeGraph's default order: meant for sessions whose
-// attention runs on CUDA (the flash kernel); the CPU kernel is a plain reference.
+// re-resolves schemas and re-infers shapes. OptimizeGraph runs it for CUDA sessions only (the flash
+// kernel); CPU sessions keep the packed-GEMM MatMul path (the CPU kernel is a plain reference).
 int FuseAttention(Graph& g);
+
+// Elementwise fusion (graph/passes/elementwise_fusion.cc): each maximal group of elementwise nodes
+// of one shape (activations, Add/Sub/Mul/Div/Pow/Max/Min, Clip with constant bounds) whose
+// intermediates are read by nothing else and are no graph outputs becomes one ai.oneflow
+// FusedElementwise running a register program (graph/fused_elementwise_program.h). Operands from
+// outside are scalar constants (folded into the program) or tensors broadcasting along one
+// contiguous block of dims. Returns the number of fused nodes made; the caller re-resolves schemas
+// and re-infers shapes.
+int FuseElementwise(Graph& g);
 
 // Layout pass (graph/passes/layout.cc): 2-D f32 convs run NHWC (FusedConv layout "NHWC") with
 // explicit transposes pushed through layout-free ops and cancelled in pairs. Returns the number

@@ -18,6 +18,7 @@ void RegisterCpuLossKernels(KernelRegistry& r);           // cpu/loss.cc (losses
 void RegisterCpuNnGradKernels(KernelRegistry& r);         // cpu/conv_grad.cc, pool_grad.cc, norm_grad.cc
 void RegisterCpuBoxingKernels(KernelRegistry& r);         // cpu/boxing.cc (collectives of a plan)
 void RegisterCpuAttentionKernels(KernelRegistry& r);      // cpu/attention.cc (ai.oneflow FusedAttention)
+void RegisterCpuFusedElementwiseKernels(KernelRegistry& r);  // cpu/fused_elementwise.cc
 
 inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuElementwiseKernels(r);
@@ -33,6 +34,7 @@ inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuNnGradKernels(r);
   RegisterCpuBoxingKernels(r);
   RegisterCpuAttentionKernels(r);
+  RegisterCpuFusedElementwiseKernels(r);
 }
 
 }  // namespace oneflow

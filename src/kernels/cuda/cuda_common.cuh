@@ -61,6 +61,14 @@ bool DispatchBits(size_t bytes, Fn&& fn) {
   }
 }
 
+// kVec elements of T moved as one access (16 bytes for kVec = 16 / sizeof(T)).
+template <typename T, int kVec>
+struct alignas(sizeof(T) * kVec) Pack {
+  T v[kVec];
+};
+
+inline bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
 constexpr int kThreads = 256;
 // Blocks for a grid-stride loop over `work` items: enough to fill the chip, capped for tiny launches.
 inline unsigned GridFor(int64_t work) {

@@ -21,6 +21,7 @@ void RegisterCudaBoxingKernels(KernelRegistry& r);       // cuda/boxing.cc (ai.o
 void RegisterCudaNnKernels(KernelRegistry& r);           // cuda/nn.cu (pools and their grads, BatchNorm, ConvGradBias)
 void RegisterCudaTensorKernels(KernelRegistry& r);       // cuda/tensor_ops.cu (Gather, Concat, Slice, ..., views)
 void RegisterCudaAttentionKernels(KernelRegistry& r);    // cuda/attention.cu (ai.oneflow FusedAttention)
+void RegisterCudaFusedElementwiseKernels(KernelRegistry& r);  // cuda/fused_elementwise.cu
 #ifdef ONEFLOW_HAVE_CUDNN
 void RegisterCudaConvKernels(KernelRegistry& r);         // cuda/conv_cudnn.cc (Conv family on cuDNN)
 #endif
@@ -36,6 +37,7 @@ inline void RegisterAllCudaKernels(KernelRegistry& r) {
   RegisterCudaNnKernels(r);
   RegisterCudaTensorKernels(r);
   RegisterCudaAttentionKernels(r);
+  RegisterCudaFusedElementwiseKernels(r);
 #ifdef ONEFLOW_HAVE_CUDNN
   RegisterCudaConvKernels(r);
 #endif

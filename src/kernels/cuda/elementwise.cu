@@ -9,55 +9,10 @@
 #include "kernels/cpu/elementwise_util.h"
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/unary_math.cuh"
 
 namespace oneflow::cuda {
 namespace {
-
-enum UnaryOp : int {
-  kRelu, kLeakyRelu, kSigmoid, kTanh, kGelu, kGeluTanh, kHardSigmoid, kHardSwish, kClip,
-  kExp, kLog, kNeg, kAbs, kSqrt, kReciprocal, kErf, kSoftplus, kIdentity,
-};
-
-// LaunchActivationInPlace maps the fused ops' Activation codes onto these by subtracting one.
-static_assert(static_cast<int>(Activation::kRelu) - 1 == kRelu && static_cast<int>(Activation::kLeakyRelu) - 1 == kLeakyRelu &&
-              static_cast<int>(Activation::kSigmoid) - 1 == kSigmoid && static_cast<int>(Activation::kTanh) - 1 == kTanh &&
-              static_cast<int>(Activation::kGelu) - 1 == kGelu && static_cast<int>(Activation::kGeluTanh) - 1 == kGeluTanh &&
-              static_cast<int>(Activation::kHardSigmoid) - 1 == kHardSigmoid &&
-              static_cast<int>(Activation::kHardSwish) - 1 == kHardSwish && static_cast<int>(Activation::kClip) - 1 == kClip,
-              "UnaryOp must follow the order of Activation");
-
-struct UnaryParams {
-  int op = kIdentity;
-  float alpha = 0.0f, beta = 0.0f, lo = -INFINITY, hi = INFINITY;
-};
-
-__device__ __forceinline__ float ApplyUnary(const UnaryParams& p, float x) {
-  switch (p.op) {
-    case kRelu: return x > 0.0f ? x : 0.0f;
-    case kLeakyRelu: return x >= 0.0f ? x : p.alpha * x;
-    case kSigmoid: return 1.0f / (1.0f + expf(-x));
-    case kTanh: return tanhf(x);
-    case kGelu: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case kGeluTanh: return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-    case kHardSigmoid: return fminf(1.0f, fmaxf(0.0f, p.alpha * x + p.beta));
-    case kHardSwish: return x * fminf(1.0f, fmaxf(0.0f, x / 6.0f + 0.5f));
-    case kClip: return fminf(p.hi, fmaxf(p.lo, x));
-    case kExp: return expf(x);
-    case kLog: return logf(x);
-    case kNeg: return -x;
-    case kAbs: return fabsf(x);
-    case kSqrt: return sqrtf(x);
-    case kReciprocal: return 1.0f / x;
-    case kErf: return erff(x);
-    case kSoftplus: return x > 20.0f ? x : log1pf(expf(x));
-    default: return x;
-  }
-}
-
-template <typename T, int kVec>
-struct alignas(sizeof(T) * kVec) Pack {
-  T v[kVec];
-};
 
 // y = op(x) over n elements; kVec elements per access (16 bytes when the pointers allow).
 template <typename T, int kVec>
@@ -73,8 +28,6 @@ __global__ void UnaryKernel(const T* __restrict__ x, T* __restrict__ y, int64_t 
   }
   for (int64_t i = nvec * kVec + start; i < n; i += stride) y[i] = Convert<T>(ApplyUnary(p, Convert<float>(x[i])));
 }
-
-bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 template <typename T>
 void LaunchUnary(const T* x, T* y, int64_t n, const UnaryParams& p, cudaStream_t stream) {

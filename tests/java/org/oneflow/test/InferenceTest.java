@@ -55,6 +55,13 @@ class InferenceTest {
       checkMainModel(s, 3);
       checkMainModel(s, 3);
       checkMainModel(s, 5);
+      // Fused, Relu(x + b) + x is one FusedElementwise writing the output: no arena. Unfused, the
+      // intermediates live in it.
+      assertEquals(0, s.plannedPeakBytes());
+    }
+    try (Graph g = Graph.load(Fixtures.capi("model.onnx"));
+        Session s = new Session(g, new SessionOptions().optimizationLevel(1))) {
+      checkMainModel(s, 5);
       assertTrue(s.plannedPeakBytes() > 0);
     }
   }
