@@ -576,16 +576,15 @@ TrainStepResult PlannedTrainer::TrainStep(const std::vector<std::pair<std::strin
       }
       ApplyUpdate(opts_.training.optimizer, ptrs, lr, ClipScale(norms[s], opts_.training.max_grad_norm), step_,
                   *pools_[s]);
-      // ZeRO: every device updated its slice; gather the whole block back.
+      // ZeRO: every device updated its slice; gather the whole block back, in place (the slice
+      // already sits at its position in the block).
       for (LocalParam& lp : ps) {
         if (lp.slice_size < 0) continue;
         std::vector<size_t> sizes;
         for (size_t m = 0; m < lp.group.size(); ++m)
           sizes.push_back(static_cast<size_t>(
               FlatSlice(lp.value.numel(), static_cast<int64_t>(lp.group.size()), static_cast<int64_t>(m)).second * 4));
-        std::vector<float> whole(static_cast<size_t>(lp.value.numel()));
-        devices_.comms[s]->AllGather(lp.value.data<float>() + lp.slice_start, whole.data(), sizes, lp.group);
-        std::memcpy(lp.value.raw(), whole.data(), lp.value.nbytes());
+        devices_.comms[s]->AllGather(lp.value.data<float>() + lp.slice_start, lp.value.raw(), sizes, lp.group);
       }
     });
     result.loss = losses[0];

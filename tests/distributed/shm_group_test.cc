@@ -94,6 +94,39 @@ TEST(ShmGroup, AllReduceMatchesTheSumInGroupOrderOnEveryMember) {
   CheckAllReduce<int64_t>(DType::kInt64, 2, 999);
 }
 
+// Collectives of different kinds and dtypes back to back, many times: a member that is still
+// copying an all-reduce's results out of a peer's slot must not see them overwritten by the
+// peer's next collective.
+TEST(ShmGroup, MixedCollectivesBackToBack) {
+  const int n = 3;
+  std::vector<std::string> wrong(n);
+  OnMembers(n, 20000, [&](int m, ShmGroup& g) {
+    for (int it = 0; it < 300 && wrong[static_cast<size_t>(m)].empty(); ++it) {
+      const int64_t count = 700 + (it * 37) % 900;  // one or two chunks of the small slot
+      std::vector<float> f(static_cast<size_t>(count));
+      for (int64_t i = 0; i < count; ++i) f[static_cast<size_t>(i)] = static_cast<float>((m + 1) * (i + it));
+      g.AllReduceSum(f.data(), count, DType::kFloat32);
+      std::vector<size_t> sizes(n, 2000);
+      std::vector<char> mine(2000, static_cast<char>(m + it)), all(2000 * n);
+      g.AllGather(mine.data(), all.data(), sizes);
+      double d[3] = {static_cast<double>(m), 1.0, static_cast<double>(it)};
+      g.AllReduceSum(d, 3, DType::kFloat64);
+      int32_t b[600];
+      for (int i = 0; i < 600; ++i) b[i] = m == 1 ? it * 1000 + i : -1;
+      g.Broadcast(b, sizeof b, 1);
+      for (int64_t i = 0; i < count; ++i)
+        if (f[static_cast<size_t>(i)] != static_cast<float>(6 * (i + it))) wrong[static_cast<size_t>(m)] = "all-reduce";
+      for (int q = 0; q < n; ++q)
+        if (all[static_cast<size_t>(q) * 2000 + 1999] != static_cast<char>(q + it)) wrong[static_cast<size_t>(m)] = "all-gather";
+      if (d[0] != 3 || d[1] != 3 || d[2] != 3.0 * it) wrong[static_cast<size_t>(m)] = "double all-reduce";
+      for (int i = 0; i < 600; ++i)
+        if (b[i] != it * 1000 + i) wrong[static_cast<size_t>(m)] = "broadcast";
+      if (!wrong[static_cast<size_t>(m)].empty()) wrong[static_cast<size_t>(m)] += " at iteration " + std::to_string(it);
+    }
+  });
+  for (int m = 0; m < n; ++m) EXPECT_EQ(wrong[static_cast<size_t>(m)], "") << "member " << m;
+}
+
 TEST(ShmGroup, ReduceScatterUnevenSegments) {
   const std::vector<int64_t> counts{5, 0, 3001};  // longer than a slot's region, one empty
   const int64_t total = 3006;

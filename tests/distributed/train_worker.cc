@@ -3,8 +3,9 @@
 //   check MODELS_DIR MODEL STEPS STRATEGY...  trains the case (train_cases.h) with each strategy on
 //                                             the 4 ranks; rank 0 compares with its single-device
 //                                             run (<= 1e-5 relative) and exits 1 on a mismatch
-//   bench MODEL.onnx BATCH STEPS              MLP data-parallel training over every rank, 1 thread
-//                                             each; rank 0 prints one JSON line (samples per second)
+//   bench MODEL.onnx BATCH STEPS [ZERO]       MLP data-parallel training over every rank, 1 thread
+//                                             each (ZeRO stage ZERO, default 0); rank 0 prints one
+//                                             JSON line (samples per second)
 //   single MODEL.onnx BATCH STEPS             the same on one process and one thread (the baseline)
 #include <chrono>
 #include <cstdio>
@@ -66,7 +67,7 @@ TrainingOptions MlpOptions() {
   return o;
 }
 
-int Bench(const std::string& path, int batch, int steps, bool single) {
+int Bench(const std::string& path, int batch, int steps, bool single, int zero_stage) {
   Graph g = LoadOnnxFile(path);
   PrepareGraph(g);
   std::vector<Feeds> batches = MlpBatches(batch, 4);
@@ -90,6 +91,7 @@ int Bench(const std::string& path, int batch, int steps, bool single) {
     world = std::atoi(std::getenv("WORLD_SIZE") ? std::getenv("WORLD_SIZE") : "1");
     d.dist.plan.placement = Placement::Parse("cpu:0-" + std::to_string(world - 1));
     d.dist.threads_per_device = 1;
+    d.zero_stage = zero_stage;
     std::unique_ptr<DistributedTrainer> t = DistributedTrainer::Create(g, d);
     for (int i = 0; i < warmup + steps; ++i) {
       auto t0 = std::chrono::steady_clock::now();
@@ -102,8 +104,8 @@ int Bench(const std::string& path, int batch, int steps, bool single) {
   }
   if (Rank() == 0)
     std::printf("{\"processes\":%d,\"batch\":%d,\"steps\":%d,\"step_ms\":%.3f,\"estimated_step_ms\":%.3f,"
-                "\"samples_per_s\":%.1f,\"loss\":%.6f}\n",
-                world, batch, steps, seconds / steps * 1e3, estimated * 1e3, batch * steps / seconds, last_loss);
+                "\"samples_per_s\":%.1f,\"loss\":%.6f,\"zero_stage\":%d}\n",
+                world, batch, steps, seconds / steps * 1e3, estimated * 1e3, batch * steps / seconds, last_loss, single ? 0 : zero_stage);
   return 0;
 }
 
@@ -116,9 +118,9 @@ int main(int argc, char** argv) {
       std::vector<std::string> strategies(argv + 5, argv + argc);
       return Check(argv[2], argv[3], std::atoi(argv[4]), strategies);
     }
-    if ((mode == "bench" || mode == "single") && argc == 5)
-      return Bench(argv[2], std::atoi(argv[3]), std::atoi(argv[4]), mode == "single");
-    std::fprintf(stderr, "usage: %s check MODELS_DIR MODEL STEPS STRATEGY... | bench|single MODEL.onnx BATCH STEPS\n",
+    if ((mode == "bench" && (argc == 5 || argc == 6)) || (mode == "single" && argc == 5))
+      return Bench(argv[2], std::atoi(argv[3]), std::atoi(argv[4]), mode == "single", argc == 6 ? std::atoi(argv[5]) : 0);
+    std::fprintf(stderr, "usage: %s check MODELS_DIR MODEL STEPS STRATEGY... | bench|single MODEL.onnx BATCH STEPS [ZERO]\n",
                  argv[0]);
     return 2;
   } catch (const std::exception& e) {

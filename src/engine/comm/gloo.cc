@@ -80,7 +80,10 @@ class GlooComm final : public Communicator {
       if (ShmGroup* shm = Shm(group, ctx)) return shm->AllGather(send, recv, sizes);
       gloo::AllgathervOptions o(ctx);
       o.setTimeout(timeout_);
-      o.setInput(static_cast<uint8_t*>(const_cast<void*>(send)), sizes[Index(group)]);
+      size_t before = 0;
+      for (size_t m = 0; m < Index(group); ++m) before += sizes[m];
+      if (send != static_cast<char*>(recv) + before)  // else in place: Gloo gathers around our segment
+        o.setInput(static_cast<uint8_t*>(const_cast<void*>(send)), sizes[Index(group)]);
       o.setOutput(static_cast<uint8_t*>(recv), sizes);
       gloo::allgatherv(o);
     });

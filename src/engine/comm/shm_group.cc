@@ -226,16 +226,19 @@ void ShmGroup::Abort() {
 void ShmGroup::WaitFor(int member, uint32_t target) {
   std::atomic<uint32_t>& word = header_->member[member].arrivals;
   auto arrived = [&](uint32_t v) { return static_cast<int32_t>(v - target) >= 0; };
-  for (int spin = 0; spin < 2000; ++spin) {
+  // Spin about 50 us first (a peer that is close behind arrives without a sleep and a wake-up),
+  // then sleep on the peer's word.
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  for (int spin = 1;; ++spin) {
     if (arrived(word.load(std::memory_order_acquire))) return;
 #if defined(__x86_64__)
     __builtin_ia32_pause();
 #endif
+    if (spin % 64 == 0 && Clock::now() - start > std::chrono::microseconds(50)) break;
   }
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
   const auto deadline = start + std::chrono::milliseconds(timeout_ms_);
-  auto next_check = start;
+  auto next_check = start + std::chrono::milliseconds(20);  // reading /proc is not free: not on every wait
   const int rank = ranks_[static_cast<size_t>(member)];
   for (;;) {
     const uint32_t v = word.load(std::memory_order_acquire);
@@ -265,33 +268,34 @@ void ShmGroup::Sync() {
   FutexWakeAll(&mine);
   for (int m = 0; m < static_cast<int>(ranks_.size()); ++m)
     if (m != me_) WaitFor(m, arrivals_);
+  peers_may_read_ = false;  // every peer is past whatever it did before this barrier
 }
 
-// Per chunk of at most a slot: each member copies the shares of the others into its slot; after a
-// barrier it sums its own share over every member (its own straight from `buf`) into its slot and
-// `buf`; after a second barrier it copies the others' summed shares out of their slots. A member
-// reaches the next chunk's first barrier only after copying out, so slots are reused safely.
+// Per chunk, each member copies the shares of the others into its slot (share m of every chunk
+// in region m, at the same place for every dtype); after a barrier it sums its own share over
+// every member (its own straight from `buf`) into region me_ of its slot and into `buf`; after a
+// second barrier it copies the others' summed shares out of their slots. A member writes region
+// me_ only after the next chunk's first barrier, when every peer has copied out; a collective of
+// another kind, which may write anywhere in the slot, first waits for that (Settle).
 void ShmGroup::AllReduceSum(void* buf, int64_t count, DType dtype) {
   const size_t es = SumElementSize(dtype);
   const int n = static_cast<int>(ranks_.size());
-  const int64_t cap = static_cast<int64_t>(slot_bytes_ / es);
+  const size_t region = slot_bytes_ / static_cast<size_t>(n) / 64 * 64;
+  const int64_t cap = static_cast<int64_t>(region / es) * n;  // every share fits its region
   char* data = static_cast<char*>(buf);
   char* mine = Slot(me_);
   std::vector<const char*> srcs(static_cast<size_t>(n));
-  // Member m's share of a chunk sits at the same slot offset in every chunk (its share of a full
-  // one), so a short last chunk never writes where a peer may still be copying out.
-  auto region = [&](int m) { return static_cast<size_t>(Share(cap, n, m).first) * es; };
   for (int64_t c0 = 0; c0 < count; c0 += cap) {
     const int64_t len = std::min(cap, count - c0);
     char* chunk = data + static_cast<size_t>(c0) * es;
     for (int m = 0; m < n; ++m) {
       if (m == me_) continue;
       auto [st, sz] = Share(len, n, m);
-      std::memcpy(mine + region(m), chunk + static_cast<size_t>(st) * es, static_cast<size_t>(sz) * es);
+      std::memcpy(mine + static_cast<size_t>(m) * region, chunk + static_cast<size_t>(st) * es, static_cast<size_t>(sz) * es);
     }
     Sync();
     auto [st, sz] = Share(len, n, me_);
-    const size_t off = static_cast<size_t>(st) * es, at = region(me_);
+    const size_t off = static_cast<size_t>(st) * es, at = static_cast<size_t>(me_) * region;
     for (int m = 0; m < n; ++m) srcs[static_cast<size_t>(m)] = m == me_ ? chunk + off : Slot(m) + at;
     Sum(dtype, mine + at, srcs, sz);  // into the slot: no source is overwritten while read
     std::memcpy(chunk + off, mine + at, static_cast<size_t>(sz) * es);
@@ -299,15 +303,21 @@ void ShmGroup::AllReduceSum(void* buf, int64_t count, DType dtype) {
     for (int m = 0; m < n; ++m) {
       if (m == me_) continue;
       auto [mst, msz] = Share(len, n, m);
-      std::memcpy(chunk + static_cast<size_t>(mst) * es, Slot(m) + region(m), static_cast<size_t>(msz) * es);
+      std::memcpy(chunk + static_cast<size_t>(mst) * es, Slot(m) + static_cast<size_t>(m) * region, static_cast<size_t>(msz) * es);
     }
+    peers_may_read_ = true;
   }
+}
+
+void ShmGroup::Settle() {
+  if (peers_may_read_) Sync();
 }
 
 // Each slot holds one region per member; per chunk of segment positions a member copies the
 // others' segments into its regions, and after a barrier sums its own from every slot.
 void ShmGroup::ReduceScatterSum(const void* send, void* recv, const std::vector<int64_t>& counts, DType dtype) {
   const size_t es = SumElementSize(dtype);
+  Settle();
   const int n = static_cast<int>(ranks_.size());
   OF_CHECK(counts.size() == static_cast<size_t>(n), kInvalidArgument, "reduce-scatter needs one count per member (",
            n, "), got ", counts.size());
@@ -334,6 +344,7 @@ void ShmGroup::ReduceScatterSum(const void* send, void* recv, const std::vector<
 }
 
 void ShmGroup::AllGather(const void* send, void* recv, const std::vector<size_t>& sizes) {
+  Settle();
   const int n = static_cast<int>(ranks_.size());
   OF_CHECK(sizes.size() == static_cast<size_t>(n), kInvalidArgument, "all-gather needs one size per member (", n,
            "), got ", sizes.size());
@@ -361,6 +372,7 @@ void ShmGroup::AllGather(const void* send, void* recv, const std::vector<size_t>
 // every peer sent it from its own region of their slots.
 void ShmGroup::AllToAll(const void* send, const std::vector<size_t>& send_sizes, void* recv,
                         const std::vector<size_t>& recv_sizes) {
+  Settle();
   const int n = static_cast<int>(ranks_.size());
   OF_CHECK(send_sizes.size() == static_cast<size_t>(n) && recv_sizes.size() == static_cast<size_t>(n), kInvalidArgument,
            "all-to-all needs one send and one receive size per member (", n, ")");
@@ -396,6 +408,7 @@ void ShmGroup::AllToAll(const void* send, const std::vector<size_t>& send_sizes,
 }
 
 void ShmGroup::Broadcast(void* buf, size_t bytes, int root_index) {
+  Settle();
   OF_CHECK(root_index >= 0 && root_index < static_cast<int>(ranks_.size()), kInvalidArgument, "broadcast root index ",
            root_index, " is outside the group of ", ranks_.size());
   char* data = static_cast<char*>(buf);

@@ -63,6 +63,7 @@ class ShmGroup {
   ShmGroup(int index, const std::vector<int>& ranks, void* base, size_t mapped, size_t slot_bytes, int64_t timeout_ms);
   char* Slot(int member) const;
   void Sync();  // arrive, then wait for every peer to arrive
+  void Settle();  // after an all-reduce: waits until no peer reads this member's slot any more
   void WaitFor(int member, uint32_t target);
 
   const int me_;
@@ -72,6 +73,7 @@ class ShmGroup {
   const int64_t timeout_ms_;
   ShmSegmentHeader* header_;
   uint32_t arrivals_ = 0;  // barriers this member has passed
+  bool peers_may_read_ = false;  // an all-reduce's results in this slot may still be copied out
 };
 
 // Equal for exactly the processes that can share a segment: same boot, mount and pid namespaces
