@@ -120,6 +120,7 @@ class PlannedTrainer final : public DistributedTrainer {
   bool layout_decided_ = false;
   std::string layout_report_;
   std::vector<std::vector<LocalParam>> params_;  // per slot, per weight (empty until laid out)
+  std::vector<std::vector<float>> buckets_;      // per slot: packs small gradients for one all-reduce
   bool groups_ready_ = false;                    // set by the first training compilation
   std::map<std::map<std::string, Shape>, std::shared_ptr<Compiled>> cache_, eval_cache_;
   std::shared_ptr<Compiled> last_;
@@ -164,6 +165,7 @@ PlannedTrainer::PlannedTrainer(const Graph& model, const DistributedTrainingOpti
     RegisterCommunicator(keys_.back(), devices_.comms[s]);
     pools_.push_back(std::make_shared<ThreadPool>(opts_.dist.threads_per_device));
   }
+  buckets_.resize(devices_.size());
 
   const int nd = opts_.dist.plan.placement.ndim();
   if (opts_.dist.plan.mode != PlanMode::kAuto) {
@@ -450,14 +452,15 @@ std::vector<Tensor> PlannedTrainer::LocalInputs(const Compiled& c, size_t slot,
 
 // Gradients whose plan ends in all-reduces arrive as partial sums: all-reduce them in buckets of
 // about bucket_bytes per reduce group, last weights first (the order backward finishes them), or
-// under ZeRO-2 reduce-scatter each into this device's slice.
+// under ZeRO-2 reduce-scatter each into this device's slice. Reduced gradients land in the
+// weights' own gradient tensors, allocated once: keeping the executor's fresh outputs across steps
+// instead makes every step allocate (and page-fault) new ones.
 void PlannedTrainer::ReduceGradients(size_t slot, std::vector<Tensor>& grads) {
   std::vector<LocalParam>& ps = params_[slot];
   Communicator& comm = *devices_.comms[slot];
   std::map<std::vector<int>, std::vector<size_t>> by_group;
   std::set<const Storage*> taken;
-  // Gradients are fresh outputs of this run: adopt them as the reduced gradients (no copy) unless
-  // two share bytes.
+  // Gradients nobody reduces: adopt the executor's outputs (no copy) unless two share bytes.
   auto adopt = [&](size_t k) {
     Tensor& g = grads[k];
     if (taken.insert(g.storage().get()).second) ps[k].grad = g.Reshaped(ps[k].value.shape());
@@ -471,10 +474,9 @@ void PlannedTrainer::ReduceGradients(size_t slot, std::vector<Tensor>& grads) {
     if (lp.group.size() <= 1) {
       adopt(k);
     } else if (opts_.zero_stage != 2 && g.nbytes() * 4 >= static_cast<size_t>(opts_.bucket_bytes)) {
-      // Large enough to be its own bucket: reduced in place, no packing.
-      if (taken.count(g.storage().get())) g = g.Clone();
-      comm.AllReduceSum(g.raw(), g.numel(), DType::kFloat32, lp.group);
-      adopt(k);
+      // Large enough to be its own bucket: reduced in the gradient tensor, no packing.
+      std::memcpy(lp.grad.raw(), g.raw(), g.nbytes());
+      comm.AllReduceSum(lp.grad.raw(), lp.grad.numel(), DType::kFloat32, lp.group);
     } else if (opts_.zero_stage == 2) {
       std::vector<int64_t> counts;
       for (size_t m = 0; m < lp.group.size(); ++m)
@@ -491,7 +493,8 @@ void PlannedTrainer::ReduceGradients(size_t slot, std::vector<Tensor>& grads) {
       size_t j = i;
       while (j < ks.size() && (j == i || (elems + grads[ks[j]].numel()) * 4 <= opts_.bucket_bytes))
         elems += grads[ks[j++]].numel();
-      std::vector<float> bucket(static_cast<size_t>(elems));
+      std::vector<float>& bucket = buckets_[slot];
+      if (bucket.size() < static_cast<size_t>(elems)) bucket.resize(static_cast<size_t>(elems));
       int64_t off = 0;
       for (size_t q = i; q < j; ++q) {
         std::memcpy(bucket.data() + off, grads[ks[q]].raw(), grads[ks[q]].nbytes());
@@ -500,11 +503,9 @@ void PlannedTrainer::ReduceGradients(size_t slot, std::vector<Tensor>& grads) {
       comm.AllReduceSum(bucket.data(), elems, DType::kFloat32, group);
       off = 0;
       for (size_t q = i; q < j; ++q) {
-        Tensor& g = grads[ks[q]];
-        if (taken.count(g.storage().get())) g = g.Clone();
+        Tensor& g = ps[ks[q]].grad;
         std::memcpy(g.raw(), bucket.data() + off, g.nbytes());
         off += g.numel();
-        adopt(ks[q]);
       }
       i = j;
     }
