@@ -2,7 +2,7 @@
 """Data-parallel training throughput over Gloo: the MLP 784-1024-1024-10 (bench/make_train_models.py)
 trained with SGD on 1 process x 1 thread (the single-device TrainingSession) and on N Gloo
 processes x 1 thread each (the planned trainer), the same global batch, measured in the same run
-(alternating rounds), with the speed-up as a ratio. Each --zero stage is one multi-process
+(alternating rounds), with the speed-up as a ratio, and CPU time per step (the work ratio). Each --zero stage is one multi-process
 configuration: 0 all-reduces the gradients in buckets and every rank updates every weight; 2
 reduce-scatters them, each rank updates its slice and the slices are all-gathered. Ranks on one
 host communicate through shared memory; --transport tcp keeps them on Gloo's loopback TCP.
@@ -62,16 +62,27 @@ def main():
                        capture_output=True)
     single, multi = [], {z: [] for z in a.zero}
     for _ in range(a.rounds):
-        single.append(run_single(worker, model, a.batch, a.steps)["samples_per_s"])
+        single.append(run_single(worker, model, a.batch, a.steps))
         for z in a.zero:
-            multi[z].append(run_gloo(worker, model, a.batch, a.steps, a.procs, z, a.transport)["samples_per_s"])
-    s = statistics.median(single)
+            multi[z].append(run_gloo(worker, model, a.batch, a.steps, a.procs, z, a.transport))
+
+    def median(runs, key):
+        return statistics.median(r[key] for r in runs)
+
+    def rounds(runs):
+        return ", ".join(f"{r['samples_per_s']:.0f}" for r in runs)
+
+    s, s_cpu = median(single, "samples_per_s"), median(single, "cpu_ms_per_step")
     print(f"MLP 784-1024-1024-10, SGD, global batch {a.batch}, {a.steps} steps, median of {a.rounds} alternating rounds")
-    print(f"  1 process  x 1 thread         : {s:9.1f} samples/s   (rounds: {', '.join(f'{x:.0f}' for x in single)})")
+    print(f"  1 process  x 1 thread         : {s:9.1f} samples/s                  CPU {s_cpu:7.2f} ms/step   "
+          f"(rounds: {rounds(single)})")
     for z in a.zero:
-        m = statistics.median(multi[z])
-        print(f"  {a.procs} processes x 1 thread, ZeRO-{z}: {m:9.1f} samples/s   speed-up {m / s:.2f}x   "
-              f"({a.transport}; rounds: {', '.join(f'{x:.0f}' for x in multi[z])})")
+        m, m_cpu = median(multi[z], "samples_per_s"), median(multi[z], "cpu_ms_per_step")
+        print(f"  {a.procs} processes x 1 thread, ZeRO-{z}: {m:9.1f} samples/s, speed-up {m / s:.2f}x   "
+              f"CPU {m_cpu:7.2f} ms/step per process, work ratio {s_cpu / m_cpu:.2f}x   "
+              f"({a.transport}; rounds: {rounds(multi[z])})")
+    print("  (speed-up: wall clock, needs a quiet machine; work ratio: the single process's CPU time per step over one\n"
+          "   rank's, what the speed-up would be if every rank had a core of its own and never waited)")
 
 
 if __name__ == "__main__":
