@@ -167,7 +167,9 @@ std::unique_ptr<ShmGroup> ShmGroup::Join(int index, const std::vector<int>& rank
     std::random_device rd;
     std::snprintf(name, sizeof name, "/%s%ld-%08x%08x", kPrefix, static_cast<long>(getpid()), rd(), rd());
     fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd >= 0 && ftruncate(fd, static_cast<off_t>(total)) != 0) {
+    // Reserve the pages now: a /dev/shm too small for the segment (containers default to 64 MiB)
+    // then means TCP for this group, not a SIGBUS on first touch.
+    if (fd >= 0 && posix_fallocate(fd, 0, static_cast<off_t>(total)) != 0) {
       close(fd);
       shm_unlink(name);
       fd = -1;
