@@ -176,18 +176,35 @@ std::unique_ptr<ShmGroup> ShmGroup::Join(int index, const std::vector<int>& rank
     }
     if (fd < 0) name[0] = '\0';
   }
+  // The creator unlinks the name once everyone has mapped it, or when the rendezvous fails (throws).
+  struct Unlink {
+    char* name;
+    void Now() {
+      if (name && name[0]) shm_unlink(name);
+      name = nullptr;
+    }
+    ~Unlink() { Now(); }
+  } unlink{index == 0 ? name : nullptr};
   rendezvous.broadcast_from_first(name, sizeof name);
   name[sizeof name - 1] = '\0';
   if (index != 0 && name[0]) fd = shm_open(name, O_RDWR, 0);
-  void* base = MAP_FAILED;
+  struct Mapping {  // unmapped unless handed to the group
+    void* base = MAP_FAILED;
+    size_t bytes = 0;
+    ~Mapping() {
+      if (base != MAP_FAILED) munmap(base, bytes);
+    }
+  } map;
+  map.bytes = total;
   if (fd >= 0) {
     struct stat st{};
     if (fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) == total)
-      base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      map.base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
   }
-  auto* h = static_cast<ShmSegmentHeader*>(base);
-  if (base != MAP_FAILED && index == 0) {
+  const bool mapped = map.base != MAP_FAILED;
+  auto* h = static_cast<ShmSegmentHeader*>(map.base);
+  if (mapped && index == 0) {
     h->members = n;
     h->slot_bytes = slot_bytes;
     h->aborted_by.store(-1);
@@ -196,15 +213,14 @@ std::unique_ptr<ShmGroup> ShmGroup::Join(int index, const std::vector<int>& rank
     h->magic = kMagic;
   }
   // Everyone has mapped the segment (or failed to) once this returns; the creator initialized it first.
-  bool ok = rendezvous.all(base != MAP_FAILED);
-  if (index == 0 && name[0]) shm_unlink(name);  // mapped by all (or abandoned): nothing to leave behind
+  bool ok = rendezvous.all(mapped);
+  unlink.Now();  // mapped by all (or abandoned): nothing to leave behind
   ok = rendezvous.all(ok && h->magic == kMagic && h->members == n && h->slot_bytes == slot_bytes);
-  if (!ok) {
-    if (base != MAP_FAILED) munmap(base, total);
-    return nullptr;
-  }
+  if (!ok) return nullptr;
   h->member[index].pid = static_cast<int32_t>(getpid());
   rendezvous.all(true);  // every pid is published
+  void* base = map.base;
+  map.base = MAP_FAILED;
   return std::unique_ptr<ShmGroup>(new ShmGroup(index, ranks, base, total, slot_bytes, timeout_ms));
 }
 
