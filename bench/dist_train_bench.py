@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """Data-parallel training throughput over Gloo: the MLP 784-1024-1024-10 (bench/make_train_models.py)
 trained with SGD on 1 process x 1 thread (the single-device TrainingSession) and on N Gloo
-processes x 1 thread each (the planned trainer, gradients all-reduced in buckets), the same global
-batch, measured in the same run (alternating rounds), with the speed-up as a ratio.
+processes x 1 thread each (the planned trainer), the same global batch, measured in the same run
+(alternating rounds), with the speed-up as a ratio, and CPU time per step (the work ratio). Each --zero stage is one multi-process
+configuration: 0 all-reduces the gradients in buckets and every rank updates every weight; 2
+reduce-scatters them, each rank updates its slice and the slices are all-gathered. Ranks on one
+host communicate through shared memory; --transport tcp keeps them on Gloo's loopback TCP.
 
     python3 bench/dist_train_bench.py [--build build] [--batch 256] [--steps 20] [--rounds 3] [--procs 2]
+                                      [--zero 0 2] [--transport shm|tcp]
 """
 import argparse
 import json
@@ -23,13 +27,13 @@ def run_single(worker, model, batch, steps):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def run_gloo(worker, model, batch, steps, procs):
+def run_gloo(worker, model, batch, steps, procs, zero, transport):
     with tempfile.TemporaryDirectory(prefix="oneflow-bench-gloo-") as store:
         ps = []
         for r in range(procs):
             env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(procs), ONEFLOW_GLOO_STORE=store,
-                       ONEFLOW_GLOO_HOST="127.0.0.1")
-            ps.append(subprocess.Popen([worker, "bench", model, str(batch), str(steps)], env=env,
+                       ONEFLOW_GLOO_HOST="127.0.0.1", ONEFLOW_COMM_SHM="0" if transport == "tcp" else "1")
+            ps.append(subprocess.Popen([worker, "bench", model, str(batch), str(steps), str(zero)], env=env,
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         outs = [p.communicate(timeout=600) for p in ps]
         for r, (p, (o, e)) in enumerate(zip(ps, outs)):
@@ -45,6 +49,8 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--procs", type=int, default=2)
+    ap.add_argument("--zero", type=int, nargs="+", default=[0, 2], choices=[0, 1, 2])
+    ap.add_argument("--transport", default="shm", choices=["shm", "tcp"])
     a = ap.parse_args()
     worker = os.path.join(a.build, "tests", "distributed", "oneflow_train_worker")
     if not os.path.exists(worker):
@@ -54,15 +60,29 @@ def main():
     if not os.path.exists(model):
         subprocess.run([sys.executable, os.path.join(HERE, "make_train_models.py"), models], check=True,
                        capture_output=True)
-    single, multi = [], []
+    single, multi = [], {z: [] for z in a.zero}
     for _ in range(a.rounds):
-        single.append(run_single(worker, model, a.batch, a.steps)["samples_per_s"])
-        multi.append(run_gloo(worker, model, a.batch, a.steps, a.procs)["samples_per_s"])
-    s, m = statistics.median(single), statistics.median(multi)
+        single.append(run_single(worker, model, a.batch, a.steps))
+        for z in a.zero:
+            multi[z].append(run_gloo(worker, model, a.batch, a.steps, a.procs, z, a.transport))
+
+    def median(runs, key):
+        return statistics.median(r[key] for r in runs)
+
+    def rounds(runs):
+        return ", ".join(f"{r['samples_per_s']:.0f}" for r in runs)
+
+    s, s_cpu = median(single, "samples_per_s"), median(single, "cpu_ms_per_step")
     print(f"MLP 784-1024-1024-10, SGD, global batch {a.batch}, {a.steps} steps, median of {a.rounds} alternating rounds")
-    print(f"  1 process  x 1 thread : {s:9.1f} samples/s   (rounds: {', '.join(f'{x:.0f}' for x in single)})")
-    print(f"  {a.procs} processes x 1 thread : {m:9.1f} samples/s   (rounds: {', '.join(f'{x:.0f}' for x in multi)})")
-    print(f"  speed-up: {m / s:.2f}x")
+    print(f"  1 process  x 1 thread         : {s:9.1f} samples/s                  CPU {s_cpu:7.2f} ms/step   "
+          f"(rounds: {rounds(single)})")
+    for z in a.zero:
+        m, m_cpu = median(multi[z], "samples_per_s"), median(multi[z], "cpu_ms_per_step")
+        print(f"  {a.procs} processes x 1 thread, ZeRO-{z}: {m:9.1f} samples/s, speed-up {m / s:.2f}x   "
+              f"CPU {m_cpu:7.2f} ms/step per process, work ratio {s_cpu / m_cpu:.2f}x   "
+              f"({a.transport}; rounds: {rounds(multi[z])})")
+    print("  (speed-up: wall clock, needs a quiet machine; work ratio: the single process's CPU time per step over one\n"
+          "   rank's, what the speed-up would be if every rank had a core of its own and never waited)")
 
 
 if __name__ == "__main__":

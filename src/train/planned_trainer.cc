@@ -136,6 +136,7 @@ class PlannedTrainer final : public DistributedTrainer {
   PlanOptions given_plan_;       // auto mode: the options as given, which each layout adjusts
   std::string layout_report_;
   std::vector<std::vector<LocalParam>> params_;  // per slot, per weight (empty until laid out)
+  std::vector<std::vector<float>> buckets_;      // per slot: packs small gradients for one all-reduce
   bool groups_ready_ = false;                    // set by the first training compilation
   std::map<std::map<std::string, Shape>, std::shared_ptr<Compiled>> cache_, eval_cache_;
   std::shared_ptr<Compiled> last_;
@@ -181,6 +182,7 @@ PlannedTrainer::PlannedTrainer(const Graph& model, const DistributedTrainingOpti
     RegisterCommunicator(keys_.back(), devices_.comms[s]);
     pools_.push_back(std::make_shared<ThreadPool>(opts_.dist.threads_per_device));
   }
+  buckets_.resize(devices_.size());
 
   const int nd = opts_.dist.plan.placement.ndim();
   if (opts_.dist.plan.mode != PlanMode::kAuto) {
@@ -488,14 +490,15 @@ std::vector<Tensor> PlannedTrainer::LocalInputs(const Compiled& c, size_t slot,
 
 // Gradients whose plan ends in all-reduces arrive as partial sums: all-reduce them in buckets of
 // about bucket_bytes per reduce group, last weights first (the order backward finishes them), or
-// under ZeRO-2 reduce-scatter each into this device's slice.
+// under ZeRO-2 reduce-scatter each into this device's slice. Reduced gradients land in the
+// weights' own gradient tensors, allocated once: keeping the executor's fresh outputs across steps
+// instead makes every step allocate (and page-fault) new ones.
 void PlannedTrainer::ReduceGradients(size_t slot, std::vector<Tensor>& grads) {
   std::vector<LocalParam>& ps = params_[slot];
   Communicator& comm = *devices_.comms[slot];
   std::map<std::vector<int>, std::vector<size_t>> by_group;
   std::set<const Storage*> taken;
-  // Gradients are fresh outputs of this run: adopt them as the reduced gradients (no copy) unless
-  // two share bytes.
+  // Gradients nobody reduces: adopt the executor's outputs (no copy) unless two share bytes.
   auto adopt = [&](size_t k) {
     Tensor& g = grads[k];
     if (taken.insert(g.storage().get()).second) ps[k].grad = g.Reshaped(ps[k].value.shape());
@@ -509,10 +512,9 @@ void PlannedTrainer::ReduceGradients(size_t slot, std::vector<Tensor>& grads) {
     if (lp.group.size() <= 1) {
       adopt(k);
     } else if (opts_.zero_stage != 2 && g.nbytes() * 4 >= static_cast<size_t>(opts_.bucket_bytes)) {
-      // Large enough to be its own bucket: reduced in place, no packing.
-      if (taken.count(g.storage().get())) g = g.Clone();
-      comm.AllReduceSum(g.raw(), g.numel(), DType::kFloat32, lp.group);
-      adopt(k);
+      // Large enough to be its own bucket: reduced in the gradient tensor, no packing.
+      std::memcpy(lp.grad.raw(), g.raw(), g.nbytes());
+      comm.AllReduceSum(lp.grad.raw(), lp.grad.numel(), DType::kFloat32, lp.group);
     } else if (opts_.zero_stage == 2) {
       std::vector<int64_t> counts;
       for (size_t m = 0; m < lp.group.size(); ++m)
@@ -529,7 +531,8 @@ void PlannedTrainer::ReduceGradients(size_t slot, std::vector<Tensor>& grads) {
       size_t j = i;
       while (j < ks.size() && (j == i || (elems + grads[ks[j]].numel()) * 4 <= opts_.bucket_bytes))
         elems += grads[ks[j++]].numel();
-      std::vector<float> bucket(static_cast<size_t>(elems));
+      std::vector<float>& bucket = buckets_[slot];
+      if (bucket.size() < static_cast<size_t>(elems)) bucket.resize(static_cast<size_t>(elems));
       int64_t off = 0;
       for (size_t q = i; q < j; ++q) {
         std::memcpy(bucket.data() + off, grads[ks[q]].raw(), grads[ks[q]].nbytes());
@@ -538,11 +541,9 @@ void PlannedTrainer::ReduceGradients(size_t slot, std::vector<Tensor>& grads) {
       comm.AllReduceSum(bucket.data(), elems, DType::kFloat32, group);
       off = 0;
       for (size_t q = i; q < j; ++q) {
-        Tensor& g = grads[ks[q]];
-        if (taken.count(g.storage().get())) g = g.Clone();
+        Tensor& g = ps[ks[q]].grad;
         std::memcpy(g.raw(), bucket.data() + off, g.nbytes());
         off += g.numel();
-        adopt(ks[q]);
       }
       i = j;
     }
@@ -614,16 +615,15 @@ TrainStepResult PlannedTrainer::TrainStep(const std::vector<std::pair<std::strin
       }
       ApplyUpdate(opts_.training.optimizer, ptrs, lr, ClipScale(norms[s], opts_.training.max_grad_norm), step_,
                   *pools_[s]);
-      // ZeRO: every device updated its slice; gather the whole block back.
+      // ZeRO: every device updated its slice; gather the whole block back, in place (the slice
+      // already sits at its position in the block).
       for (LocalParam& lp : ps) {
         if (lp.slice_size < 0) continue;
         std::vector<size_t> sizes;
         for (size_t m = 0; m < lp.group.size(); ++m)
           sizes.push_back(static_cast<size_t>(
               FlatSlice(lp.value.numel(), static_cast<int64_t>(lp.group.size()), static_cast<int64_t>(m)).second * 4));
-        std::vector<float> whole(static_cast<size_t>(lp.value.numel()));
-        devices_.comms[s]->AllGather(lp.value.data<float>() + lp.slice_start, whole.data(), sizes, lp.group);
-        std::memcpy(lp.value.raw(), whole.data(), lp.value.nbytes());
+        devices_.comms[s]->AllGather(lp.value.data<float>() + lp.slice_start, lp.value.raw(), sizes, lp.group);
       }
     });
     result.loss = losses[0];

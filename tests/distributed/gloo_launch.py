@@ -6,14 +6,15 @@ import tempfile
 import time
 
 
-def launch_ranks(worker, args, n, prefix, limit, timeout_ms):
-    """Runs `worker args` as ranks 0..n-1 and waits at most `limit` seconds for all of them
-    (killing every rank when one hangs). Returns ([(returncode, stdout, stderr)] by rank, seconds)."""
+def launch_ranks(worker, args, n, prefix, limit, timeout_ms, extra_env=None):
+    """Runs `worker args` as ranks 0..n-1 (with `extra_env` added to their environment) and waits at
+    most `limit` seconds for all of them (killing every rank when one hangs). Returns
+    ([(returncode, stdout, stderr)] by rank, seconds)."""
     with tempfile.TemporaryDirectory(prefix=prefix) as store:
         procs = []
         for r in range(n):
             env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(n), ONEFLOW_GLOO_STORE=store,
-                       ONEFLOW_GLOO_HOST="127.0.0.1", ONEFLOW_COMM_TIMEOUT_MS=str(timeout_ms))
+                       ONEFLOW_GLOO_HOST="127.0.0.1", ONEFLOW_COMM_TIMEOUT_MS=str(timeout_ms), **(extra_env or {}))
             procs.append(subprocess.Popen([worker, *args], env=env, stdout=subprocess.PIPE,
                                           stderr=subprocess.PIPE, text=True))
         start = time.time()

@@ -34,7 +34,8 @@ class Communicator {
   // the sum is taken in group order).
   virtual void AllReduceSum(void* buf, int64_t count, DType dtype, const std::vector<int>& group) = 0;
   // `recv` receives every member's `send` concatenated in group order; `sizes[i]` is member i's
-  // byte count (they may differ: uneven splits).
+  // byte count (they may differ: uneven splits). In place when `send` is this member's segment
+  // of `recv` (otherwise the two must not overlap).
   virtual void AllGather(const void* send, void* recv, const std::vector<size_t>& sizes,
                          const std::vector<int>& group) = 0;
   // `send` holds one segment per member (element counts `counts`, in group order); member i

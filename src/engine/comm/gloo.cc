@@ -1,7 +1,9 @@
 // The Gloo backend: one process per rank, TCP pairs, rendezvous through a Gloo FileStore. Each
 // group of ranks gets its own Gloo context, connected on first use (every member reaches its
-// first collective on a group in the same order, so the lazy rendezvous is SPMD-safe).
-#include <signal.h>
+// first collective on a group in the same order, so the lazy rendezvous is SPMD-safe). A group
+// whose members share a host also joins a shared-memory segment (engine/comm/shm_group.h) at that
+// point, agreed over its Gloo context; its collectives then run there; TCP carries send/recv and
+// every group spanning hosts.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +18,7 @@
 #include "base/error.h"
 #include "engine/comm/communicator.h"
 #include "engine/comm/launch_env.h"
+#include "engine/comm/shm_group.h"
 
 #ifdef ONEFLOW_WITH_GLOO
 #include <gloo/allgatherv.h>
@@ -58,6 +61,7 @@ class GlooComm final : public Communicator {
 
   void AllReduceSum(void* buf, int64_t count, DType dtype, const std::vector<int>& group) override {
     Run("all-reduce", group, [&](const std::shared_ptr<gloo::Context>& ctx) {
+      if (ShmGroup* shm = Shm(group, ctx)) return shm->AllReduceSum(buf, count, dtype);
       gloo::AllreduceOptions o(ctx);
       o.setTimeout(timeout_);
       switch (dtype) {
@@ -73,18 +77,30 @@ class GlooComm final : public Communicator {
 
   void AllGather(const void* send, void* recv, const std::vector<size_t>& sizes, const std::vector<int>& group) override {
     Run("all-gather", group, [&](const std::shared_ptr<gloo::Context>& ctx) {
+      if (ShmGroup* shm = Shm(group, ctx)) return shm->AllGather(send, recv, sizes);
       gloo::AllgathervOptions o(ctx);
       o.setTimeout(timeout_);
-      o.setInput(static_cast<uint8_t*>(const_cast<void*>(send)), sizes[Index(group)]);
+      size_t before = 0;
+      for (size_t m = 0; m < Index(group); ++m) before += sizes[m];
+      if (send != static_cast<char*>(recv) + before)  // else in place: Gloo gathers around our segment
+        o.setInput(static_cast<uint8_t*>(const_cast<void*>(send)), sizes[Index(group)]);
       o.setOutput(static_cast<uint8_t*>(recv), sizes);
       gloo::allgatherv(o);
     });
   }
 
-  // Gloo's reduce-scatter is an old-style algorithm class; a full all-reduce of a copy and taking
-  // our segment is correct and simple (2x the bytes of a ring reduce-scatter).
+  // Over TCP: Gloo's reduce-scatter is an old-style algorithm class; a full all-reduce of a copy
+  // and taking our segment is correct and simple (2x the bytes of a ring reduce-scatter).
   void ReduceScatterSum(const void* send, void* recv, const std::vector<int64_t>& counts, DType dtype,
                         const std::vector<int>& group) override {
+    bool done = false;
+    Run("reduce-scatter", group, [&](const std::shared_ptr<gloo::Context>& ctx) {
+      if (ShmGroup* shm = Shm(group, ctx)) {
+        shm->ReduceScatterSum(send, recv, counts, dtype);
+        done = true;
+      }
+    });
+    if (done) return;
     int64_t total = 0, before = 0;
     size_t me = Index(group);
     for (size_t i = 0; i < counts.size(); ++i) {
@@ -101,6 +117,7 @@ class GlooComm final : public Communicator {
   void AllToAll(const void* send, const std::vector<size_t>& send_sizes, void* recv,
                 const std::vector<size_t>& recv_sizes, const std::vector<int>& group) override {
     Run("all-to-all", group, [&](const std::shared_ptr<gloo::Context>& ctx) {
+      if (ShmGroup* shm = Shm(group, ctx)) return shm->AllToAll(send, send_sizes, recv, recv_sizes);
       gloo::AlltoallvOptions o(ctx);
       o.setTimeout(timeout_);
       o.setInput(static_cast<uint8_t*>(const_cast<void*>(send)), std::vector<int64_t>(send_sizes.begin(), send_sizes.end()));
@@ -111,6 +128,7 @@ class GlooComm final : public Communicator {
 
   void Broadcast(void* buf, size_t bytes, int root_index, const std::vector<int>& group) override {
     Run("broadcast", group, [&](const std::shared_ptr<gloo::Context>& ctx) {
+      if (ShmGroup* shm = Shm(group, ctx)) return shm->Broadcast(buf, bytes, root_index);
       gloo::BroadcastOptions o(ctx);
       o.setTimeout(timeout_);
       o.setOutput(static_cast<uint8_t*>(buf), bytes);
@@ -135,12 +153,18 @@ class GlooComm final : public Communicator {
   }
   void Barrier(const std::vector<int>& group) override {
     Run("barrier", group, [&](const std::shared_ptr<gloo::Context>& ctx) {
+      if (ShmGroup* shm = Shm(group, ctx)) return shm->Barrier();
       gloo::BarrierOptions o(ctx);
       o.setTimeout(timeout_);
       gloo::barrier(o);
     });
   }
   void Abort(const std::string& why) override {
+    {  // peers waiting in a shared-memory collective stop at once (not only after the timeout)
+      std::lock_guard<std::mutex> lock(shm_mutex_);
+      for (auto& [group, shm] : shm_)
+        if (shm) shm->Abort();
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     aborted_ = why.empty() ? "aborted" : why;
   }
@@ -177,16 +201,47 @@ class GlooComm final : public Communicator {
     return ctx;
   }
 
-  // A process that is gone or a zombie (exited, not yet reaped by its parent).
-  static bool ProcessDead(long pid) {
-    if (kill(static_cast<pid_t>(pid), 0) != 0) return errno == ESRCH;
-    std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
-    if (!f) return false;
-    char buf[512] = {0};
-    size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-    std::fclose(f);
-    const char* paren = std::strrchr(buf, ')');
-    return n > 0 && paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+  // The group's shared-memory segment, joined on its first collective when every member runs on
+  // this host (null: the group stays on TCP). The members agree over the group's Gloo context.
+  ShmGroup* Shm(const std::vector<int>& group, const std::shared_ptr<gloo::Context>& ctx) {
+    {
+      std::lock_guard<std::mutex> lock(shm_mutex_);
+      auto it = shm_.find(group);
+      if (it != shm_.end()) return it->second.get();
+    }
+    std::unique_ptr<ShmGroup> shm;
+    if (group.size() > 1 && ShmTransportEnabled()) {
+      constexpr size_t kIdBytes = 512;
+      std::string id = ShmHostIdentity().substr(0, kIdBytes);
+      std::vector<char> mine(kIdBytes, 0), all(kIdBytes * group.size());
+      std::memcpy(mine.data(), id.data(), id.size());
+      gloo::AllgathervOptions g(ctx);
+      g.setTimeout(timeout_);
+      g.setInput(reinterpret_cast<uint8_t*>(mine.data()), kIdBytes);
+      g.setOutput(reinterpret_cast<uint8_t*>(all.data()), std::vector<size_t>(group.size(), kIdBytes));
+      gloo::allgatherv(g);
+      bool one_host = true;
+      for (size_t m = 0; m < group.size(); ++m) one_host &= std::memcmp(all.data() + m * kIdBytes, mine.data(), kIdBytes) == 0;
+      ShmRendezvous rv;
+      rv.broadcast_from_first = [&](void* buf, size_t bytes) {
+        gloo::BroadcastOptions o(ctx);
+        o.setTimeout(timeout_);
+        o.setOutput(static_cast<uint8_t*>(buf), bytes);
+        o.setRoot(0);
+        gloo::broadcast(o);
+      };
+      rv.all = [&](bool ok) {
+        int32_t failed = ok ? 0 : 1;
+        gloo::AllreduceOptions o(ctx);
+        o.setTimeout(timeout_);
+        Reduce<int32_t>(o, &failed, 1);
+        gloo::allreduce(o);
+        return failed == 0;
+      };
+      if (one_host) shm = ShmGroup::Join(static_cast<int>(Index(group)), group, ShmSlotBytes(), timeout_.count(), rv);
+    }
+    std::lock_guard<std::mutex> lock(shm_mutex_);
+    return (shm_[group] = std::move(shm)).get();
   }
 
   bool Exists(const std::string& key) {
@@ -215,7 +270,7 @@ class GlooComm final : public Communicator {
         }
         std::vector<char> pid = store_.get("pid/" + id);
         long p = std::strtol(std::string(pid.begin(), pid.end()).c_str(), nullptr, 10);
-        if (p > 0 && ProcessDead(p) && !Exists("failed/" + id)) lost += (lost.empty() ? "" : ", ") + id;
+        if (p > 0 && ProcessExited(p) && !Exists("failed/" + id)) lost += (lost.empty() ? "" : ", ") + id;
       }
     }
     return lost;
@@ -248,7 +303,9 @@ class GlooComm final : public Communicator {
   std::shared_ptr<gloo::transport::Device> device_;
   std::map<std::vector<int>, std::shared_ptr<gloo::Context>> contexts_;
   std::map<std::pair<int, int>, uint64_t> seq_;
-  std::mutex mutex_;
+  std::mutex mutex_;      // one collective at a time
+  std::mutex shm_mutex_;  // shm_ (Abort reaches it while a collective waits)
+  std::map<std::vector<int>, std::unique_ptr<ShmGroup>> shm_;
   std::string aborted_;
 };
 

@@ -181,7 +181,8 @@ class InProcessComm final : public Communicator {
     Collective(group, Slot{send, recv, nullptr}, [&](std::vector<Slot>& slots, size_t) {
       size_t off = 0;
       for (size_t i = 0; i < slots.size(); ++i) {
-        std::memcpy(static_cast<char*>(recv) + off, slots[i].send, sizes[i]);
+        char* to = static_cast<char*>(recv) + off;
+        if (to != slots[i].send) std::memcpy(to, slots[i].send, sizes[i]);  // else in place
         off += sizes[i];
       }
     });

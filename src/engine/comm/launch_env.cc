@@ -1,12 +1,16 @@
 // The launcher's environment for multi-process backends, and the in-memory rendezvous store.
 #include "engine/comm/launch_env.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -85,6 +89,17 @@ LaunchEnv ReadLaunchEnv(int64_t default_timeout_ms) {
     e.host = name;
   }
   return e;
+}
+
+bool ProcessExited(long pid) {
+  if (kill(static_cast<pid_t>(pid), 0) != 0) return errno == ESRCH;
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (!f) return false;
+  char buf[512] = {0};
+  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  const char* paren = std::strrchr(buf, ')');
+  return n > 0 && paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
 }
 
 std::shared_ptr<RendezvousStore> CreateInMemoryStore() { return std::make_shared<InMemoryStore>(); }

@@ -27,6 +27,10 @@ struct LaunchEnv {
 // variable when one is missing or malformed.
 LaunchEnv ReadLaunchEnv(int64_t default_timeout_ms);
 
+// Whether the process `pid` of this host is gone or a zombie (exited, not yet reaped by its parent):
+// how a rank names a peer that died.
+bool ProcessExited(long pid);
+
 // A rendezvous store: ranks publish small values under keys and wait for each other's.
 class RendezvousStore {
  public:
