@@ -1,7 +1,8 @@
 // The direct NHWC conv for few input channels (kernels/cpu/conv_direct.h) vs a naive
-// double-precision loop over the same NHWC tensors: strides, dilations, pads on any side (wider
-// than the kernel too, so whole output rows see no input), bias, residual and activations, on 1 and
-// 2 threads. A channel count past the register tiles (80 = 64 + 16) covers the block remainders.
+// double-precision loop over the same NHWC tensors: kernel heights, row strides and dilations, pads
+// on any side (wider than the kernel too, so whole output rows see no input), bias, residual and
+// activations, on 1 and 2 threads. Channel counts past the register tiles (48, 80 = 32 + 32 + 16)
+// cover the block remainders, widths the tile remainders.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -64,15 +65,16 @@ void Check(const Case& k, bool bias_on, bool residual, const ActivationParams& a
 }
 
 TEST(DirectConvNhwc, MatchesNaiveLoop) {
-  if (!DirectConvNhwc::Applies(3, 32)) GTEST_SKIP() << "built without AVX-512: the direct conv is not used";
+  if (!DirectConvNhwc::Applies(3, 32, 3, 1, 1)) GTEST_SKIP() << "built without AVX-512: the direct conv is not used";
   std::mt19937 rng(11);
   const Case cases[] = {
-      {1, 32, 32, 3, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    // the cnn bench's first conv
-      {2, 23, 29, 3, 64, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3},    // a ResNet stem on an odd map
-      {1, 13, 17, 1, 16, 5, 3, 1, 2, 1, 1, 2, 0, 1, 2},    // one channel, asymmetric pads and strides
-      {3, 11, 9, 4, 80, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2},     // dilated; 64 + 16 output channels
-      {1, 6, 7, 8, 48, 3, 3, 1, 1, 1, 1, 4, 4, 4, 4},      // pads wider than the kernel: rows with no input
-      {1, 40, 5, 2, 16, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     // 1x1
+      {1, 32, 32, 3, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},  // the cnn bench's first conv
+      {2, 23, 29, 3, 64, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1},  // row stride 2, odd map
+      {1, 13, 17, 1, 16, 5, 3, 1, 1, 1, 1, 2, 0, 1, 2},  // one channel, 5x3, asymmetric pads
+      {3, 11, 9, 4, 80, 3, 3, 1, 1, 2, 1, 2, 1, 2, 1},   // row dilation 2; 32 + 32 + 16 channels
+      {1, 6, 7, 8, 48, 3, 3, 1, 1, 1, 1, 4, 2, 4, 2},    // pads wider than the kernel: rows with no input
+      {1, 40, 5, 2, 16, 1, 3, 1, 1, 1, 1, 0, 0, 0, 0},   // 1x3, no padding
+      {2, 9, 47, 3, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},   // 47 columns: tiles of 10 and 9 (and 8 on 1 vector)
   };
   ActivationParams relu, sigmoid, leaky;
   relu.kind = Activation::kRelu;
@@ -92,12 +94,14 @@ TEST(DirectConvNhwc, MatchesNaiveLoop) {
   }
 }
 
-TEST(DirectConvNhwc, TakesOnlyFewInputChannelsAndWholeVectors) {
-  if (!DirectConvNhwc::Applies(3, 32)) GTEST_SKIP() << "built without AVX-512: the direct conv is not used";
-  EXPECT_TRUE(DirectConvNhwc::Applies(1, 16));
-  EXPECT_TRUE(DirectConvNhwc::Applies(8, 64));
-  EXPECT_FALSE(DirectConvNhwc::Applies(16, 64));  // oneDNN's vector of input channels is full
-  EXPECT_FALSE(DirectConvNhwc::Applies(3, 24));   // output channels not a multiple of 16
+TEST(DirectConvNhwc, TakesOnlyFewInputChannelsAndThreeWideKernels) {
+  if (!DirectConvNhwc::Applies(3, 32, 3, 1, 1)) GTEST_SKIP() << "built without AVX-512: the direct conv is not used";
+  EXPECT_TRUE(DirectConvNhwc::Applies(1, 16, 3, 1, 1));
+  EXPECT_TRUE(DirectConvNhwc::Applies(8, 64, 3, 1, 1));
+  EXPECT_FALSE(DirectConvNhwc::Applies(16, 64, 3, 1, 1));  // oneDNN's vector of input channels is full
+  EXPECT_FALSE(DirectConvNhwc::Applies(3, 24, 3, 1, 1));   // output channels not a multiple of 16
+  EXPECT_FALSE(DirectConvNhwc::Applies(3, 64, 7, 2, 1));   // a 7x7 stride-2 stem: oneDNN is faster
+  EXPECT_FALSE(DirectConvNhwc::Applies(3, 64, 3, 1, 2));   // column dilation
 }
 
 }  // namespace

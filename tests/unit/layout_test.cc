@@ -156,8 +156,9 @@ TEST(Layout, SmallMapChannelSlices) {
   }
 }
 
-// Few input channels (an image net's first conv) run the direct NHWC kernel (conv_direct.h): the
-// cnn bench's layers and a strided 7x7 stem with auto_pad, against the level-0 NCHW kernels.
+// Few input channels (an image net's first conv) run the direct NHWC kernel (conv_direct.h) where
+// the kernel is 3 wide at unit column stride: the cnn bench's layers, next to a strided 7x7 stem
+// with auto_pad that stays on oneDNN, against the level-0 NCHW kernels.
 TEST(Layout, FewInputChannelConvs) {
   std::mt19937 rng(8);
   for (int64_t batch : {1, 3}) {

@@ -167,9 +167,12 @@ ConvKernel::ConvKernel(const KernelInitContext& init) : act_(ReadActivation(init
   const Tensor* w = init.constant_input(1);
   // 2-D, ungrouped, constant f32 weights: oneDNN (measured faster than im2col + GEMM).
   const AttrMap& attrs = init.attrs();
-  // NHWC with few input channels (an image net's first conv): the direct kernel.
+  // NHWC, few input channels, 3-wide kernel at unit column stride (an image net's first conv):
+  // the direct kernel.
+  const std::vector<int64_t> strides = attrs.GetInts("strides", {1, 1}), dilations = attrs.GetInts("dilations", {1, 1});
   if (nhwc_ && w && w->dtype() == DType::kFloat32 && w->rank() == 4 && attrs.GetInt("group", 1) == 1 &&
-      DirectConvNhwc::Applies(w->dim(1), w->dim(0))) {
+      strides.size() == 2 && dilations.size() == 2 &&
+      DirectConvNhwc::Applies(w->dim(1), w->dim(0), w->dim(3), strides[1], dilations[1])) {
     direct_ = std::make_shared<DirectConvNhwc>(w->dim(0), w->dim(1), w->dim(2), w->dim(3), w->data<float>(), act_);
     const TensorType& xt = init.input_type(0);
     if (xt.has_rank && xt.rank() == 4 && xt.dims[1].known() && xt.dims[2].known())
