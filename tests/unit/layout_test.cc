@@ -184,7 +184,7 @@ TEST(Layout, FewInputChannelConvs) {
 }
 
 // NHWC pools over the geometries ONNX allows, on channel counts that take the vector path (32)
-// and the generic one (5).
+// and the generic one (5); max pools with every window inside the input take the interior path.
 TEST(Layout, PoolGeometries) {
   struct Case {
     const char* op;
@@ -196,6 +196,8 @@ TEST(Layout, PoolGeometries) {
       {"MaxPool", {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 0},
       {"MaxPool", {3, 2}, {2, 1}, {1, 0, 0, 1}, {2, 1}, 1, 0},
       {"MaxPool", {3, 3}, {3, 3}, {0, 0, 0, 0}, {1, 1}, 1, 0},
+      {"MaxPool", {3, 2}, {1, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0},  // windows all inside, odd kernel
+      {"MaxPool", {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0},
       {"AveragePool", {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 0},
       {"AveragePool", {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 1},
       {"AveragePool", {2, 3}, {2, 2}, {0, 1, 1, 0}, {1, 1}, 1, 1},
