@@ -165,7 +165,6 @@ ConvKernel::ConvKernel(const KernelInitContext& init) : act_(ReadActivation(init
   has_bias_ = init.node().has_input(2);
   has_residual_ = init.node().has_input(3);
   const Tensor* w = init.constant_input(1);
-  // 2-D, ungrouped, constant f32 weights: oneDNN (measured faster than im2col + GEMM).
   const AttrMap& attrs = init.attrs();
   // NHWC, few input channels, 3-wide kernel at unit column stride (an image net's first conv):
   // the direct kernel.
@@ -179,6 +178,7 @@ ConvKernel::ConvKernel(const KernelInitContext& init) : act_(ReadActivation(init
       direct_geo_ = DirectGeometry(attrs, xt.dims[1].value, xt.dims[2].value, *w, init.node().Describe());
     return;
   }
+  // 2-D, ungrouped, constant f32 weights: oneDNN (measured faster than im2col + GEMM).
   if (w && w->dtype() == DType::kFloat32 && w->rank() == 4 && attrs.GetInt("group", 1) == 1 && DnnlConvEnabled()) {
     dnnl_candidate_ = true;
     dnnl_weights_ = *w;
