@@ -169,8 +169,25 @@ std::vector<Tensor> Executor::Run(const std::vector<Tensor>& feeds) const {
 
   std::vector<const Tensor*> inputs;
   std::vector<Tensor> outputs;
+  // What the output allocator reads, behind one pointer: a lambda of at most two pointers fits in
+  // std::function's inline buffer, so building one per step allocates nothing.
+  struct AllocState {
+    const Node* node;
+    const Plan* plan;
+    const std::shared_ptr<Storage>* arena;
+    std::vector<size_t>* observed_bytes;
+  } st{nullptr, plan.get(), &arena, &observed_bytes};
+  const OutputAllocator alloc = [s = &st](size_t i, DType dtype, const Shape& shape) -> Tensor {
+    size_t v = static_cast<size_t>(s->node->outputs[i]);
+    size_t bytes = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
+    if (!s->plan) (*s->observed_bytes)[v] = bytes;
+    else if (s->plan->offset[v] >= 0 && bytes <= s->plan->bytes[v])
+      return Tensor(dtype, shape, *s->arena, static_cast<size_t>(s->plan->offset[v]));
+    return Tensor::Uninitialized(dtype, shape);
+  };
   for (const Step& step : steps_) {
     const Node& n = step.runner->node();
+    st.node = &n;
     inputs.clear();
     for (int v : n.inputs) {
       if (v == kNoValue) { inputs.push_back(nullptr); continue; }
@@ -179,14 +196,6 @@ std::vector<Tensor> Executor::Run(const std::vector<Tensor>& feeds) const {
                "' was not computed");
       inputs.push_back(&t);
     }
-    OutputAllocator alloc = [&](size_t i, DType dtype, const Shape& shape) -> Tensor {
-      size_t v = static_cast<size_t>(n.outputs[i]);
-      size_t bytes = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
-      if (!plan) observed_bytes[v] = bytes;
-      else if (plan->offset[v] >= 0 && bytes <= plan->bytes[v])
-        return Tensor(dtype, shape, arena, static_cast<size_t>(plan->offset[v]));
-      return Tensor::Uninitialized(dtype, shape);
-    };
     step.runner->Run(inputs, outputs, *pool_, alloc);
     for (size_t i = 0; i < n.outputs.size(); ++i)
       if (n.outputs[i] != kNoValue) slots[static_cast<size_t>(n.outputs[i])] = std::move(outputs[i]);

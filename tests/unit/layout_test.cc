@@ -156,8 +156,35 @@ TEST(Layout, SmallMapChannelSlices) {
   }
 }
 
+// Few input channels (an image net's first conv) run the direct NHWC kernel (conv_direct.h) where
+// the kernel is 3 wide at unit column stride: the cnn bench's layers, next to a strided 7x7 stem
+// with auto_pad that stays on oneDNN, against the level-0 NCHW kernels.
+TEST(Layout, FewInputChannelConvs) {
+  std::mt19937 rng(8);
+  for (int64_t batch : {1, 3}) {
+    Builder b;
+    const Tensor x = RandomTensor(rng, {batch, 3, 19, 21});
+    const int X = b.Input("X", TensorType::Of(DType::kFloat32, x.shape()));
+    int t = b.Node("Relu", {b.Conv(rng, X, 3, 32, 3, 1, true)});
+    t = b.Node("MaxPool", {t}, PoolAttrs({2, 2}, {2, 2}, {0, 0, 0, 0}));
+    t = b.Node("Relu", {b.Conv(rng, t, 32, 64, 3, 1, true)});
+    AttrMap stem;
+    stem.set("auto_pad", Attribute::String("SAME_UPPER"));
+    stem.set("strides", Attribute::Ints({2, 2}));
+    const int s = b.Node("Conv", {X, b.Const(RandomTensor(rng, {16, 3, 7, 7}, -0.3f, 0.3f))}, stem);
+    const int y = b.Node("Concat", {b.Node("Flatten", {t}), b.Node("Flatten", {s})}, [] {
+      AttrMap a;
+      a.set("axis", Attribute::Int(1));
+      return a;
+    }());
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    const Graph opt = CompareLevels(b.g, y, x);
+    EXPECT_EQ(CountOps(opt, "FusedConv"), 3);
+  }
+}
+
 // NHWC pools over the geometries ONNX allows, on channel counts that take the vector path (32)
-// and the generic one (5).
+// and the generic one (5); max pools with every window inside the input take the interior path.
 TEST(Layout, PoolGeometries) {
   struct Case {
     const char* op;
@@ -169,6 +196,8 @@ TEST(Layout, PoolGeometries) {
       {"MaxPool", {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 0},
       {"MaxPool", {3, 2}, {2, 1}, {1, 0, 0, 1}, {2, 1}, 1, 0},
       {"MaxPool", {3, 3}, {3, 3}, {0, 0, 0, 0}, {1, 1}, 1, 0},
+      {"MaxPool", {3, 2}, {1, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0},  // windows all inside, odd kernel
+      {"MaxPool", {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0},
       {"AveragePool", {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 0},
       {"AveragePool", {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 1},
       {"AveragePool", {2, 3}, {2, 2}, {0, 1, 1, 0}, {1, 1}, 1, 1},

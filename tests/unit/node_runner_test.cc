@@ -5,6 +5,7 @@
 
 #include "engine/executor.h"
 #include "engine/session.h"
+#include "graph/op_schema.h"
 
 namespace oneflow {
 namespace {
@@ -78,6 +79,27 @@ TEST(NodeRunner, NewInputShapesAreInferredAgain) {
         EXPECT_EQ(out[0].data<float>()[i * m + j], ref) << n << "x" << m << " at " << i << "," << j;
       }
   }
+}
+
+// The NHWC FusedConv of the layout pass infers its output from types alone, so NodeRunner caches
+// it (reading the weights' values made every run repeat the inference), and the shape is right.
+TEST(NodeRunner, NhwcFusedConvInferenceReadsNoValues) {
+  const OpSchema* schema = OpRegistry::Global().Find(kOneflowDomain, "FusedConv", 1);
+  ASSERT_NE(schema, nullptr);
+  AttrMap attrs;
+  attrs.set("layout", Attribute::String("NHWC"));
+  attrs.set("pads", Attribute::Ints({1, 1, 1, 1}));
+  const std::string desc = "FusedConv 'c'";
+  InferContext ctx(attrs, 1, desc, 1);
+  const TensorType x = TensorType::Of(DType::kFloat32, Shape{1, 32, 30, 3});
+  const Tensor w = Floats({16, 3, 3, 3}, 0.0f), bias = Floats({16}, 0.0f);
+  const TensorType wt = TensorType::Of(DType::kFloat32, w.shape()), bt = TensorType::Of(DType::kFloat32, bias.shape());
+  ctx.AddInput(&x, nullptr);
+  ctx.AddInput(&wt, &w);
+  ctx.AddInput(&bt, &bias);
+  schema->infer(ctx);
+  EXPECT_FALSE(ctx.read_input_values());
+  EXPECT_EQ(ctx.output(0).ToShape(), (Shape{1, 32, 30, 16}));
 }
 
 }  // namespace

@@ -46,8 +46,9 @@ static void InferFusedConv(InferContext& ctx) {
   const TensorType xn = PermuteNhwc(x, true);
   InferContext inner(ctx.attrs(), ctx.opset(), ctx.node(), 1);
   inner.AddInput(&xn, nullptr);
-  for (size_t i = 1; i < ctx.num_inputs(); ++i)
-    inner.AddInput(ctx.has_input(i) ? &ctx.input_type(i) : nullptr, ctx.has_input(i) ? ctx.input_value(i) : nullptr);
+  // Conv's inference reads types only. Handing it no values keeps this one free of input reads,
+  // so NodeRunner caches the output shape instead of inferring it on every run.
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) inner.AddInput(ctx.has_input(i) ? &ctx.input_type(i) : nullptr, nullptr);
   InferConv(inner);
   ctx.set_output(0, PermuteNhwc(inner.output(0), false));
 }

@@ -7,6 +7,7 @@
 
 #include "graph/ops/conv_shape.h"
 #include "kernels/cpu/half_compute.h"
+#include "kernels/cpu/conv_direct.h"
 #include "kernels/cpu/conv_dnnl.h"
 #include "kernels/cpu/nn_kernels.h"
 #include "kernels/cpu/tensor_copy.h"
@@ -143,6 +144,14 @@ void DepthwiseConv(const ConvPlan& p, const float* x, const float* w, const floa
   });
 }
 
+DirectConvGeometry DirectGeometry(const AttrMap& attrs, int64_t h, int64_t w, const Tensor& weights,
+                                  const std::string& node) {
+  const ConvGeometry geo = ResolveConvGeometry(attrs, {h, w}, {weights.dim(2), weights.dim(3)}, node);
+  return DirectConvGeometry{0, h, w, weights.dim(1), weights.dim(0), weights.dim(2), weights.dim(3),
+                            geo.strides[0], geo.strides[1], geo.dilations[0], geo.dilations[1],
+                            geo.pad_begin[0], geo.pad_begin[1], geo.out[0], geo.out[1]};
+}
+
 bool IsPointwise(const ConvPlan& p) {
   for (int i = 0; i < 3; ++i)
     if (p.k[i] != 1 || p.s[i] != 1 || p.p[i] != 0 || p.in[i] != p.out[i]) return false;
@@ -156,8 +165,20 @@ ConvKernel::ConvKernel(const KernelInitContext& init) : act_(ReadActivation(init
   has_bias_ = init.node().has_input(2);
   has_residual_ = init.node().has_input(3);
   const Tensor* w = init.constant_input(1);
-  // 2-D, ungrouped, constant f32 weights: oneDNN (measured faster than im2col + GEMM).
   const AttrMap& attrs = init.attrs();
+  // NHWC, few input channels, 3-wide kernel at unit column stride (an image net's first conv):
+  // the direct kernel.
+  const std::vector<int64_t> strides = attrs.GetInts("strides", {1, 1}), dilations = attrs.GetInts("dilations", {1, 1});
+  if (nhwc_ && w && w->dtype() == DType::kFloat32 && w->rank() == 4 && attrs.GetInt("group", 1) == 1 &&
+      strides.size() == 2 && dilations.size() == 2 &&
+      DirectConvNhwc::Applies(w->dim(1), w->dim(0), w->dim(3), strides[1], dilations[1])) {
+    direct_ = std::make_shared<DirectConvNhwc>(w->dim(0), w->dim(1), w->dim(2), w->dim(3), w->data<float>(), act_);
+    const TensorType& xt = init.input_type(0);
+    if (xt.has_rank && xt.rank() == 4 && xt.dims[1].known() && xt.dims[2].known())
+      direct_geo_ = DirectGeometry(attrs, xt.dims[1].value, xt.dims[2].value, *w, init.node().Describe());
+    return;
+  }
+  // 2-D, ungrouped, constant f32 weights: oneDNN (measured faster than im2col + GEMM).
   if (w && w->dtype() == DType::kFloat32 && w->rank() == 4 && attrs.GetInt("group", 1) == 1 && DnnlConvEnabled()) {
     dnnl_candidate_ = true;
     dnnl_weights_ = *w;
@@ -222,6 +243,18 @@ void ConvKernel::ComputeNhwc(KernelContext& ctx, const Tensor& x, const Tensor& 
   if (z) OF_REQUIRE(z->shape() == y.shape(), ctx.node_desc(), ": residual shape ", ShapeToString(z->shape()),
                     " differs from the output ", ShapeToString(y.shape()));
   if (y.numel() == 0) return;
+  if (direct_ && x.dtype() == DType::kFloat32) {
+    // The geometry of the static input shape is resolved once; other shapes every run.
+    DirectConvGeometry g = direct_geo_.h == x.dim(1) && direct_geo_.w == x.dim(2)
+                               ? direct_geo_
+                               : DirectGeometry(ctx.attrs(), x.dim(1), x.dim(2), w, ctx.node_desc());
+    g.n = x.dim(0);
+    OF_CHECK(g.oh == y.dim(1) && g.ow == y.dim(2) && g.c == x.dim(3), kInternal, ctx.node_desc(),
+             ": direct conv geometry does not match the shapes");
+    direct_->Run(g, x.data<float>(), b ? b->data<float>() : nullptr, z ? z->data<float>() : nullptr, y.data<float>(),
+                 ctx.pool());
+    return;
+  }
   const Shape xs{x.dim(0), x.dim(3), x.dim(1), x.dim(2)};
   if (dnnl_candidate_ && x.dtype() == DType::kFloat32) {
     if (std::shared_ptr<DnnlConv2d> plan = DnnlPlan(xs, ctx.node_desc())) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/conv_direct.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/kernel.h"
 
@@ -81,6 +82,8 @@ class ConvKernel final : public OpKernel {
   // static input shape, else on first use of a shape; nullptr entries mark shapes oneDNN rejects.
   std::shared_ptr<DnnlConv2d> DnnlPlan(const Shape& x_shape, const std::string& node) const;
   bool dnnl_candidate_ = false;
+  std::shared_ptr<DirectConvNhwc> direct_;  // NHWC, few input channels (conv_direct.h)
+  DirectConvGeometry direct_geo_{};          // for the static input shape (h = 0: none)
   AttrMap attrs_;
   Tensor dnnl_weights_;
   mutable std::mutex dnnl_mutex_;
