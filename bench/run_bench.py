@@ -149,7 +149,7 @@ def bench_one(lib, lib_error, name, path, batch, threads, iters, warmup, max_sec
     return row
 
 
-def time_engines(engines, iters, warmup, max_seconds, row, blocks=30, rest=0.1):
+def time_engines(engines, iters, warmup, max_seconds, row, blocks=30, rest=0.1, warm_seconds=0.02):
     """Warms up, then times every engine for the same number of runs in interleaved blocks (the
     engine that goes first alternates); stores stats in row[key]. The headline p50 is the median
     of the per-block medians: a block that a burst of machine load hit moves it far less than it
@@ -181,9 +181,15 @@ def time_engines(engines, iters, warmup, max_seconds, row, blocks=30, rest=0.1):
         for key, fn in order:
             time.sleep(rest)  # let the other engine's worker threads go idle before timing (ORT spins ~50 ms)
             # ...then bring this engine back to steady state (threads awake, caches and clocks warm)
-            # with a few untimed runs: the same for both engines, and what a busy service sees.
-            for _ in range(block_warmup):
+            # with untimed runs: the same for both engines, and what a busy service sees. A few runs
+            # are not enough for a ~50 us model: after the rest the host's cores come back slowly
+            # (measured: a 2-thread cnn at batch 1 still ran at ~80 us twenty runs after a 100 ms
+            # rest, ~45 us in a steady loop, for both engines), so warm for a fixed time as well.
+            t_warm = time.perf_counter()
+            runs = 0
+            while runs < block_warmup or time.perf_counter() - t_warm < warm_seconds:
                 fn()
+                runs += 1
             block = []
             for _ in range(count):
                 t0 = time.perf_counter_ns()
