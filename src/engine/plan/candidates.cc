@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "engine/plan/plan_internal.h"
 #include "graph/op_schema.h"
+#include "kernels/kernel.h"
 
 namespace oneflow {
 
@@ -111,8 +112,14 @@ std::vector<Candidate> NodeCandidates(const Graph& g, const Node& n, const PlanO
       if (keep(c, false)) kept.push_back(c);
   OF_ASSERT(!kept.empty());
 
-  // Costs on the busiest device (position 0 holds the largest pieces).
+  // Costs on the busiest device (position 0 holds the largest pieces). A view (Reshape, Identity,
+  // ...) aliases its input in the executor: it moves no bytes and computes nothing, so charging
+  // it by its size would favour signatures that merely make views smaller (e.g. a weight gradient
+  // split S(1) instead of left as a full-size partial sum).
   const std::vector<int64_t> c0 = P.Coord(0);
+  const KernelDef* kernel = KernelRegistry::Global().Find(
+      n.domain, n.op_type, P.device == "cuda" ? DeviceType::kCuda : DeviceType::kCpu);
+  const bool is_view = kernel && kernel->kind == KernelKind::kView;
   for (Candidate& c : kept) {
     std::vector<Shape> li(ni), lo(no);
     double bytes = 0;
@@ -132,8 +139,8 @@ std::vector<Candidate> NodeCandidates(const Graph& g, const Node& n, const PlanO
       bytes += b;
       c.out_bytes += b;
     }
-    c.flops = EstimateFlops(n, li, lo);
-    c.seconds = c.flops / o.cost.flops_per_s + bytes / o.cost.memory_bytes_per_s;
+    c.flops = is_view ? 0.0 : EstimateFlops(n, li, lo);
+    c.seconds = is_view ? 0.0 : c.flops / o.cost.flops_per_s + bytes / o.cost.memory_bytes_per_s;
   }
   return kept;
 }
