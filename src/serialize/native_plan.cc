@@ -1,6 +1,7 @@
 // Writing and reading the native format's plan table: placement and per-value n-D SBP.
 #include "serialize/native_plan.h"
 
+#include <cstring>
 #include <set>
 
 namespace oneflow {
@@ -89,9 +90,11 @@ void DecodePlan(const ofm::Plan* plan, const std::string& label, Graph& g) {
     Placement p;
     p.device = fp->device_type() ? fp->device_type()->str() : std::string();
     if (fp->ranks()) p.devices.assign(fp->ranks()->begin(), fp->ranks()->end());
-    if (fp->hierarchy())
-      for (size_t k = 0; k < fp->hierarchy()->size(); ++k)  // element-wise: 8-byte elements may be misaligned
-        p.hierarchy.push_back(fp->hierarchy()->Get(static_cast<flatbuffers::uoffset_t>(k)));
+    if (fp->hierarchy() && fp->hierarchy()->size()) {
+      // memcpy: the Verifier checks only 4-byte alignment, so a crafted file's longs may be misaligned.
+      p.hierarchy.resize(fp->hierarchy()->size());
+      std::memcpy(p.hierarchy.data(), fp->hierarchy()->Data(), p.hierarchy.size() * sizeof(int64_t));
+    }
     const std::string why = PlacementProblem(p);
     if (!why.empty()) bad("placement 0 has ", why);
     g.placement = std::move(p);
