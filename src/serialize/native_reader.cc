@@ -17,6 +17,7 @@
 
 #include "ofm_generated.h"
 #include "serialize/native_layout.h"
+#include "serialize/native_plan.h"
 
 namespace oneflow {
 namespace fs = std::filesystem;
@@ -475,6 +476,7 @@ Graph Reader::BuildGraph(std::vector<bool>* used) const {
       g.outputs.push_back(id);
     }
   if (g.outputs.empty()) Bad("the graph has no outputs");
+  DecodePlan(model_->plan(), main_.label, g);
   return g;
 }
 

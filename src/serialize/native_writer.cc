@@ -7,6 +7,7 @@
 #include "base/file_util.h"
 #include "ofm_generated.h"
 #include "serialize/native_layout.h"
+#include "serialize/native_plan.h"
 
 #ifndef ONEFLOW_VERSION_STRING
 #define ONEFLOW_VERSION_STRING "0.0.0"
@@ -207,6 +208,7 @@ void BuildFlatbuffer(const Contents& c, const NativeWriteOptions& options, const
                      Plan& plan) {
   FlatBufferBuilder b(1 << 16);
   Offset<ofm::Graph> graph = 0;
+  Offset<ofm::Plan> parallel_plan = 0;
   std::map<std::string, std::string> props = options.properties;
   props.emplace("written_by", "oneflow " ONEFLOW_VERSION_STRING);
   int64_t source_opset = 0;
@@ -217,6 +219,7 @@ void BuildFlatbuffer(const Contents& c, const NativeWriteOptions& options, const
     if (doc_string.empty()) doc_string = c.graph->metadata.doc_string;
     for (const auto& [key, value] : c.graph->metadata.metadata_props) props.emplace(key, value);
     graph = plan.writer.EncodeGraph(b, *c.graph);
+    parallel_plan = EncodePlan(b, *c.graph);
     auto it = c.graph->opset_imports.find("");
     if (it != c.graph->opset_imports.end()) source_opset = it->second;
     producer = c.graph->producer;
@@ -246,7 +249,7 @@ void BuildFlatbuffer(const Contents& c, const NativeWriteOptions& options, const
   if (c.training) {
     training = ofm::CreateTraining(b, c.step, c.training_properties ? KeyValues(b, *c.training_properties) : 0);
   }
-  b.Finish(ofm::CreateModel(b, metadata, graph, 0, segments, externals, training));
+  b.Finish(ofm::CreateModel(b, metadata, graph, parallel_plan, segments, externals, training));
   plan.flatbuffer.assign(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
 }
 

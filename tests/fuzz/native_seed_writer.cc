@@ -1,5 +1,6 @@
 // Writes the native fuzzer's seed corpus: each ONNX seed model converted to .ofm (models that do
-// not load are skipped), plus a checkpoint with every tensor role.
+// not load are skipped), the first few again with a 2-D placement and an SBP on every value (so
+// mutations reach the plan checks), plus a checkpoint with every tensor role.
 //   native_seed_writer OUT_DIR MODEL.onnx...
 #include <cstdio>
 #include <filesystem>
@@ -20,7 +21,14 @@ int main(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {
     try {
       Graph g = LoadOnnxFile(argv[i]);
-      WriteNativeModel(g, (out / (fs::path(argv[i]).stem().string() + ".ofm")).string());
+      const std::string stem = (out / fs::path(argv[i]).stem()).string();
+      WriteNativeModel(g, stem + ".ofm");
+      if (written < 4) {
+        g.placement = Placement::Parse("cpu:[[0,1],[2,3]]");
+        for (Value& v : g.values)
+          v.sbp = v.type.has_rank && !v.type.dims.empty() ? NdSbp{Sbp::S(0), Sbp::B()} : NdSbp{Sbp::B(), Sbp::P()};
+        WriteNativeModel(g, stem + ".plan.ofm");
+      }
       ++written;
     } catch (const Error&) {
       // Seeds that are invalid ONNX on purpose have no native form.
