@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <thread>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -244,16 +245,21 @@ void ShmGroup::Abort() {
 void ShmGroup::WaitFor(int member, uint32_t target) {
   std::atomic<uint32_t>& word = header_->member[member].arrivals;
   auto arrived = [&](uint32_t v) { return static_cast<int32_t>(v - target) >= 0; };
-  // Spin about 50 us first (a peer that is close behind arrives without a sleep and a wake-up),
-  // then sleep on the peer's word.
+  // Spin first (a peer that is close behind arrives without a sleep and a wake-up, which on a VM
+  // costs tens of microseconds), then sleep on the peer's word. When every member can have a core
+  // of its own, spin up to 1 ms (2 ranks on 2 cores, MLP at batch 256: 1.43x -> 1.51x one process);
+  // when members outnumber the cores, a spinning member would take a core from the one it waits
+  // for, so spin only ~50 us.
   using Clock = std::chrono::steady_clock;
+  static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const auto spin_budget = std::chrono::microseconds(ranks_.size() <= cores ? 1000 : 50);
   const auto start = Clock::now();
   for (int spin = 1;; ++spin) {
     if (arrived(word.load(std::memory_order_acquire))) return;
 #if defined(__x86_64__)
     __builtin_ia32_pause();
 #endif
-    if (spin % 64 == 0 && Clock::now() - start > std::chrono::microseconds(50)) break;
+    if (spin % 64 == 0 && Clock::now() - start > spin_budget) break;
   }
   const auto deadline = start + std::chrono::milliseconds(timeout_ms_);
   auto next_check = start + std::chrono::milliseconds(20);  // reading /proc is not free: not on every wait
