@@ -10,10 +10,7 @@ Executor::Executor(std::shared_ptr<const Graph> graph, int num_threads)
     : Executor(std::move(graph), std::make_shared<ThreadPool>(num_threads)) {}
 
 Executor::Executor(std::shared_ptr<const Graph> graph, std::shared_ptr<ThreadPool> pool)
-    : graph_(std::move(graph)), pool_(std::move(pool)) {
-  std::vector<std::unique_ptr<NodeRunner>> no_device_runners;
-  BuildSteps(no_device_runners);
-}
+    : Executor(std::move(graph), std::move(pool), ExecutorDevice{}) {}
 
 Executor::Executor(std::shared_ptr<const Graph> graph, int num_threads, const ExecutorDevice& device)
     : Executor(std::move(graph), std::make_shared<ThreadPool>(num_threads), device) {}

@@ -82,8 +82,7 @@ std::unique_ptr<Part> CompilePart(Graph g, int level, const std::shared_ptr<Thre
     OptimizeGraph(g, level, fold_pool, device.type);
   }
   part->graph = std::make_shared<Graph>(std::move(g));
-  part->executor = device.type == DeviceType::kCpu ? std::make_unique<Executor>(part->graph, pool)
-                                                   : std::make_unique<Executor>(part->graph, pool, device);
+  part->executor = std::make_unique<Executor>(part->graph, pool, device);
   return part;
 }
 
