@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "base/json_text.h"
 #include "engine/plan/plan.h"
 
 namespace oneflow {
@@ -12,16 +13,6 @@ std::string Num(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
-}
-
-std::string Esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) { o += ' '; continue; }
-    o += c;
-  }
-  return o;
 }
 
 std::string Human(double bytes) {
@@ -106,18 +97,18 @@ std::string Plan::ToText() const {
 std::string Plan::ToJson() const {
   std::ostringstream os;
   const Graph& g = logical;
-  os << "{\"model\":\"" << Esc(g.name) << "\",\"placement\":\"" << options.placement.ToString()
+  os << "{\"model\":\"" << JsonEscape(g.name) << "\",\"placement\":\"" << options.placement.ToString()
      << "\",\"devices\":" << options.placement.size() << ",\"mode\":\"" << PlanModeName(options.mode) << "\",\"inputs\":[";
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     const Value& v = g.values[static_cast<size_t>(g.inputs[i])];
-    os << (i ? "," : "") << "{\"name\":\"" << Esc(v.name) << "\",\"type\":\"" << v.type.ToString() << "\",\"sbp\":\""
+    os << (i ? "," : "") << "{\"name\":\"" << JsonEscape(v.name) << "\",\"type\":\"" << v.type.ToString() << "\",\"sbp\":\""
        << NdSbpToString(value_sbp[static_cast<size_t>(g.inputs[i])]) << "\"}";
   }
   os << "],\"ops\":[";
   for (size_t k = 0; k < nodes.size(); ++k) {
     const NodePlan& np = nodes[k];
     const Node& n = g.nodes[static_cast<size_t>(np.node)];
-    os << (k ? "," : "") << "{\"name\":\"" << Esc(n.name) << "\",\"op\":\"" << n.op_type << "\",\"in\":[";
+    os << (k ? "," : "") << "{\"name\":\"" << JsonEscape(n.name) << "\",\"op\":\"" << n.op_type << "\",\"in\":[";
     for (size_t i = 0; i < np.in.size(); ++i) os << (i ? "," : "") << "\"" << NdSbpToString(np.in[i]) << "\"";
     os << "],\"out\":[";
     for (size_t j = 0; j < np.out.size(); ++j) os << (j ? "," : "") << "\"" << NdSbpToString(np.out[j]) << "\"";
@@ -126,7 +117,7 @@ std::string Plan::ToJson() const {
     bool first = true;
     auto add = [&](const std::string& value, const std::vector<BoxingStep>& steps) {
       if (steps.empty()) return;
-      os << (first ? "" : ",") << "{\"value\":\"" << Esc(value) << "\",\"steps\":" << StepsJson(steps) << "}";
+      os << (first ? "" : ",") << "{\"value\":\"" << JsonEscape(value) << "\",\"steps\":" << StepsJson(steps) << "}";
       first = false;
     };
     for (size_t i = 0; i < np.in_boxing.size(); ++i)
@@ -137,7 +128,7 @@ std::string Plan::ToJson() const {
   }
   os << "],\"outputs\":[";
   for (size_t i = 0; i < g.outputs.size(); ++i)
-    os << (i ? "," : "") << "{\"name\":\"" << Esc(g.values[static_cast<size_t>(g.outputs[i])].name)
+    os << (i ? "," : "") << "{\"name\":\"" << JsonEscape(g.values[static_cast<size_t>(g.outputs[i])].name)
        << "\",\"boxing\":" << StepsJson(output_boxing[i]) << "}";
   os << "],\"memory_per_device\":{\"parameters\":" << param_bytes << ",\"activations_peak\":" << activation_bytes
      << ",\"optimizer_state\":" << optimizer_bytes << ",\"budget\":" << options.memory_budget_bytes << "},\"estimated_seconds\":{\"step\":"
