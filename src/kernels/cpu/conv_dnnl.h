@@ -26,6 +26,14 @@ class DnnlConv2d;
 void SetDnnlConvEnabled(bool enabled);
 bool DnnlConvEnabled();
 
+// Whether NHWC conv plans created from now on may use oneDNN's Winograd kernels for 3x3 stride-1
+// convs with channel counts that are multiples of 16 (default: yes, unless the environment sets
+// ONEFLOW_CONV_WINOGRAD=0). Winograd reassociates the sums: results differ from the direct
+// kernel in the last bits, as two direct kernels' blockings do (docs/architecture.md, compute
+// kernels).
+void SetWinogradEnabled(bool enabled);
+bool WinogradEnabled();
+
 // The epilogue an NHWC plan applies inside the primitive (bias, residual as a sum post-op, and the
 // activation as an eltwise post-op where oneDNN computes it exactly like ApplyActivation).
 struct DnnlConvEpilogue {
@@ -38,6 +46,9 @@ struct DnnlConvEpilogue {
 // epilogue the plan serves RunDnnlConv2d (NCHW); with one, RunDnnlConv2dNhwc.
 std::shared_ptr<DnnlConv2d> CreateDnnlConv2d(const DnnlConvParams& p, const float* weights,
                                              const DnnlConvEpilogue* epilogue = nullptr);
+
+// Whether an NHWC plan runs on the Winograd kernels (for tests and diagnostics).
+bool DnnlConvUsesWinograd(const DnnlConv2d& conv);
 
 // y = act(conv(x) + bias + z) for NCHW x, y and z (bias and z may be null).
 void RunDnnlConv2d(const DnnlConv2d& conv, const float* x, const float* bias, const float* z,
