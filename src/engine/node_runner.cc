@@ -1,6 +1,9 @@
 // NodeRunner implementation.
 #include "engine/node_runner.h"
 
+#include <chrono>
+
+#include "engine/op_profile.h"
 #include "graph/op_schema.h"
 
 namespace oneflow {
@@ -86,7 +89,14 @@ void NodeRunner::Run(const std::vector<const Tensor*>& inputs, const std::vector
   ctx.outputs().resize(num_outputs, nullptr);
   for (size_t i = 0; i < num_outputs; ++i)
     if (outputs[i].defined()) ctx.outputs()[i] = &outputs[i];
+  if (!OpProfilingEnabled()) {
+    kernel_->Compute(ctx);
+    return;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
   kernel_->Compute(ctx);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  RecordOpTime(node_.op_type, desc_, ns);
 }
 
 }  // namespace oneflow

@@ -123,6 +123,14 @@ def main():
             check(key in r, f"bench JSON lacks {key}: {r}")
         check(r.get("iters") == 5 and r.get("threads") == 1, f"bench JSON {r}")
         check(r.get("min_ms", -1) >= 0 and r["min_ms"] <= r["p50_ms"] <= r["p90_ms"], f"bench times {r}")
+    # ONEFLOW_PROFILE=1: the per-op table on stderr at exit, one call per node and timed run/warm-up.
+    p = subprocess.run([BIN, "bench", model, "--shape", "x=2x4", "--shape", "b=2x4", "--warmup", "1", "--iters", "5",
+                        "--threads", "1"], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "ONEFLOW_PROFILE": "1"})
+    check(p.returncode == 0 and "oneflow profile (ONEFLOW_PROFILE)" in p.stderr, f"profile table missing: {p.stderr!r}")
+    rows = {ln.split()[0]: ln.split() for ln in p.stderr.splitlines() if ln and not ln.startswith((" ", "oneflow", "op type", "top"))}
+    check(bool(rows) and all(int(r[1]) >= 6 for r in rows.values()), f"profile rows {rows}")
+    check(abs(sum(float(r[3]) for r in rows.values()) - 100.0) < 1.0, f"profile shares do not add up: {rows}")
     rc, out, err = oneflow("bench", model, "--input", f"x={xp}", "--input", f"b={bp}", "--iters", "2")
     check(rc == 0 and json.loads(out)["inputs"]["x"]["shape"] == [3, 4], f"bench with --input: {out} {err}")
     expect_failure(["bench", model], "symbolic dim 'batch'", 1)
