@@ -1,7 +1,8 @@
 // oneDNN's Winograd kernels behind the NHWC conv plans (kernels/cpu/conv_dnnl.h) vs a naive
-// double-precision loop: both of oneDNN's kernels (F(4x4,3x3) for small weights, F(2x2,3x3) past
-// the weight cap), whole images, row bands and channel slices (1 image on 2 threads), batches,
-// symmetric, one-sided and no padding, odd maps, bias, residual and activations.
+// double-precision loop: both of oneDNN's kernels (F(2x2,3x3), picked for its smaller weights, and
+// F(4x4,3x3) where F(2x2) does not apply: one-sided padding), whole images, channel slices (F(2x2))
+// and row bands (F(4x4)) for one image on 2 threads, batches, symmetric, one-sided and no padding,
+// odd maps, bias, residual and activations.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -75,11 +76,11 @@ class WinogradConv : public ::testing::Test {
 TEST_F(WinogradConv, MatchesNaiveLoop) {
   std::mt19937 rng(5);
   const Case cases[] = {
-      {1, 16, 16, 32, 64, 1, 1, 1, 1},   // the cnn bench's second conv: F(4x4,3x3), row bands on 2 threads
+      {1, 16, 16, 32, 64, 1, 1, 1, 1},   // the cnn bench's second conv
       {3, 13, 15, 64, 32, 1, 1, 1, 1},   // odd map, a batch of 3 (whole images per thread)
-      {1, 14, 11, 64, 64, 1, 0, 0, 1},   // one-sided pads
+      {1, 14, 11, 64, 64, 1, 0, 0, 1},   // one-sided pads: F(4x4,3x3), row bands on 2 threads
       {2, 9, 10, 48, 64, 0, 0, 0, 0},    // no padding
-      {1, 7, 7, 256, 512, 1, 1, 1, 1},   // 4.6 MB of plain weights: F(2x2,3x3), channel slices on 2 threads
+      {1, 7, 7, 256, 512, 1, 1, 1, 1},   // ResNet-18's layer 4 shape: F(2x2,3x3), channel slices on 2 threads
   };
   ActivationParams relu, sigmoid;
   relu.kind = Activation::kRelu;

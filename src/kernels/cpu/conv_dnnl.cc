@@ -247,28 +247,25 @@ class DnnlConv2d {
     return slices;
   }
 
-  // Picks the kernel among oneDNN's Winograd implementations for `pd`'s shape. F(4x4,3x3) does
-  // fewer multiplies, but its transformed weights are 4x the plain ones (F(2x2,3x3): 1.8x); a
-  // batch-1 run streams every weight from DRAM, so past a few MB the bigger weights cost more than
-  // the multiplies saved (ResNet-18's 512-channel conv: 36 MB of F(4x4) weights, 0.58 ms vs
-  // F(2x2)'s 16 MB in 0.60 ms alone, and slower inside the net). `want` forces one kernel.
+  // Picks the kernel among oneDNN's Winograd implementations for this shape: the one with the
+  // smallest transformed weights (F(2x2,3x3): 1.8x the plain weights; F(4x4,3x3): 4x). F(4x4)
+  // does fewer multiplies and wins in a loop with hot caches (ResNet-18's 64-channel layer: 0.36
+  // vs 0.47 ms), but inside a net, where a batch-1 run streams every weight from DRAM and F(4x4)
+  // writes its output past the caches, F(2x2) measured faster: ResNet-18 on one thread 13.0-13.6
+  // ms vs 15.9-16.2 ms with F(4x4) wherever its weights stay under 3 MB. `want` forces a kernel.
   static dnnl::convolution_forward::primitive_desc SelectWinograd(const dnnl::convolution_forward::desc& cd,
                                                                   const dnnl::primitive_attr& attr,
                                                                   const std::string& want) {
     using pd_t = dnnl::convolution_forward::primitive_desc;
-    auto is_4x3 = [](const char* impl) { return std::strstr(impl, "4x3") != nullptr; };
     std::string pick = want;
     if (pick.empty()) {  // (a primitive_desc is a handle: iterating a copy moves the original too)
       size_t pick_bytes = 0;
-      bool pick_4x3 = false;
       pd_t it(cd, attr, Engine());
       do {
         const size_t bytes = it.weights_desc().get_size();
-        const bool f4 = is_4x3(it.impl_info_str()) && bytes <= kWinogradMaxWeightBytes;
-        if (pick.empty() || (f4 && !pick_4x3) || (!pick_4x3 && !f4 && bytes < pick_bytes)) {
+        if (pick.empty() || bytes < pick_bytes) {
           pick = it.impl_info_str();
           pick_bytes = bytes;
-          pick_4x3 = f4;
         }
       } while (it.next_impl());
     }
@@ -356,13 +353,6 @@ class DnnlConv2d {
   mutable dnnl::memory wino_weights_;  // the row bands' transformed weights (under the mutex)
   mutable std::string wino_impl_;      // the whole-image kernel, which row bands use too
   mutable bool wino_4x3_ = false;      // it is F(4x4,3x3), which takes bands' uneven padding
-  // The largest F(4x4,3x3) weights worth their extra bytes (ONEFLOW_WINO_MAX_KB overrides, for
-  // measuring other machines).
-  static size_t WinogradMaxWeightBytesFromEnv() {
-    const char* v = std::getenv("ONEFLOW_WINO_MAX_KB");
-    return v ? static_cast<size_t>(std::atoll(v)) * 1024 : size_t{3} << 20;
-  }
-  static inline const size_t kWinogradMaxWeightBytes = WinogradMaxWeightBytesFromEnv();
 };
 
 std::shared_ptr<DnnlConv2d> CreateDnnlConv2d(const DnnlConvParams& p, const float* weights,
