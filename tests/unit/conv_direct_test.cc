@@ -5,32 +5,20 @@
 // cover the block remainders, widths the tile remainders.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <random>
 #include <vector>
 
 #include "kernels/cpu/conv_direct.h"
+#include "nhwc_conv_reference.h"
 
 namespace oneflow {
 namespace {
 
-struct Case {
-  int64_t n, h, w, c, m, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
-};
-
-double Activate(const ActivationParams& act, double v) {
-  switch (act.kind) {
-    case Activation::kRelu: return v > 0 ? v : 0;
-    case Activation::kSigmoid: return 1 / (1 + std::exp(-v));
-    case Activation::kLeakyRelu: return v < 0 ? act.alpha * v : v;
-    default: return v;
-  }
-}
+using Case = NhwcConvCase;
 
 void Check(const Case& k, bool bias_on, bool residual, const ActivationParams& act, int threads, std::mt19937& rng) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  const int64_t oh = (k.h + k.pt + k.pb - ((k.kh - 1) * k.dh + 1)) / k.sh + 1;
-  const int64_t ow = (k.w + k.pl + k.pr - ((k.kw - 1) * k.dw + 1)) / k.sw + 1;
+  const int64_t oh = k.oh(), ow = k.ow();
   ASSERT_GT(oh, 0);
   ASSERT_GT(ow, 0);
   std::vector<float> x(static_cast<size_t>(k.n * k.h * k.w * k.c)), w(static_cast<size_t>(k.m * k.c * k.kh * k.kw)),
@@ -41,27 +29,7 @@ void Check(const Case& k, bool bias_on, bool residual, const ActivationParams& a
   const DirectConvGeometry g{k.n, k.h, k.w, k.c, k.m, k.kh, k.kw, k.sh, k.sw, k.dh, k.dw, k.pt, k.pl, oh, ow};
   ThreadPool pool(threads);
   conv.Run(g, x.data(), bias_on ? bias.data() : nullptr, residual ? z.data() : nullptr, y.data(), pool);
-  int bad = 0;
-  for (int64_t b = 0; b < k.n; ++b)
-    for (int64_t r = 0; r < oh; ++r)
-      for (int64_t q = 0; q < ow; ++q)
-        for (int64_t o = 0; o < k.m; ++o) {
-          double acc = bias_on ? bias[o] : 0.0;
-          for (int64_t i = 0; i < k.kh; ++i)
-            for (int64_t j = 0; j < k.kw; ++j) {
-              const int64_t ih = r * k.sh - k.pt + i * k.dh, iw = q * k.sw - k.pl + j * k.dw;
-              if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
-              for (int64_t ci = 0; ci < k.c; ++ci)
-                acc += static_cast<double>(x[((b * k.h + ih) * k.w + iw) * k.c + ci]) *
-                       w[((o * k.c + ci) * k.kh + i) * k.kw + j];
-            }
-          const size_t at = static_cast<size_t>(((b * oh + r) * ow + q) * k.m + o);
-          if (residual) acc += z[at];
-          const double want = Activate(act, acc);
-          if (!(std::fabs(y[at] - want) <= 1e-4 * (1 + std::fabs(want))) && ++bad <= 3)
-            ADD_FAILURE() << "image " << b << " pixel (" << r << ", " << q << ") channel " << o << ": got " << y[at]
-                          << ", want " << want;
-        }
+  ExpectMatchesNhwcConv(k, x, w, bias_on ? bias.data() : nullptr, residual ? z.data() : nullptr, act, y);
 }
 
 TEST(DirectConvNhwc, MatchesNaiveLoop) {

@@ -11,27 +11,22 @@
 #include <vector>
 
 #include "kernels/cpu/conv_dnnl.h"
+#include "nhwc_conv_reference.h"
 
 namespace oneflow {
 namespace {
 
+// A 3x3 stride-1 case: images, height, width, channels in and out, pads top, left, bottom, right.
 struct Case {
   int64_t n, h, w, c, m, pt, pl, pb, pr;
 };
 
-double Activate(const ActivationParams& act, double v) {
-  switch (act.kind) {
-    case Activation::kRelu: return v > 0 ? v : 0;
-    case Activation::kSigmoid: return 1 / (1 + std::exp(-v));
-    default: return v;
-  }
-}
-
 // Runs the case through a fresh plan; returns false (with no check) if oneDNN is not built in.
-bool Check(const Case& k, bool bias_on, bool residual, const ActivationParams& act, int threads, bool want_winograd,
+bool Check(const Case& c3, bool bias_on, bool residual, const ActivationParams& act, int threads, bool want_winograd,
            std::mt19937& rng) {
+  const NhwcConvCase k{c3.n, c3.h, c3.w, c3.c, c3.m, 3, 3, 1, 1, 1, 1, c3.pt, c3.pl, c3.pb, c3.pr};
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  const int64_t oh = k.h + k.pt + k.pb - 2, ow = k.w + k.pl + k.pr - 2;
+  const int64_t oh = k.oh(), ow = k.ow();
   std::vector<float> x(static_cast<size_t>(k.n * k.h * k.w * k.c)), w(static_cast<size_t>(k.m * k.c * 9)),
       bias(static_cast<size_t>(k.m)), z(static_cast<size_t>(k.n * oh * ow * k.m)), y(z.size(), 7.0f);
   for (auto* v : {&x, &bias, &z})
@@ -45,26 +40,7 @@ bool Check(const Case& k, bool bias_on, bool residual, const ActivationParams& a
   EXPECT_EQ(DnnlConvUsesWinograd(*plan), want_winograd);
   ThreadPool pool(threads);
   RunDnnlConv2dNhwc(*plan, x.data(), bias_on ? bias.data() : nullptr, residual ? z.data() : nullptr, y.data(), pool);
-  int bad = 0;
-  for (int64_t b = 0; b < k.n; ++b)
-    for (int64_t r = 0; r < oh; ++r)
-      for (int64_t q = 0; q < ow; ++q)
-        for (int64_t o = 0; o < k.m; ++o) {
-          double acc = bias_on ? bias[o] : 0.0;
-          for (int64_t i = 0; i < 3; ++i)
-            for (int64_t j = 0; j < 3; ++j) {
-              const int64_t ih = r - k.pt + i, iw = q - k.pl + j;
-              if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
-              for (int64_t ci = 0; ci < k.c; ++ci)
-                acc += static_cast<double>(x[((b * k.h + ih) * k.w + iw) * k.c + ci]) * w[((o * k.c + ci) * 3 + i) * 3 + j];
-            }
-          const size_t at = static_cast<size_t>(((b * oh + r) * ow + q) * k.m + o);
-          if (residual) acc += z[at];
-          const double want = Activate(act, acc);
-          if (!(std::fabs(y[at] - want) <= 1e-4 * (1 + std::fabs(want))) && ++bad <= 3)
-            ADD_FAILURE() << "image " << b << " pixel (" << r << ", " << q << ") channel " << o << ": got " << y[at]
-                          << ", want " << want;
-        }
+  ExpectMatchesNhwcConv(k, x, w, bias_on ? bias.data() : nullptr, residual ? z.data() : nullptr, act, y);
   return true;
 }
 
