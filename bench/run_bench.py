@@ -94,7 +94,8 @@ def error_status(exc):
     return "ERROR", f"{type(exc).__name__}: {exc}"
 
 
-def bench_one(lib, lib_error, name, path, batch, threads, iters, warmup, max_seconds, log, blocks=30, pin=True):
+def bench_one(lib, lib_error, name, path, batch, threads, iters, warmup, max_seconds, log, blocks=30, pin=True,
+              min_seconds=0.0):
     """One table row: both engines on one (model, batch, threads). A failure of either engine
     (unsupported op, load error) is recorded in the row and the other engine is still timed."""
     row = {"model": name, "batch": batch, "threads": threads, "ours": None, "ort": None, "ratio_p50": None,
@@ -134,7 +135,7 @@ def bench_one(lib, lib_error, name, path, batch, threads, iters, warmup, max_sec
         engines.append(("ours", lambda: ours.run(feeds)))
     n = 0
     try:
-        n = time_engines(engines, iters, warmup, max_seconds, row, blocks=blocks)
+        n = time_engines(engines, iters, warmup, max_seconds, row, blocks=blocks, min_seconds=min_seconds)
     except Exception as exc:  # a failure while timing (after a good first run) is still a row
         key = "ours" if isinstance(exc, lib.OneflowError) else "ort"
         row[key] = None
@@ -149,7 +150,7 @@ def bench_one(lib, lib_error, name, path, batch, threads, iters, warmup, max_sec
     return row
 
 
-def time_engines(engines, iters, warmup, max_seconds, row, blocks=30, rest=0.1, warm_seconds=0.02):
+def time_engines(engines, iters, warmup, max_seconds, row, blocks=30, rest=0.1, warm_seconds=0.02, min_seconds=0.0):
     """Warms up, then times every engine for the same number of runs in interleaved blocks (the
     engine that goes first alternates); stores stats in row[key]. The headline p50 is the median
     of the per-block medians: a block that a burst of machine load hit moves it far less than it
@@ -167,10 +168,17 @@ def time_engines(engines, iters, warmup, max_seconds, row, blocks=30, rest=0.1, 
         for _ in range(max(0, extra)):
             fn()
         per_iter[key] = (time.perf_counter() - t0) / extra if extra > 0 else first
-    # Size the timed run so that no engine spends more than max_seconds on it (but >= 5 runs).
+    # Size the timed run: at least min_seconds for the slower engine, so that each block of a fast
+    # row spans tens of milliseconds (a block of twenty 50 us runs lasts 1 ms: a burst of load from
+    # elsewhere on the host then hits whole blocks of one engine and not the other's, and the
+    # median of block medians follows the bursts instead of the engines); and no engine more than
+    # max_seconds (but >= 5 runs).
+    slowest = max(max(per_iter.values()), 1e-9)
     n = iters
+    if min_seconds > 0:
+        n = max(n, int(min_seconds / slowest))
     if max_seconds > 0:
-        n = max(min(iters, 5), min(iters, int(max_seconds / max(max(per_iter.values()), 1e-9))))
+        n = max(min(iters, 5), min(n, int(max_seconds / slowest)))
     blocks = max(1, min(blocks, n))
     block_warmup = 3 if max(per_iter.values()) < 0.01 else 1
     samples = {key: [] for key, _ in engines}
@@ -247,7 +255,7 @@ def one_line(msg, limit=240):
 
 def print_table(rows, out=sys.stdout):
     head = f"{'model':<12} {'batch':>5} {'thr':>3} {'ours p50 ms':>12} {'ORT p50 ms':>11} {'ours/ORT':>9}  " \
-           f"{'blk IQR':>11} {'ours p90':>9} {'ORT p90':>9} {'iters':>5}  check"
+           f"{'blk IQR':>11} {'ours p90':>9} {'ORT p90':>9} {'iters':>6}  check"
     print(head, file=out)
     print("-" * len(head), file=out)
     for r in rows:
@@ -266,7 +274,7 @@ def print_table(rows, out=sys.stdout):
             notes.append(f"ok (err {c['max_abs_err']:.1e})" if c["ok"] else f"MISMATCH: {c['detail']}")
         print(f"{r['model']:<12} {r['batch']:>5} {r['threads']:>3} {cell(ours, 'p50_ms', 12)} "
               f"{cell(ort, 'p50_ms', 11)} {ratio}  {iqr:>11} {cell(ours, 'p90_ms', 9)} {cell(ort, 'p90_ms', 9)} "
-              f"{iters:>5}  {'; '.join(notes)}", file=out)
+              f"{iters:>6}  {'; '.join(notes)}", file=out)
 
 
 def print_model_checks(rows, out=sys.stdout):
@@ -340,6 +348,9 @@ def main(argv=None):
     ap.add_argument("--max-seconds", type=float, default=10.0,
                     help="cap on the timed seconds per engine and row: fewer iterations (>= 5) for slow "
                          "engines; 0 disables (default %(default)s)")
+    ap.add_argument("--min-seconds", type=float, default=1.0,
+                    help="timed seconds per engine and row at least (more iterations for fast rows, so each "
+                         "block lasts tens of ms); 0 disables (default %(default)s)")
     ap.add_argument("--blocks", type=int, default=30,
                     help="interleaved timing blocks per row; the headline p50 is the median of the block "
                          "medians (default %(default)s)")
@@ -377,7 +388,8 @@ def main(argv=None):
         for batch in batches:
             for t in threads:
                 rows.append(bench_one(lib, lib_error, name, paths[name], batch, t, args.iters or spec["iters"],
-                                      args.warmup, args.max_seconds, log, blocks=args.blocks, pin=not args.no_pin))
+                                      args.warmup, args.max_seconds, log, blocks=args.blocks, pin=not args.no_pin,
+                                      min_seconds=args.min_seconds))
     elapsed = time.time() - t_start
 
     print()
