@@ -118,7 +118,7 @@ class DnnlConv2d {
 
   // 3x3 stride-1 convs whose channels are multiples of 16 run on oneDNN's Winograd kernels
   // (F(2x2,3x3) or F(4x4,3x3)) in its nChw16c layout: on ResNet-18's 3x3 layers at batch 1 they
-  // measured 1.2-2.7x faster than brgconv on one core (bench/conv_bench.cc), with errors of the
+  // measured 1.3-2.5x faster than brgconv on one core (bench/conv_bench.cc), with errors of the
   // same order as the direct kernel (2e-6..9e-6 on outputs of magnitude ~5, against a double
   // reference). Below this channel product the layout copies eat the gain.
   static constexpr int64_t kWinogradMinChannelProduct = 32 * 64;
