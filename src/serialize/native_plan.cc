@@ -27,14 +27,19 @@ std::string PlacementProblem(const Placement& p) {
     if (d < 0) return "negative rank " + std::to_string(d);
     if (!seen.insert(d).second) return "rank " + std::to_string(d) + " listed twice";
   }
-  // The product, stopped as soon as it exceeds the count, so no overflow.
+  // The product, stopped before it would exceed the count: an entry is checked against what is
+  // left of the count before multiplying, so a huge entry (2^62) cannot overflow it.
+  const int64_t count = static_cast<int64_t>(p.devices.size());
   int64_t product = 1;
   for (int64_t h : p.hierarchy) {
     if (h < 1) return "hierarchy entry " + std::to_string(h) + " (must be >= 1)";
+    if (h > count / product) {
+      product = count + 1;
+      break;
+    }
     product *= h;
-    if (product > static_cast<int64_t>(p.devices.size())) break;
   }
-  if (product != static_cast<int64_t>(p.devices.size()))
+  if (product != count)
     return "a hierarchy whose product is not its " + std::to_string(p.devices.size()) + " ranks";
   return {};
 }

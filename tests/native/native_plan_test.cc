@@ -252,6 +252,10 @@ TEST(NativePlan, MalformedPlansAreNamed) {
   s = PlanSpec{};
   s.placements[0].hierarchy = {2, 3};
   ExpectRefused(s, bad, "a hierarchy whose product is not its 4 ranks");
+  s.placements[0].hierarchy = {2, int64_t{1} << 62, 4};  // the product must not overflow (a fuzz finding)
+  ExpectRefused(s, bad, "a hierarchy whose product is not its 4 ranks");
+  s.placements[0].hierarchy = {int64_t{1} << 62, int64_t{1} << 62};
+  ExpectRefused(s, bad, "a hierarchy whose product is not its 4 ranks");
   s.placements[0].hierarchy = {4, 0};
   ExpectRefused(s, bad, "hierarchy entry 0");
   s.placements[0].hierarchy = {};
