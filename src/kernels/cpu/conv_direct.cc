@@ -1,5 +1,6 @@
 // Direct NHWC convolution for few input channels (see conv_direct.h).
 #include "kernels/cpu/conv_direct.h"
+#include "kernels/cpu/avx512_max.h"
 
 #include <algorithm>
 #if defined(__AVX512F__)
@@ -34,12 +35,6 @@ struct TileArgs {
   bool relu;
 };
 
-// GCC 12 warns that _mm512_max_ps reads an uninitialized value: its header builds the result from
-// _mm512_undefined_ps() under an all-ones mask, so nothing undefined is ever read.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 // P consecutive output pixels, NV*16 output channels, accumulated in registers. Pixel p's tap j
 // reads input column p + j, so each input value is broadcast once and feeds up to three pixels
 // (P + 2 broadcasts per kernel row and channel instead of 3P: a broadcast per tap and pixel
@@ -71,14 +66,11 @@ void SlideTile3(const TileArgs& a) {
       __m512 r = acc[p][v];
       if (a.bias) r = _mm512_add_ps(r, _mm512_loadu_ps(a.bias + 16 * v));
       if (a.z) r = _mm512_add_ps(r, _mm512_loadu_ps(a.z + p * a.m + 16 * v));
-      if (a.relu) r = _mm512_max_ps(r, _mm512_setzero_ps());
+      if (a.relu) r = MaxPs(r, _mm512_setzero_ps());
       _mm512_storeu_ps(a.y + p * a.m + 16 * v, r);
     }
   }
 }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 
 // The largest tile: P * NV accumulators plus 3 * NV weight vectors in 32 registers.
 template <int NV>

@@ -12,6 +12,7 @@
 #include "graph/op_schema.h"
 #include "graph/ops/spatial_util.h"
 #include "kernels/cpu/all_kernels.h"
+#include "kernels/cpu/avx512_max.h"
 #include "kernels/kernel.h"
 
 namespace oneflow {
@@ -53,12 +54,6 @@ int64_t PaddedTaps(int64_t o, int64_t k, int64_t s, int64_t d, int64_t pad, int6
 // `first`, `row_step` / `col_step` floats apart (KH, KW > 0: those counts, known at compile time
 // so the tap loops unroll). The result is scaled by `fin` (average: 1/count; max: 1, or 0 for a
 // window that misses the input).
-// GCC 12 warns that _mm512_max_ps reads an uninitialized value: its header builds the result
-// from _mm512_undefined_ps() under an all-ones mask, so nothing undefined is ever read.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 template <int NV, bool kMax, int KH, int KW>
 inline void VectorWindow(const float* first, float* out, float init, float fin, int64_t nh, int64_t nw,
                          int64_t row_step, int64_t col_step) {
@@ -70,16 +65,13 @@ inline void VectorWindow(const float* first, float* out, float init, float fin, 
       const float* src = first + i * row_step + j * col_step;
       for (int v = 0; v < NV; ++v) {
         const __m512 x = _mm512_loadu_ps(src + 16 * v);
-        acc[v] = kMax ? _mm512_max_ps(x, acc[v]) : _mm512_add_ps(acc[v], x);
+        acc[v] = kMax ? MaxPs(x, acc[v]) : _mm512_add_ps(acc[v], x);
       }
     }
   }
   const __m512 f = _mm512_set1_ps(fin);
   for (int v = 0; v < NV; ++v) _mm512_storeu_ps(out + 16 * v, _mm512_mul_ps(acc[v], f));
 }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 
 // Dispatches on the channel block width and, for whole 2x2 and 3x3 windows, the tap counts.
 template <bool kMax>
@@ -105,11 +97,6 @@ inline void VectorWindowAny(int nv, int64_t kh, int64_t kw, const float* first, 
 // and C a multiple of 16: no per-window bounds, tap counts or divisors, which otherwise cost more
 // than the maxima on small maps (cnn bench: 16x16x32 outputs of 2x2 windows). KH = KW = 0: the
 // counts at run time. Same operations in the same order as VectorWindow, so the same results.
-// (GCC 12's _mm512_max_ps warning: see VectorWindow.)
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 template <int KH, int KW>
 void MaxPoolInteriorRow(const float* x, float* y, int64_t ow, int64_t w, int64_t c, int64_t sw, int64_t kh,
                         int64_t kw) {
@@ -119,14 +106,11 @@ void MaxPoolInteriorRow(const float* x, float* y, int64_t ow, int64_t w, int64_t
     for (int64_t c0 = 0; c0 < c; c0 += 16) {
       __m512 acc = _mm512_set1_ps(std::numeric_limits<float>::lowest());
       for (int64_t i = 0; i < h_taps; ++i)
-        for (int64_t j = 0; j < w_taps; ++j) acc = _mm512_max_ps(_mm512_loadu_ps(first + (i * w + j) * c + c0), acc);
+        for (int64_t j = 0; j < w_taps; ++j) acc = MaxPs(_mm512_loadu_ps(first + (i * w + j) * c + c0), acc);
       _mm512_storeu_ps(y + q * c + c0, acc);
     }
   }
 }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 
 // Whether MaxPoolInteriorRow takes this pool.
 bool InteriorMaxPool(const NhwcPoolShape& s) {
