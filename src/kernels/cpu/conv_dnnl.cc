@@ -4,6 +4,7 @@
 // brgconv in NHWC measured up to 1.8x faster than oneDNN's nChw16c kernels on the small maps; and
 // NHWC row bands are contiguous, so threads split the output by rows without copies.
 #include "kernels/cpu/conv_dnnl.h"
+#include "kernels/cpu/avx512_max.h"
 #include "kernels/cpu/tensor_copy.h"
 
 #include <algorithm>
@@ -105,7 +106,7 @@ class DnnlConv2d {
     if (nhwc_ && WinogradEnabled() && p_.kh == 3 && p_.kw == 3 && p_.sh == 1 && p_.sw == 1 && p_.dh == 1 &&
         p_.dw == 1 && p_.c % 16 == 0 && p_.m % 16 == 0 && p_.c * p_.m >= kWinogradMinChannelProduct) {
       try {
-        MakeWinogradParts(kRowBands, 1, /*probe_only=*/true);  // picks the kernel; weights come when used
+        PickWinogradKernel();  // the weights are transformed when a run first needs them
         winograd_ = true;
         return;
       } catch (const dnnl::error&) {
@@ -182,6 +183,21 @@ class DnnlConv2d {
   }
 
  private:
+  // The inference conv of slice `sl` (its src/dst descriptors and mm output channels) with these
+  // pads, weights in the layout oneDNN picks, and the bias when the epilogue has one.
+  dnnl::convolution_forward::desc ConvDesc(dnnl::algorithm alg, const DnnlSlice& sl, const dnnl::memory::dims& pad_l,
+                                           const dnnl::memory::dims& pad_r) const {
+    using namespace dnnl;
+    const memory::desc w_any({sl.mm, p_.c, p_.kh, p_.kw}, memory::data_type::f32, memory::format_tag::any);
+    const memory::dims strides{p_.sh, p_.sw}, dil{p_.dh - 1, p_.dw - 1};
+    if (!ep_.bias)
+      return convolution_forward::desc(prop_kind::forward_inference, alg, sl.src_md, w_any, sl.dst_md, strides, dil,
+                                       pad_l, pad_r);
+    return convolution_forward::desc(prop_kind::forward_inference, alg, sl.src_md, w_any,
+                                     memory::desc({sl.mm}, memory::data_type::f32, memory::format_tag::x), sl.dst_md,
+                                     strides, dil, pad_l, pad_r);
+  }
+
   // `n` row bands, or with channel_slices > 1 that many slices of the output channels (n = 1).
   std::shared_ptr<const std::vector<DnnlSlice>> MakeSlices(int n, int64_t batch = 1, int channel_slices = 1) const {
     using namespace dnnl;
@@ -208,17 +224,9 @@ class DnnlConv2d {
       sl.mm = mm;
       sl.src_md = memory::desc({batch, p_.c, r1 - r0, p_.w}, dt::f32, tag::nhwc);
       sl.dst_md = memory::desc({batch, mm, oh1 - oh0, p_.ow}, dt::f32, tag::nhwc);
-      memory::desc w_any({mm, p_.c, p_.kh, p_.kw}, dt::f32, tag::any);
-      const memory::dims strides{p_.sh, p_.sw}, dil{p_.dh - 1, p_.dw - 1}, pad_l{r0 - first, p_.pl},
-          pad_r{std::max<int64_t>(0, last - r1), p_.pr};
-      const auto alg = algorithm::convolution_direct;
-      const auto cd = ep_.bias ? convolution_forward::desc(prop_kind::forward_inference, alg, sl.src_md, w_any,
-                                                           memory::desc({mm}, dt::f32, tag::x), sl.dst_md,
-                                                           strides, dil, pad_l, pad_r)
-                               : convolution_forward::desc(prop_kind::forward_inference, alg, sl.src_md, w_any,
-                                                           sl.dst_md, strides, dil, pad_l, pad_r);
-      primitive_attr attr;
-      attr.set_scratchpad_mode(scratchpad_mode::user);  // concurrent runs must not share a scratchpad
+      const auto cd = ConvDesc(algorithm::convolution_direct, sl, {r0 - first, p_.pl},
+                               {std::max<int64_t>(0, last - r1), p_.pr});
+      primitive_attr attr = UserScratchpad();
       post_ops po;
       if (ep_.residual) po.append_sum(1.0f);  // dst holds z when the primitive runs
       switch (manual_act_ ? Activation::kNone : ep_.act.kind) {
@@ -275,50 +283,56 @@ class DnnlConv2d {
     return pd;
   }
 
-  // `n` parts of one image's conv (bands of output rows or slices of output channels). Each part
-  // reads a dense nChw16c input (a band's rows with its halo, or the whole image) and writes a
-  // dense nChw16c output: oneDNN's Winograd kernels take no strided views. Band edges fall on even
-  // rows, so tiles are not split between bands.
-  // With probe_only, only picks the whole-image kernel (wino_impl_), throwing if there is none.
-  std::shared_ptr<const std::vector<DnnlSlice>> MakeWinogradParts(WinogradSplit split, int n,
-                                                                  bool probe_only = false) const {
+  // Part s of n of one image's conv (a band of output rows or a slice of output channels): its
+  // rows and channels, dense nChw16c descriptors (oneDNN's Winograd kernels take no strided
+  // views: a band reads its input rows with the halo from its own copy) and the conv, with the
+  // padding the part sees. Band edges fall on even rows, so tiles are not split between bands.
+  dnnl::convolution_forward::desc WinogradPart(WinogradSplit split, int s, int n, DnnlSlice& sl) const {
+    using dnnl::memory;
+    const bool bands = split == kRowBands;
+    auto edge = [&](int b) { return b == n ? p_.oh : (p_.oh * b + n) / (2 * n) * 2; };
+    const int64_t oh0 = bands ? edge(s) : 0, oh1 = bands ? edge(s + 1) : p_.oh;
+    const int64_t first = oh0 - p_.pt, last = oh1 - 1 - p_.pt + 3;  // input rows [first, last)
+    const int64_t r0 = std::max<int64_t>(0, first), r1 = std::min(p_.h, last);
+    sl.in_row0 = r0;
+    sl.in_rows = r1 - r0;
+    sl.out_row0 = oh0;
+    sl.out_rows = oh1 - oh0;
+    sl.m0 = bands ? 0 : p_.m * s / n / 16 * 16;
+    sl.mm = (bands || s + 1 == n ? p_.m : p_.m * (s + 1) / n / 16 * 16) - sl.m0;
+    sl.src_md = memory::desc({1, p_.c, sl.in_rows, p_.w}, memory::data_type::f32, memory::format_tag::nChw16c);
+    sl.dst_md = memory::desc({1, sl.mm, sl.out_rows, p_.ow}, memory::data_type::f32, memory::format_tag::nChw16c);
+    return ConvDesc(dnnl::algorithm::convolution_winograd, sl, {r0 - first, p_.pl},
+                    {std::max<int64_t>(0, last - r1), p_.pr});
+  }
+
+  static dnnl::primitive_attr UserScratchpad() {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // concurrent runs must not share a scratchpad
+    return attr;
+  }
+
+  // Picks the whole-image Winograd kernel (wino_impl_), which row bands use too; throws if oneDNN
+  // has none for this shape or CPU.
+  void PickWinogradKernel() {
+    DnnlSingleThreadScope single_threaded;
+    DnnlSlice whole;
+    const auto pd = SelectWinograd(WinogradPart(kRowBands, 0, 1, whole), UserScratchpad(), std::string());
+    wino_impl_ = pd.impl_info_str();
+    wino_4x3_ = wino_impl_.find("4x3") != std::string::npos;
+  }
+
+  // The n parts of one image's conv, with their primitives and transformed weights.
+  std::shared_ptr<const std::vector<DnnlSlice>> MakeWinogradParts(WinogradSplit split, int n) const {
     using namespace dnnl;
-    using tag = memory::format_tag;
-    using dt = memory::data_type;
     DnnlSingleThreadScope single_threaded;
     auto parts = std::make_shared<std::vector<DnnlSlice>>();
     stream strm(Engine());
     const bool bands = split == kRowBands;
-    auto edge = [&](int b) { return b == n ? p_.oh : (p_.oh * b + n) / (2 * n) * 2; };
     for (int s = 0; s < n; ++s) {
       DnnlSlice sl;
-      const int64_t oh0 = bands ? edge(s) : 0, oh1 = bands ? edge(s + 1) : p_.oh;
-      const int64_t first = oh0 - p_.pt, last = oh1 - 1 - p_.pt + 3;  // input rows [first, last)
-      const int64_t r0 = std::max<int64_t>(0, first), r1 = std::min(p_.h, last);
-      sl.in_row0 = r0;
-      sl.in_rows = r1 - r0;
-      sl.out_row0 = oh0;
-      sl.out_rows = oh1 - oh0;
-      sl.m0 = bands ? 0 : p_.m * s / n / 16 * 16;
-      sl.mm = (bands || s + 1 == n ? p_.m : p_.m * (s + 1) / n / 16 * 16) - sl.m0;
-      sl.src_md = memory::desc({1, p_.c, sl.in_rows, p_.w}, dt::f32, tag::nChw16c);
-      sl.dst_md = memory::desc({1, sl.mm, sl.out_rows, p_.ow}, dt::f32, tag::nChw16c);
-      memory::desc w_any({sl.mm, p_.c, 3, 3}, dt::f32, tag::any);
-      const memory::dims strides{1, 1}, dil{0, 0}, pad_l{r0 - first, p_.pl}, pad_r{std::max<int64_t>(0, last - r1), p_.pr};
-      const auto alg = algorithm::convolution_winograd;
-      const auto cd = ep_.bias ? convolution_forward::desc(prop_kind::forward_inference, alg, sl.src_md, w_any,
-                                                           memory::desc({sl.mm}, dt::f32, tag::x), sl.dst_md,
-                                                           strides, dil, pad_l, pad_r)
-                               : convolution_forward::desc(prop_kind::forward_inference, alg, sl.src_md, w_any,
-                                                           sl.dst_md, strides, dil, pad_l, pad_r);
-      primitive_attr attr;
-      attr.set_scratchpad_mode(scratchpad_mode::user);
-      auto pd = SelectWinograd(cd, attr, bands && !probe_only ? wino_impl_ : std::string());
-      if (probe_only) {
-        wino_impl_ = pd.impl_info_str();
-        wino_4x3_ = wino_impl_.find("4x3") != std::string::npos;
-        return nullptr;
-      }
+      const auto cd = WinogradPart(split, s, n, sl);
+      auto pd = SelectWinograd(cd, UserScratchpad(), bands ? wino_impl_ : std::string());
       if (std::getenv("ONEFLOW_DNNL_VERBOSE"))
         std::fprintf(stderr, "dnnl winograd conv %s %d/%d: %s (%zu KB weights)\n", bands ? "band" : "channel slice",
                      s, n, pd.impl_info_str(), pd.weights_desc().get_size() / 1024);
@@ -326,7 +340,7 @@ class DnnlConv2d {
       if (bands && wino_weights_ && wino_weights_.get_desc() == pd.weights_desc()) {
         sl.weights = wino_weights_;  // the same transformed layout: share it
       } else {
-        memory w_user(memory::desc({sl.mm, p_.c, 3, 3}, dt::f32, tag::oihw), Engine(),
+        memory w_user(memory::desc({sl.mm, p_.c, 3, 3}, memory::data_type::f32, memory::format_tag::oihw), Engine(),
                       const_cast<float*>(weights_.data() + sl.m0 * p_.c * 9));
         sl.weights = memory(pd.weights_desc(), Engine());
         reorder(w_user, sl.weights).execute(strm, w_user, sl.weights);
@@ -484,10 +498,12 @@ void RunChannelSlices(const DnnlConv2d& conv, const float* x, const float* bias,
   });
 }
 
-// NHWC [px, c] -> nChw16c [c / 16, px, 16] (c a multiple of 16).
-void NhwcToBlocked(const float* src, int64_t px, int64_t c, float* dst) {
+// NHWC [px, c] -> nChw16c [c / 16, ..., 16] (c a multiple of 16): pixel q of channel block b goes
+// to dst + (b * block_px + q) * 16, so block_px = px for a dense copy, or h * w to fill one row
+// of an image's blocked copy.
+void NhwcToBlocked(const float* src, int64_t px, int64_t c, int64_t block_px, float* dst) {
   for (int64_t q = 0; q < px; ++q)
-    for (int64_t b = 0; b < c / 16; ++b) std::memcpy(dst + (b * px + q) * 16, src + q * c + b * 16, 64);
+    for (int64_t b = 0; b < c / 16; ++b) std::memcpy(dst + (b * block_px + q) * 16, src + q * c + b * 16, 64);
 }
 
 // One 16-channel chunk of BlockedToNhwc: d = s (+ z) (then max(., 0) when relu).
@@ -496,7 +512,7 @@ inline void StoreChunk(const float* __restrict s, const float* __restrict z, flo
 #if defined(__AVX512F__)
   __m512 v = _mm512_loadu_ps(s);
   if (kResidual) v = _mm512_add_ps(v, _mm512_loadu_ps(z));
-  if (kRelu) v = _mm512_max_ps(v, _mm512_setzero_ps());
+  if (kRelu) v = MaxPs(v, _mm512_setzero_ps());
   _mm512_storeu_ps(d, v);
 #else
   for (int i = 0; i < 16; ++i) {
@@ -557,14 +573,8 @@ void RunWinograd(const DnnlConv2d& conv, const float* x, const float* bias, cons
   if (np > 1 && split == DnnlConv2d::kChannelSlices) {
     float* xb = Aligned(Scratch(3, static_cast<size_t>(p.n * in_img * 4 + 64)));
     parallel(p.n * p.h, static_cast<double>(p.w * p.c), [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        const int64_t n = r / p.h, row = r % p.h;
-        float* img = xb + n * in_img;
-        // one row of the image is a [c / 16, w, 16] piece at stride h * w * 16 per channel block
-        for (int64_t q = 0; q < p.w; ++q)
-          for (int64_t b = 0; b < p.c / 16; ++b)
-            std::memcpy(img + ((b * p.h + row) * p.w + q) * 16, x + n * in_img + (row * p.w + q) * p.c + b * 16, 64);
-      }
+      for (int64_t r = begin; r < end; ++r)  // image r / h, row r % h
+        NhwcToBlocked(x + r * p.w * p.c, p.w, p.c, p.h * p.w, xb + (r / p.h) * in_img + (r % p.h) * p.w * 16);
     });
     shared_xb = xb;
   }
@@ -577,7 +587,7 @@ void RunWinograd(const DnnlConv2d& conv, const float* x, const float* bias, cons
       const float* xb = shared_xb ? shared_xb + n * in_img : nullptr;
       if (!xb) {
         float* buf = Aligned(Scratch(3, static_cast<size_t>(in_px * p.c * 4 + 64)));
-        NhwcToBlocked(x + n * in_img + sl.in_row0 * p.w * p.c, in_px, p.c, buf);
+        NhwcToBlocked(x + n * in_img + sl.in_row0 * p.w * p.c, in_px, p.c, in_px, buf);
         xb = buf;
       }
       float* yb = Aligned(Scratch(4, static_cast<size_t>(out_px * sl.mm * 4 + 64)));
