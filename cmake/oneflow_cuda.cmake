@@ -98,4 +98,7 @@ if(ONEFLOW_HAVE_NCCL)
 endif()
 # Device code: hidden symbols like the rest of the core; fast math is opted into per kernel, not globally.
 target_compile_options(oneflow_core PRIVATE
-  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fvisibility=hidden --expt-relaxed-constexpr -Xcudafe=--diag_suppress=177>)
+  $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcudafe=--diag_suppress=177>)
+if(NOT ONEFLOW_SHARED_CORE)
+  target_compile_options(oneflow_core PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fvisibility=hidden>)
+endif()

@@ -1,150 +1,179 @@
 #!/usr/bin/env bash
-# On a machine with an NVIDIA GPU (the target is an H200, sm_90): configures and builds the CUDA
-# backend, runs every GPU test, the bf16 GEMM benchmark and bench/gpu_bench.py (encoder training
-# step and ResNet-18 vs PyTorch), and writes JUnit XML, logs and a
-# summary under $OUT (default ./gpu-check-out). Budget: under 8 minutes (each stage has a timeout).
-# Exit status: 0 only when everything built, every GPU test ran (none skipped) and passed, and the
-# benchmarks' results were correct. Usage: [OUT=dir] [BUILD_DIR=dir] [JOBS=16] scripts/gpu-check.sh
+# Runs the CUDA backend's checks on a GPU machine from the prebuilt bundle (scripts/gpu-bundle.sh):
+# nothing is built there. One step per call, each well inside 8 minutes:
+#
+#   tests     (a) every GPU test binary (kernels, device layer, sessions, CUDA graphs, training, NCCL
+#             on one rank, the C ABI, the CLI); a failing binary is run again with
+#             CUDA_LAUNCH_BLOCKING=1 so its first error points at the launch that failed
+#   memcheck  (b) compute-sanitizer --tool memcheck over the kernel and session tests
+#   bench     (c) GEMM (bf16, f16, tf32) against cuBLAS; the encoder training step and ResNet-18
+#             inference against PyTorch, in the same run
+#   all       tests, then memcheck and bench
+#
+# Results go to $OUT (default ./gpu-check-out): summary.txt, and logs.tar.gz with every log and
+# JUnit file (the device tool returns at most 8 files). Exit status 0 only when every check ran and
+# passed; on a GPU machine a skipped GPU test is a failure.
+#
+# With the device tool (docs/cuda.md, "Running on a lent GPU"):
+#   run(command="bash scripts/gpu-check.sh tests", carry=["gpu-bundle"], timeout_s=480)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/gpu-check-out}
-BUILD=${BUILD_DIR:-$PWD/build-gpu}
-JOBS=${JOBS:-16}
-mkdir -p "$OUT"
-SUMMARY="$OUT/summary.txt"
-: > "$SUMMARY"
+ROOT=$PWD
+STEP=${1:-tests}
+OUT=${OUT:-$ROOT/gpu-check-out}
+BUNDLE=${BUNDLE:-$ROOT/gpu-bundle}
+WORK=${WORK:-/tmp/gpu-check-work}
+mkdir -p "$OUT" "$WORK/logs"
+LOGS=$WORK/logs
+SUMMARY=$OUT/summary.txt
 START=$(date +%s)
 status=0
 log() { echo "$*" | tee -a "$SUMMARY"; }
-elapsed() { echo $(( $(date +%s) - START ))s; }
 fail() { log "FAIL: $*"; status=1; }
-
-log "gpu-check $(date -u +%FT%TZ) at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
-nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 || log "nvidia-smi unavailable"
-head -n 12 "$OUT/nvidia-smi.txt" | sed 's/^/  /' >> "$SUMMARY"
-
-# The build needs these; name every missing one at once rather than failing midway.
-missing=""
-for tool in cmake ninja nvcc protoc flatc; do command -v "$tool" > /dev/null || missing="$missing $tool"; done
-if [ -n "$missing" ]; then
-  fail "missing build tools:$missing (scripts/setup.sh installs them on Debian/Ubuntu)"
-  exit 1
-fi
-if command -v ccache > /dev/null; then export CCACHE_BASEDIR=$PWD; log "ccache: on"; fi
-
-# ---- Configure and build (sm_90 machine code + compute_90 PTX) --------------------------------
-if ! timeout 240 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DONEFLOW_WITH_CUDA=ON \
-     "-DCMAKE_CUDA_ARCHITECTURES=90-real;90-virtual" -DONEFLOW_BUILD_JAVA=OFF > "$OUT/configure.log" 2>&1; then
-  fail "configure (see configure.log)"; tail -n 20 "$OUT/configure.log" | tee -a "$SUMMARY"; exit 1
-fi
-grep "CUDA backend" "$OUT/configure.log" | tee -a "$SUMMARY"
-TARGETS="oneflow_cuda_tests oneflow_cuda_host_tests oneflow_cuda_c_api_test oneflow_gpu_gemm_bench liboneflow
-         oneflow_cuda_session_tests oneflow_cuda_placement_tests oneflow_cli"
-TARGETS="$TARGETS oneflow_cuda_train_tests"  # training kernels + fused optimizer (docs/training.md)
-TARGETS="$TARGETS oneflow_mixed_precision_c_api_test"  # the C ABI's training device fields, on CUDA
-TARGETS="$TARGETS oneflow_nccl_gpu_tests oneflow_nccl_host_tests"  # NCCL communicator + CUDA Boxing
-if ! timeout 300 ninja -C "$BUILD" -j"$JOBS" $TARGETS > "$OUT/build.log" 2>&1; then
-  fail "build (see build.log)"; grep -m 20 -E "error|FAILED" "$OUT/build.log" | tee -a "$SUMMARY"; exit 1
-fi
-log "built in $(elapsed)"
-
-# ---- Tests: every GPU test must run (a skip on a GPU machine is a failure) ---------------------
-run_gtest() {  # name binary [args...]
-  local name=$1; shift
-  timeout 300 "$@" --gtest_output="xml:$OUT/$name.xml" > "$OUT/$name.log" 2>&1
-  local rc=$?
-  local line; line=$(grep -E "^\[  (PASSED|FAILED) " "$OUT/$name.log" | tr '\n' ' ')
-  local skipped; skipped=$(grep -oE "^\[  SKIPPED \] [0-9]+ test" "$OUT/$name.log" | grep -oE "[0-9]+" || true)
-  skipped=${skipped:-0}
-  log "$name: rc=$rc $line skipped=$skipped"
-  [ "$rc" -eq 0 ] || fail "$name (see $name.log)"
-  [ "$skipped" -eq 0 ] || fail "$name skipped tests on a GPU machine: $(grep -m1 'no CUDA device' "$OUT/$name.log")"
+elapsed() { echo "$(( $(date +%s) - START ))s"; }
+finish() {
+  tar -C "$WORK" -czf "$OUT/logs.tar.gz" logs 2> /dev/null
+  log "step $STEP: total $(elapsed); status $status"
+  exit $status
 }
-run_gtest cuda_gpu "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaDevice.*:CudaKernels.*'
-run_gtest cuda_gpu_nn_tensor "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaNnKernels.*:CudaTensorKernels.*:CudaAttention.*'
-run_gtest cuda_host "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaErrors.*:CudaRegistry.*'
-run_gtest cuda_gpu_fused_elementwise "$BUILD/tests/cuda/oneflow_cuda_tests" --gtest_filter='CudaFusedElementwise.*'
-run_gtest cuda_allocator "$BUILD/tests/cuda/oneflow_cuda_host_tests"
-# Training sessions on CUDA vs the CPU: the bench's small transformer encoder is read from here.
-export ONEFLOW_TRAIN_MODELS="$BUILD/gpu-check-train-models"
-python3 bench/make_train_models.py "$ONEFLOW_TRAIN_MODELS" --small > "$OUT/train_models.log" 2>&1 ||
-  fail "could not make the training models (see train_models.log)"
-run_gtest cuda_train_gpu "$BUILD/tests/cuda_train/oneflow_cuda_train_tests"
-TRAIN_FIXTURE="$BUILD/gpu-check-train-fixture"
-if python3 tests/train/make_train_fixture.py "$TRAIN_FIXTURE" > "$OUT/train_fixture.log" 2>&1 &&
-   timeout 120 "$BUILD/tests/cuda_train/oneflow_mixed_precision_c_api_test" "$TRAIN_FIXTURE" > "$OUT/train_c_api_cuda.log" 2>&1 &&
-   ! grep -q "CUDA training run is skipped" "$OUT/train_c_api_cuda.log"; then
-  log "train_c_api_cuda: passed ($(tail -n 1 "$OUT/train_c_api_cuda.log"))"
-else
-  fail "train_c_api_cuda (see train_c_api_cuda.log, train_fixture.log)"
+
+case "$STEP" in tests | memcheck | bench | all) ;; *)
+  echo "usage: $0 tests|memcheck|bench|all" >&2; exit 2 ;;
+esac
+log "gpu-check $STEP $(date -u +%FT%TZ) at $(git rev-parse --short HEAD 2> /dev/null || echo '?')"
+if [ ! -f "$BUNDLE/env.sh" ]; then
+  fail "no bundle at $BUNDLE: build it with scripts/gpu-bundle.sh and carry gpu-bundle"; finish
 fi
-# NCCL on one GPU (1-rank communicator, init timeout/abort, boxing table with staged communicators);
-# the NcclMultiGpu.* tests need 2-4 GPUs and run only where there are that many.
-NCCL_FILTER='NcclOneRank.*:NcclTimeout.*:CudaBoxing.*'
-grep -q "NCCL ON" "$OUT/configure.log" || { log "NCCL not found: only the staged CUDA boxing table runs"; NCCL_FILTER='CudaBoxing.*'; }
-run_gtest nccl_gpu "$BUILD/tests/nccl/oneflow_nccl_gpu_tests" --gtest_filter="$NCCL_FILTER"
-run_gtest nccl_host "$BUILD/tests/nccl/oneflow_nccl_host_tests"
-if [ "$NCCL_FILTER" != 'CudaBoxing.*' ] && [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 4 ]; then
-  run_gtest nccl_multi_gpu "$BUILD/tests/nccl/oneflow_nccl_gpu_tests" --gtest_filter='NcclMultiGpu.*'
+head -n 3 "$BUNDLE/MANIFEST" | sed 's/^/  bundle: /' | tee -a "$SUMMARY"
+# shellcheck source=/dev/null
+if ! source "$BUNDLE/env.sh" >> "$SUMMARY" 2>&1; then
+  tail -n 6 "$SUMMARY"; fail "the bundle's libraries do not resolve (above)"; finish
 fi
-run_gtest cuda_session_gpu "$BUILD/tests/cuda/oneflow_cuda_session_tests" --gtest_filter='CudaSession.*'
-run_gtest cuda_placement "$BUILD/tests/cuda/oneflow_cuda_placement_tests"
-FIXTURE="$BUILD/gpu-check-fixture"
-if python3 tests/c_api/make_c_api_fixture.py "$FIXTURE" > "$OUT/c_api_fixture.log" 2>&1; then
-  if timeout 60 "$BUILD/tests/cuda/oneflow_cuda_c_api_test" "$FIXTURE/model.onnx" > "$OUT/cuda_c_api.log" 2>&1; then
-    log "cuda_c_api: passed ($(grep -m1 'device 0' "$OUT/cuda_c_api.log"))"
-  else
-    fail "cuda_c_api (see cuda_c_api.log)"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader \
+  2>&1 | sed 's/^/  gpu: /' | tee -a "$SUMMARY"
+grep -m1 "model name" /proc/cpuinfo | sed 's/^.*: /  cpu: /' | tee -a "$SUMMARY"
+B=$BUNDLE/bin
+
+# name timeout binary [args...]: a gtest binary; a rerun with CUDA_LAUNCH_BLOCKING=1 when it fails.
+run_gtest() {
+  local name=$1 limit=$2; shift 2
+  timeout "$limit" "$@" --gtest_output="xml:$LOGS/$name.xml" > "$LOGS/$name.log" 2>&1
+  local rc=$?
+  local line skipped failed
+  line=$(grep -E "^\[  (PASSED|FAILED) " "$LOGS/$name.log" | tr '\n' ' ')
+  skipped=$(grep -oE "^\[  SKIPPED \] [0-9]+ test" "$LOGS/$name.log" | grep -oE "[0-9]+" || true)
+  log "$name: rc=$rc ${line:-(no summary: crashed or timed out)} skipped=${skipped:-0}"
+  if [ "$rc" -ne 0 ]; then
+    failed=$(grep -E "^\[  FAILED  \] [A-Za-z_0-9]+\.[A-Za-z_0-9/]+" "$LOGS/$name.log" | awk '{print $4}' | sort -u | tr '\n' ':')
+    fail "$name ($(echo "$failed" | tr ':' ' '))"
+    grep -E -m 12 "Failure|error|Error|what\(\)" "$LOGS/$name.log" | cut -c1-300 | sed 's/^/    /' | tee -a "$SUMMARY"
+    # The first failing test again, with synchronous launches: the error lands on its launch.
+    local first=${failed%%:*}
+    if [ -n "$first" ]; then
+      CUDA_LAUNCH_BLOCKING=1 timeout 60 "$@" --gtest_filter="$first" > "$LOGS/$name.blocking.log" 2>&1
+      log "    rerun of $first with CUDA_LAUNCH_BLOCKING=1: rc=$?"
+      grep -E -m 6 "Failure|error|Error|what\(\)" "$LOGS/$name.blocking.log" | cut -c1-300 | sed 's/^/    /' | tee -a "$SUMMARY"
+    fi
   fi
-else
-  fail "could not make the C API fixture model (python3 with onnx; see c_api_fixture.log)"
-fi
-# The CLI on the device: `oneflow run --device cuda` writes what the CPU run writes; bench times it.
-if [ -f "$FIXTURE/model.onnx" ] && timeout 120 python3 - "$BUILD/oneflow" "$FIXTURE" "$OUT/cli" > "$OUT/cuda_cli.log" 2>&1 <<'PY'
-import os, subprocess, sys
-import numpy as np
-bin_, fixture, work = sys.argv[1:4]
-os.makedirs(work, exist_ok=True)
-x = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
-b = np.random.default_rng(1).standard_normal((5, 4)).astype(np.float32)
-np.save(f"{work}/x.npy", x); np.save(f"{work}/b.npy", b)
-for dev in ("cpu", "cuda", "cuda:0"):
-    subprocess.run([bin_, "run", f"{fixture}/model.onnx", "--input", f"x={work}/x.npy", "--input", f"b={work}/b.npy",
-                    "--output-dir", f"{work}/{dev.replace(':', '_')}", "--device", dev], check=True)
-y = np.maximum(x + b, 0) + x
-for dev in ("cpu", "cuda", "cuda_0"):
-    assert np.array_equal(np.load(f"{work}/{dev}/y.npy"), y), dev
-print(subprocess.run([bin_, "bench", f"{fixture}/model.onnx", "--shape", "x=64x4", "--shape", "b=64x4", "--device", "cuda",
-                      "--cuda-graphs", "on"], check=True, capture_output=True, text=True).stdout.strip())
-print("cuda_cli: passed")
-PY
-then
-  log "cuda_cli: passed ($(grep -m1 p50_ms "$OUT/cuda_cli.log"))"
-else
-  fail "cuda_cli (see cuda_cli.log)"
-fi
-log "tests done at $(elapsed)"
+  [ "${skipped:-0}" -eq 0 ] || fail "$name skipped tests on a GPU machine: $(grep -m1 -o 'no CUDA device.*' "$LOGS/$name.log")"
+}
 
-# ---- Benchmark: bf16 GEMM 8192^3, ours vs cuBLAS in the same run -----------------------------
-if timeout 180 "$BUILD/tests/cuda/oneflow_gpu_gemm_bench" 8192 8192 8192 --reps 20 --out "$OUT/gemm_bench.txt" \
-     > "$OUT/gemm_bench.log" 2>&1; then
-  cat "$OUT/gemm_bench.txt" | tee -a "$SUMMARY"
-else
-  fail "gemm bench (see gemm_bench.log)"; tail -n 5 "$OUT/gemm_bench.log" | tee -a "$SUMMARY"
-fi
-
-# ---- Benchmark: encoder training step and ResNet-18 inference, ours vs PyTorch CUDA (same run) ---
-if python3 -c "import torch; assert torch.cuda.is_available()" > /dev/null 2>&1; then
-  if timeout 200 python3 bench/gpu_bench.py --lib "$BUILD/liboneflow.so" --models-dir "$BUILD/gpu-bench-models" \
-       --iters 20 --json "$OUT/gpu_bench.json" > "$OUT/gpu_bench.txt" 2> "$OUT/gpu_bench.log"; then
-    cat "$OUT/gpu_bench.txt" | tee -a "$SUMMARY"
+step_tests() {
+  run_gtest cuda_gpu 100 "$B/oneflow_cuda_tests" --gtest_filter='CudaDevice.*:CudaKernels.*'
+  run_gtest cuda_gpu_nn_tensor 100 "$B/oneflow_cuda_tests" --gtest_filter='CudaNnKernels.*:CudaTensorKernels.*:CudaAttention.*'
+  run_gtest cuda_gpu_fused_elementwise 60 "$B/oneflow_cuda_tests" --gtest_filter='CudaFusedElementwise.*'
+  run_gtest cuda_host 30 "$B/oneflow_cuda_tests" --gtest_filter='CudaErrors.*:CudaRegistry.*'
+  run_gtest cuda_allocator 30 "$B/oneflow_cuda_host_tests"
+  run_gtest cuda_placement 30 "$B/oneflow_cuda_placement_tests"
+  run_gtest cuda_session_gpu 100 "$B/oneflow_cuda_session_tests" --gtest_filter='CudaSession.*'
+  # Training on CUDA against the CPU: the bench's small transformer encoder is read from here.
+  export ONEFLOW_TRAIN_MODELS=$WORK/train-models
+  python3 bench/make_train_models.py "$ONEFLOW_TRAIN_MODELS" --small > "$LOGS/train_models.log" 2>&1 ||
+    fail "could not make the training models (train_models.log)"
+  run_gtest cuda_train_gpu 120 "$B/oneflow_cuda_train_tests"
+  if python3 tests/train/make_train_fixture.py "$WORK/train-fixture" > "$LOGS/train_fixture.log" 2>&1 &&
+     timeout 120 "$B/oneflow_mixed_precision_c_api_test" "$WORK/train-fixture" > "$LOGS/train_c_api_cuda.log" 2>&1 &&
+     ! grep -q "CUDA training run is skipped" "$LOGS/train_c_api_cuda.log"; then
+    log "train_c_api_cuda: passed ($(tail -n 1 "$LOGS/train_c_api_cuda.log"))"
   else
-    fail "gpu bench (a check failed or it timed out; see gpu_bench.txt, gpu_bench.log)"
-    tail -n 20 "$OUT/gpu_bench.txt" "$OUT/gpu_bench.log" | tee -a "$SUMMARY"
+    fail "train_c_api_cuda"; tail -n 8 "$LOGS/train_c_api_cuda.log" "$LOGS/train_fixture.log" 2> /dev/null | sed 's/^/    /' | tee -a "$SUMMARY"
   fi
-else
-  fail "gpu bench: python3 cannot use torch with CUDA here"
-fi
+  # NCCL on one GPU (1-rank communicator, init timeout/abort, CUDA boxing with staged communicators).
+  run_gtest nccl_gpu 90 "$B/oneflow_nccl_gpu_tests" --gtest_filter='NcclOneRank.*:NcclTimeout.*:CudaBoxing.*'
+  run_gtest nccl_host 30 "$B/oneflow_nccl_host_tests"
+  if [ "$(nvidia-smi -L 2> /dev/null | wc -l)" -ge 2 ]; then
+    run_gtest nccl_multi_gpu 180 "$B/oneflow_nccl_gpu_tests" --gtest_filter='NcclMultiGpu.*'
+  else
+    log "nccl_multi_gpu: not run (one GPU; it needs 2-4)"
+  fi
+  # The C ABI and the CLI on the device.
+  local fixture=$WORK/c-api-fixture
+  if python3 tests/c_api/make_c_api_fixture.py "$fixture" > "$LOGS/c_api_fixture.log" 2>&1; then
+    if timeout 60 "$B/oneflow_cuda_c_api_test" "$fixture/model.onnx" > "$LOGS/cuda_c_api.log" 2>&1; then
+      log "cuda_c_api: passed ($(grep -m1 'device 0' "$LOGS/cuda_c_api.log"))"
+    else
+      fail "cuda_c_api"; tail -n 8 "$LOGS/cuda_c_api.log" | sed 's/^/    /' | tee -a "$SUMMARY"
+    fi
+    if timeout 120 python3 tests/cuda/cli_device_test.py "$B/oneflow" "$fixture" "$WORK/cli" > "$LOGS/cuda_cli.log" 2>&1; then
+      log "cuda_cli: passed ($(tail -n 1 "$LOGS/cuda_cli.log"))"
+    else
+      fail "cuda_cli"; tail -n 8 "$LOGS/cuda_cli.log" | sed 's/^/    /' | tee -a "$SUMMARY"
+    fi
+  else
+    fail "could not make the C API fixture model (c_api_fixture.log)"
+  fi
+  log "tests done at $(elapsed)"
+}
 
-log "total $(elapsed); status $status"
-exit $status
+step_memcheck() {
+  if ! command -v compute-sanitizer > /dev/null; then fail "compute-sanitizer is not on PATH"; return; fi
+  # A subset that touches every kernel file once at small sizes: memcheck slows kernels 10-100x.
+  local filters=('CudaKernels.*' 'CudaTensorKernels.*' 'CudaNnKernels.*' 'CudaFusedElementwise.*' 'CudaAttention.*')
+  for f in "${filters[@]}"; do
+    local name="memcheck_${f%%.*}"
+    timeout "${MEMCHECK_SECONDS:-45}" compute-sanitizer --tool memcheck --leak-check no --error-exitcode 86 --print-limit 20 \
+      "$B/oneflow_cuda_tests" --gtest_filter="$f" --gtest_brief=1 > "$LOGS/$name.log" 2>&1
+    local rc=$?
+    local errors
+    errors=$(grep -oE "ERROR SUMMARY: [0-9]+ error" "$LOGS/$name.log" | tail -n 1)
+    log "$name: rc=$rc ${errors:-(no summary)}"
+    [ "$rc" -eq 0 ] || { fail "$name"; grep -E -m 8 "Invalid|Address|at 0x|by thread|FAILED" "$LOGS/$name.log" | cut -c1-240 | sed 's/^/    /' | tee -a "$SUMMARY"; }
+  done
+  timeout "${MEMCHECK_SECONDS:-45}" compute-sanitizer --tool memcheck --leak-check no --error-exitcode 86 --print-limit 20 \
+    "$B/oneflow_cuda_session_tests" --gtest_filter='CudaSession.*' --gtest_brief=1 > "$LOGS/memcheck_session.log" 2>&1
+  local rc=$?
+  log "memcheck_session: rc=$rc $(grep -oE 'ERROR SUMMARY: [0-9]+ error' "$LOGS/memcheck_session.log" | tail -n 1)"
+  [ "$rc" -eq 0 ] || fail "memcheck_session"
+  log "memcheck done at $(elapsed)"
+}
+
+step_bench() {
+  local dt
+  for dt in bf16 f16 tf32; do
+    if timeout 40 "$B/oneflow_gpu_gemm_bench" 8192 8192 8192 --dtype "$dt" --reps 20 > "$LOGS/gemm_$dt.log" 2>&1; then
+      grep -E "ours|cublas|ratio|TFLOP" "$LOGS/gemm_$dt.log" | sed "s/^/  gemm $dt: /" | tee -a "$SUMMARY"
+    else
+      fail "gemm bench $dt"; tail -n 5 "$LOGS/gemm_$dt.log" | sed 's/^/    /' | tee -a "$SUMMARY"
+    fi
+  done
+  if python3 -c "import torch; assert torch.cuda.is_available()" > /dev/null 2>&1; then
+    if timeout 150 python3 bench/gpu_bench.py --lib "$BUNDLE/lib/liboneflow.so" --models-dir "$WORK/gpu-bench-models" \
+         --iters "${BENCH_ITERS:-15}" --json "$OUT/gpu_bench.json" > "$LOGS/gpu_bench.txt" 2> "$LOGS/gpu_bench.log"; then
+      cat "$LOGS/gpu_bench.txt" | tee -a "$SUMMARY"
+    else
+      fail "gpu bench (a check failed or it timed out)"
+      tail -n 20 "$LOGS/gpu_bench.txt" "$LOGS/gpu_bench.log" | cut -c1-300 | tee -a "$SUMMARY"
+    fi
+  else
+    fail "gpu bench: python3 cannot use torch with CUDA here"
+  fi
+  log "bench done at $(elapsed)"
+}
+
+case "$STEP" in
+  tests) step_tests ;;
+  memcheck) step_memcheck ;;
+  bench) step_bench ;;
+  all) step_tests; step_memcheck; step_bench ;;
+esac
+finish

@@ -23,6 +23,19 @@ ninja -C build -j"$JOBS"
 echo "== ctest"
 (cd build && ctest --output-on-failure -j"$JOBS")
 
+# The GPU bundle (docs/cuda.md, "The GPU bundle"): built here, then its host side run inside
+# minimal Debian root file systems to prove it needs nothing from this machine.
+if command -v nvcc > /dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+  echo "== GPU bundle (scripts/gpu-bundle.sh) and its host-side run in minimal root file systems"
+  bash scripts/gpu-bundle.sh
+  python3 tests/c_api/make_c_api_fixture.py build-gpu-bundle/c_api_fixture > /dev/null
+  rc=0
+  bash tests/gpu_bundle/rootfs_test.sh gpu-bundle build-gpu-bundle/c_api_fixture || rc=$?
+  if [ "$rc" = 77 ]; then echo "(the root-file-system run was skipped: reason above)"; elif [ "$rc" != 0 ]; then exit "$rc"; fi
+else
+  echo "== GPU bundle: skipped (no CUDA toolkit: nvcc not found)"
+fi
+
 if [ "$FUZZ_SECONDS" != 0 ]; then
   echo "== fuzz smoke (${FUZZ_SECONDS}s)"
   bash scripts/fuzz-smoke.sh "$FUZZ_SECONDS"
