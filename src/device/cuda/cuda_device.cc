@@ -1,6 +1,7 @@
 // The CUDA device layer (see cuda_device.h).
 #include "device/cuda/cuda_device.h"
 
+#include <atomic>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -52,13 +53,32 @@ DeviceGuard::DeviceGuard(int index) {
 
 DeviceGuard::~DeviceGuard() { (void)cudaSetDevice(previous_); }
 
+namespace {
+// Handles of the streams we created -> their allocator ids.
+StreamRegistry& Streams() {
+  static StreamRegistry* r = new StreamRegistry();  // never destroyed: streams may outlive main
+  return *r;
+}
+uintptr_t Handle(cudaStream_t stream) { return reinterpret_cast<uintptr_t>(stream); }
+CachingAllocator* ExistingAllocator(int index);  // below; nullptr when never created
+}  // namespace
+
 Stream::Stream(int device) : device_(device) {
   DeviceGuard guard(device);
   OF_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  id_ = Streams().Register(Handle(stream_));
 }
 
 Stream::~Stream() {
-  if (stream_) (void)cudaStreamDestroy(stream_);
+  if (!stream_) return;
+  // StreamDestroyed's contract: the stream's work is complete. (Should this fail -- a sticky
+  // error -- the blocks still go only to cudaFree, which synchronizes the device first.)
+  if (cudaStreamSynchronize(stream_) != cudaSuccess) (void)cudaGetLastError();
+  // Forgotten before cudaStreamDestroy: from then on the driver may give the handle to a new
+  // stream, which must get a new id.
+  Streams().Unregister(Handle(stream_));
+  if (CachingAllocator* alloc = ExistingAllocator(device_)) alloc->StreamDestroyed(id_);
+  (void)cudaStreamDestroy(stream_);
 }
 
 void Stream::Synchronize() const { OF_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
@@ -94,8 +114,12 @@ float Event::ElapsedMs(const Event& start) const {
 namespace {
 thread_local cudaStream_t g_current_stream = nullptr;
 thread_local std::vector<std::shared_ptr<Storage>>* g_keep_allocations = nullptr;
+// CaptureScopes alive on any device: the pinned staging pool frees nothing meanwhile.
+std::atomic<int> g_captures{0};
 
-// cudaMalloc / cudaFree on one device. Free must not throw (it runs from destructors).
+// cudaMalloc / cudaFree and events on one device. Nothing but Allocate may throw (the rest runs
+// from Free, i.e. from destructors). cudaFree synchronizes the device before freeing, which is what
+// lets the allocator release blocks whose last users it cannot track (MemoryBackend's contract).
 class CudaMemoryBackend final : public MemoryBackend {
  public:
   explicit CudaMemoryBackend(int device) : device_(device) {}
@@ -117,6 +141,34 @@ class CudaMemoryBackend final : public MemoryBackend {
     (void)cudaFree(ptr);
     (void)cudaSetDevice(previous);
   }
+  // The event is created on our device (nullptr: our legacy default stream). A caller's stream on
+  // another device makes cudaEventRecord fail (event and stream must share a context); the
+  // allocator then returns the block with cudaFree, which waits for that stream's work too.
+  Event RecordEvent(uintptr_t stream) override {
+    int previous = 0;
+    (void)cudaGetDevice(&previous);
+    cudaEvent_t event = nullptr;
+    const bool ok = cudaSetDevice(device_) == cudaSuccess &&
+                    cudaEventCreateWithFlags(&event, cudaEventDisableTiming) == cudaSuccess &&
+                    cudaEventRecord(event, reinterpret_cast<cudaStream_t>(stream)) == cudaSuccess;
+    if (!ok) {
+      (void)cudaGetLastError();
+      if (event) (void)cudaEventDestroy(event);
+      event = nullptr;
+    }
+    (void)cudaSetDevice(previous);
+    return event;
+  }
+  bool EventDone(Event event) override {
+    const cudaError_t status = cudaEventQuery(static_cast<cudaEvent_t>(event));
+    if (status == cudaSuccess) return true;
+    (void)cudaGetLastError();
+    return status != cudaErrorNotReady;  // another error: the device runs nothing any more
+  }
+  void SynchronizeEvent(Event event) override {
+    if (cudaEventSynchronize(static_cast<cudaEvent_t>(event)) != cudaSuccess) (void)cudaGetLastError();
+  }
+  void DestroyEvent(Event event) override { (void)cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
 
  private:
   int device_;
@@ -131,6 +183,13 @@ struct DeviceAllocators {
 DeviceAllocators& Allocators() {
   static DeviceAllocators* a = new DeviceAllocators();  // never destroyed: blocks may outlive main
   return *a;
+}
+
+CachingAllocator* ExistingAllocator(int index) {
+  DeviceAllocators& a = Allocators();
+  std::lock_guard<std::mutex> lock(a.mu);
+  if (index < 0 || static_cast<size_t>(index) >= a.allocators.size()) return nullptr;
+  return a.allocators[static_cast<size_t>(index)].get();
 }
 
 // Pinned staging buffers, reused once the copy that last used them has completed (an event).
@@ -155,7 +214,9 @@ class PinnedStagingPool {
     b.done->Record(stream);
     std::lock_guard<std::mutex> lock(mu_);
     blocks_.push_back(std::move(b));
-    if (blocks_.size() > kMaxBlocks) blocks_.pop_front();  // cudaFreeHost waits for its copy
+    // cudaFreeHost waits for its copy -- it synchronizes, so not while a graph is being captured
+    // (on any thread): the pool then grows past kMaxBlocks until a later Release after the capture.
+    while (blocks_.size() > kMaxBlocks && g_captures.load() == 0) blocks_.pop_front();
   }
 
  private:
@@ -189,9 +250,33 @@ CachingAllocator& DeviceAllocator(int index) {
   return *slot;
 }
 
+CachingAllocator::StreamId AllocatorStreamId(cudaStream_t stream) {
+  if (stream == nullptr || stream == cudaStreamLegacy) return CachingAllocator::kDefaultStreamId;
+  if (auto id = Streams().Find(Handle(stream))) return *id;
+#if CUDART_VERSION >= 12000
+  unsigned long long driver_id = 0;
+  OF_CUDA_CHECK(cudaStreamGetId(stream, &driver_id));
+  return CachingAllocator::kExternalStreamIdBit | static_cast<CachingAllocator::StreamId>(driver_id);
+#else
+  // Without cudaStreamGetId nothing names such a stream for good: its raw handle could be reused.
+  Fail(ErrorCode::kInvalidArgument, "device memory for stream ", static_cast<const void*>(stream),
+       ", which cuda::Stream did not create, needs CUDA 12 (cudaStreamGetId)");
+#endif
+}
+
+CaptureScope::CaptureScope(int device) : allocator_(DeviceAllocator(device)) {
+  allocator_.BeginCapture();
+  g_captures.fetch_add(1);
+}
+
+CaptureScope::~CaptureScope() {
+  g_captures.fetch_sub(1);
+  allocator_.EndCapture();  // releases what had to wait for the last capture on this device
+}
+
 std::shared_ptr<Storage> AllocateDeviceStorage(size_t bytes, int device, cudaStream_t stream) {
   CachingAllocator& alloc = DeviceAllocator(device);
-  void* p = alloc.Allocate(bytes, reinterpret_cast<CachingAllocator::StreamId>(stream));
+  void* p = alloc.Allocate(bytes, AllocatorStreamId(stream));
   std::shared_ptr<Storage> storage = Storage::Borrow(p, bytes, [&alloc, p] { alloc.Free(p); });
   if (g_keep_allocations) g_keep_allocations->push_back(storage);
   return storage;
@@ -205,6 +290,20 @@ KeepAllocations::~KeepAllocations() { g_keep_allocations = previous_; }
 Tensor EmptyDeviceTensor(DType dtype, const Shape& shape, int device, cudaStream_t stream) {
   const size_t bytes = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
   return Tensor(dtype, shape, AllocateDeviceStorage(bytes, device, stream));
+}
+
+void RecordStream(const Tensor& t, cudaStream_t stream) {
+  if (!t.defined() || !t.storage() || t.storage()->data() == nullptr) return;
+  void* block = t.storage()->data();  // AllocateDeviceStorage's storage starts at its block
+  std::vector<CachingAllocator*> allocators;
+  {
+    DeviceAllocators& a = Allocators();
+    std::lock_guard<std::mutex> lock(a.mu);
+    for (const auto& alloc : a.allocators)
+      if (alloc) allocators.push_back(alloc.get());
+  }
+  for (CachingAllocator* alloc : allocators)
+    if (alloc->RecordStream(block, Handle(stream))) return;
 }
 
 std::shared_ptr<Storage> AllocatePinnedStorage(size_t bytes) {

@@ -43,7 +43,11 @@ class DeviceGuard {
   int previous_ = 0;
 };
 
-// An owned non-blocking stream on one device.
+// An owned non-blocking stream on one device. Each gets an allocator stream id of its own, never
+// reused in the process (the driver does reuse cudaStream_t handles): device memory allocated for
+// one stream is never handed to a later stream that happens to get the same handle.
+// The destructor synchronizes the stream, then releases the blocks cached in its pool; blocks still
+// allocated on it go back to the device when freed (see CachingAllocator::StreamDestroyed).
 class Stream {
  public:
   explicit Stream(int device);
@@ -52,12 +56,22 @@ class Stream {
   Stream& operator=(const Stream&) = delete;
   cudaStream_t get() const { return stream_; }
   int device() const { return device_; }
+  CachingAllocator::StreamId id() const { return id_; }
   void Synchronize() const;
 
  private:
   int device_;
   cudaStream_t stream_ = nullptr;
+  CachingAllocator::StreamId id_ = CachingAllocator::kDefaultStreamId;
 };
+
+// The caching allocator's id for `stream`: the cuda::Stream's own id; kDefaultStreamId for the
+// legacy default stream (nullptr, cudaStreamLegacy); for any other stream (a caller's, or
+// cudaStreamPerThread) the driver's id (cudaStreamGetId, unique for the life of the program) with
+// CachingAllocator::kExternalStreamIdBit set. The pool of such an external stream is not released
+// when the stream is destroyed (nothing tells us); its blocks stay cached until ReleaseCached or an
+// out-of-memory retry. Never reused for another stream either way.
+CachingAllocator::StreamId AllocatorStreamId(cudaStream_t stream);
 
 class Event {
  public:
@@ -95,6 +109,23 @@ class StreamScope {
 // The caching allocator of device `index` (created on first use, lives for the process).
 CachingAllocator& DeviceAllocator(int index);
 
+// Marks a CUDA graph capture on `device` for the scope's lifetime (see
+// CachingAllocator::BeginCapture): while any capture is in progress the device's allocator returns
+// nothing to the device (its out-of-memory retry fails with kOutOfMemory naming the capture instead
+// of calling cudaFree, which would invalidate the capture), and the pinned staging pool frees no
+// buffer (cudaFreeHost synchronizes too). Construct it before cudaStreamBeginCapture and let it go
+// after cudaStreamEndCapture.
+class CaptureScope {
+ public:
+  explicit CaptureScope(int device);
+  ~CaptureScope();
+  CaptureScope(const CaptureScope&) = delete;
+  CaptureScope& operator=(const CaptureScope&) = delete;
+
+ private:
+  CachingAllocator& allocator_;
+};
+
 // Device memory for `bytes` on `device`, ordered on `stream`: returned to the allocator's pool for
 // that stream when the last tensor viewing it is destroyed. The static memory plan's arena is one
 // such storage; its tensors view it at their planned offsets (Tensor(dtype, shape, storage, offset)).
@@ -115,6 +146,19 @@ class KeepAllocations {
 };
 // An uninitialized device tensor.
 Tensor EmptyDeviceTensor(DType dtype, const Shape& shape, int device, cudaStream_t stream);
+// torch's record_stream: declares that work queued on `stream` (any stream, e.g. the caller's own)
+// uses `t`'s device memory. When the memory is freed (the last tensor viewing it is destroyed), an
+// event is recorded on `stream`, and the allocator hands the block out again only once that event
+// completed -- so work the caller queued on `stream` before letting the tensor go still reads valid
+// data, even though the block belongs to another stream's pool. `stream` must still exist when the
+// memory is freed. (A stream of another device cannot take our event: the block then goes back to
+// the device with cudaFree, which waits for all work.) Without RecordStream, a device tensor used on
+// a stream other than the one it was allocated for must be ordered before its release by the caller
+// (synchronize `stream`, or make the allocation's stream wait for an event on it). Memory not from
+// the device allocators (borrowed device memory, host tensors, empty tensors) is left alone: the
+// caller owns it. The contract for a run's device outputs: docs/cuda.md, "Device memory: pools,
+// streams and the caller's contract".
+void RecordStream(const Tensor& t, cudaStream_t stream);
 // Page-locked host memory (cudaHostAlloc), freed with cudaFreeHost: the staging buffers of
 // asynchronous copies.
 std::shared_ptr<Storage> AllocatePinnedStorage(size_t bytes);
