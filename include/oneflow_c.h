@@ -710,6 +710,14 @@ typedef enum oneflow_cuda_graph_mode_t {
 typedef struct oneflow_device_session_options_t {
   size_t struct_size;                   /* set by oneflow_device_session_options_init */
   oneflow_cuda_graph_mode_t cuda_graphs; /* default ONEFLOW_CUDA_GRAPHS_AUTO */
+  /* Added later (read only when struct_size covers it): when a CUDA kernel declines its node at run
+   * time (a dtype or size it does not handle), 0 (default) fails the run with ONEFLOW_UNSUPPORTED
+   * naming the node, its op and the reason; 1 runs that node on the CPU from then on (slower, with
+   * copies around it and no CUDA graphs), counted in oneflow_session_get_device_stats. The
+   * environment variable ONEFLOW_CUDA_ALLOW_FALLBACK=1 also allows it. Nodes with no CUDA kernel at
+   * all run on the CPU either way (planned fallbacks, counted too). A library built for other GPU
+   * architectures is ONEFLOW_INTERNAL, never a fallback. */
+  int32_t allow_runtime_fallback;
 } oneflow_device_session_options_t;
 
 ONEFLOW_API void oneflow_device_session_options_init(oneflow_device_session_options_t* options);
@@ -720,6 +728,21 @@ ONEFLOW_API oneflow_status_t oneflow_session_create_on_device_ex(
     oneflow_env_t* env, const oneflow_graph_t* graph, const oneflow_session_options_t* options,
     oneflow_device_kind_t device, int32_t index, const oneflow_device_session_options_t* device_options,
     oneflow_session_t** out_session);
+
+/* What a session did with its device so far (docs/cuda.md, "Run-time fallbacks and host reads"). */
+typedef struct oneflow_session_device_stats_t {
+  size_t struct_size;              /* set by oneflow_session_device_stats_init */
+  uint64_t cuda_graphs_captured;   /* CUDA graphs captured (one per set of input shapes) */
+  uint64_t planned_fallback_nodes; /* nodes placed on the CPU at creation: no CUDA kernel for them */
+  uint64_t runtime_fallback_nodes; /* nodes moved to the CPU when their CUDA kernel declined a run
+                                    * (only with allow_runtime_fallback / ONEFLOW_CUDA_ALLOW_FALLBACK=1) */
+} oneflow_session_device_stats_t;
+
+ONEFLOW_API void oneflow_session_device_stats_init(oneflow_session_device_stats_t* stats);
+/* Fills `out_stats` (initialized with oneflow_session_device_stats_init) for an inference session;
+ * a CPU session reports zeros. A training session is ONEFLOW_INVALID_ARGUMENT. Thread-safe. */
+ONEFLOW_API oneflow_status_t oneflow_session_get_device_stats(const oneflow_session_t* session,
+                                                              oneflow_session_device_stats_t* out_stats);
 
 /* Wraps device memory the caller owns as a tensor, without copying. `data` must be memory of CUDA
  * device `index` (cudaMalloc, cudaMallocAsync or managed; checked: ONEFLOW_INVALID_ARGUMENT
@@ -741,11 +764,22 @@ ONEFLOW_API oneflow_status_t oneflow_tensor_create_device_borrowed(oneflow_dtype
 ONEFLOW_API oneflow_device_kind_t oneflow_tensor_device_kind(const oneflow_tensor_t* tensor);
 ONEFLOW_API int32_t oneflow_tensor_device_index(const oneflow_tensor_t* tensor);
 
+/* Declares that work the caller queued on `cuda_stream` (a cudaStream_t; NULL is the legacy default
+ * stream) reads or writes `tensor`, a device tensor from oneflow_session_run_device. When its memory
+ * is later released, an event is recorded on that stream and the memory is handed out again only once
+ * the event has completed, so oneflow_tensor_release may be called while the caller's kernels still
+ * use it (torch's Tensor.record_stream). Without this call, release a device output only after that
+ * work has completed. The stream must still exist when the tensor is released. Host tensors and
+ * borrowed device memory are unaffected (the caller owns them). Errors: ONEFLOW_INVALID_ARGUMENT for
+ * a NULL tensor; ONEFLOW_UNSUPPORTED in a build without CUDA. */
+ONEFLOW_API oneflow_status_t oneflow_tensor_record_stream(const oneflow_tensor_t* tensor, void* cuda_stream);
+
 /* oneflow_session_run that also takes device tensors among `inputs` (they must be on the session's
  * device: used in place, no host copy) and, with `outputs_on_device` non-zero, returns the outputs
  * as device tensors on the session's device (fresh device memory owned by the handle, freed by
  * oneflow_tensor_release; the run's work is complete on return). Release a device output only after
- * work the caller queued on it has completed: its memory returns to the session's pool for reuse. A CPU session refuses device
+ * work the caller queued on it has completed, or declare that work with oneflow_tensor_record_stream
+ * first: its memory returns to the session's pool for reuse. A CPU session refuses device
  * tensors and outputs_on_device (ONEFLOW_INVALID_ARGUMENT), as does a training session.
  * Thread safety and the rest as oneflow_session_run. */
 ONEFLOW_API oneflow_status_t oneflow_session_run_device(oneflow_session_t* session, const char* const* input_names,

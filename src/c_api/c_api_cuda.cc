@@ -44,6 +44,17 @@ CudaGraphMode ReadGraphMode(const oneflow_device_session_options_t* o) {
        "; expected ONEFLOW_CUDA_GRAPHS_AUTO, _ON or _OFF");
 }
 
+// allow_runtime_fallback came after cuda_graphs: a caller built against the older header has a
+// smaller struct_size and gets the default (off).
+bool ReadAllowRuntimeFallback(const oneflow_device_session_options_t* o) {
+  if (o == nullptr || o->struct_size < offsetof(oneflow_device_session_options_t, allow_runtime_fallback) +
+                                            sizeof(o->allow_runtime_fallback))
+    return false;
+  OF_REQUIRE(o->allow_runtime_fallback == 0 || o->allow_runtime_fallback == 1,
+             "device_options.allow_runtime_fallback is ", o->allow_runtime_fallback, "; expected 0 or 1");
+  return o->allow_runtime_fallback == 1;
+}
+
 // Checks that `data` is memory of CUDA device `index` (device or managed), so that a host pointer
 // is refused here instead of faulting in a kernel.
 void RequireDevicePointer(const void* data, int32_t index) {
@@ -116,6 +127,7 @@ void oneflow_device_session_options_init(oneflow_device_session_options_t* optio
   std::memset(options, 0, sizeof(*options));
   options->struct_size = sizeof(*options);
   options->cuda_graphs = ONEFLOW_CUDA_GRAPHS_AUTO;
+  options->allow_runtime_fallback = 0;
 }
 
 oneflow_status_t oneflow_session_create_on_device_ex(oneflow_env_t* env, const oneflow_graph_t* graph,
@@ -137,10 +149,35 @@ oneflow_status_t oneflow_session_create_on_device_ex(oneflow_env_t* env, const o
     opts.device = DeviceType::kCuda;
     opts.device_index = index;
     opts.cuda_graphs = ReadGraphMode(device_options);
+    opts.cuda_allow_runtime_fallback = ReadAllowRuntimeFallback(device_options);
     auto h = std::make_unique<oneflow_session_s>();
     h->session = std::make_unique<Session>(*graph->graph, opts);
     h->io.Build(h->session->model());
     *out_session = h.release();
+  });
+}
+
+void oneflow_session_device_stats_init(oneflow_session_device_stats_t* stats) {
+  if (!stats) return;
+  std::memset(stats, 0, sizeof(*stats));
+  stats->struct_size = sizeof(*stats);
+}
+
+oneflow_status_t oneflow_session_get_device_stats(const oneflow_session_t* session,
+                                                  oneflow_session_device_stats_t* out_stats) {
+  return Guard([&] {
+    OF_REQUIRE(session != nullptr, "session is NULL");
+    OF_REQUIRE(out_stats != nullptr, "out_stats is NULL");
+    OF_REQUIRE(out_stats->struct_size >= offsetof(oneflow_session_device_stats_t, runtime_fallback_nodes) +
+                                             sizeof(out_stats->runtime_fallback_nodes),
+               "out_stats.struct_size is too small; initialize it with oneflow_session_device_stats_init");
+    OF_REQUIRE(session->session != nullptr,
+               "oneflow_session_get_device_stats reports inference sessions, not training sessions");
+    const Executor& e = session->session->executor();
+    const CudaFallbackStats fb = e.cuda_fallbacks();
+    out_stats->cuda_graphs_captured = e.cuda_graphs_captured();
+    out_stats->planned_fallback_nodes = fb.planned;
+    out_stats->runtime_fallback_nodes = fb.runtime;
   });
 }
 
@@ -179,6 +216,19 @@ oneflow_device_kind_t oneflow_tensor_device_kind(const oneflow_tensor_t* tensor)
 }
 
 int32_t oneflow_tensor_device_index(const oneflow_tensor_t* tensor) { return tensor ? tensor->device_index : 0; }
+
+oneflow_status_t oneflow_tensor_record_stream(const oneflow_tensor_t* tensor, void* cuda_stream) {
+  return Guard([&] {
+    OF_REQUIRE(tensor != nullptr, "tensor is NULL");
+#ifdef ONEFLOW_HAVE_CUDA
+    if (tensor->device == ONEFLOW_DEVICE_CUDA)
+      oneflow::cuda::RecordStream(tensor->tensor, static_cast<cudaStream_t>(cuda_stream));
+#else
+    (void)cuda_stream;
+    OF_CHECK(false, kUnsupported, "liboneflow was built without CUDA (ONEFLOW_WITH_CUDA=OFF)");
+#endif
+  });
+}
 
 oneflow_status_t oneflow_session_run_device(oneflow_session_t* session, const char* const* input_names,
                                             const oneflow_tensor_t* const* inputs, size_t num_inputs,

@@ -1,8 +1,13 @@
 // Device placement (see device_placement.h).
 #include "engine/device_placement.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
+
+#include "graph/op_schema.h"
 
 namespace oneflow {
 
@@ -18,6 +23,15 @@ const std::map<std::string, std::vector<size_t>>& ShapeInputTable() {
       {"ReduceLogSum", {1}},  {"ReduceLogSumExp", {1}}, {"ReduceSumSquare", {1}}, {"TopK", {1}},
       {"OneHot", {1}},        {"Resize", {1, 2, 3}},  {"Upsample", {1}},       {"Split", {1}},
       {"CenterCropPad", {1}},
+  };
+  return table;
+}
+
+// Inputs that set a kernel's launch configuration (loop structure) without setting a shape: a
+// device kernel needs them on the host before it launches.
+const std::map<std::string, std::vector<size_t>>& LaunchParameterTable() {
+  static const std::map<std::string, std::vector<size_t>> table = {
+      {"CumSum", {1}},
   };
   return table;
 }
@@ -41,6 +55,12 @@ std::vector<size_t> ShapeInputPositions(const Graph& g, const Node& n) {
   auto integer_input = [&](size_t i) {
     return n.has_input(i) && IsIntegerDType(g.values[static_cast<size_t>(n.inputs[i])].type.dtype);
   };
+  // The op's own declaration first (OpSchema::ShapeInput): right however unknown the dims are.
+  if (n.schema != nullptr && !n.schema->shape_inputs.empty()) {
+    for (size_t i : n.schema->shape_inputs)
+      if (n.has_input(i)) out.push_back(i);
+    return out;
+  }
   if (n.domain.empty() || n.domain == "ai.onnx") {
     // Any dtype: Resize's scales and Range's bounds may be floats.
     auto it = ShapeInputTable().find(n.op_type);
@@ -66,6 +86,22 @@ std::vector<size_t> ShapeInputPositions(const Graph& g, const Node& n) {
   return out;
 }
 
+std::vector<size_t> HostInputPositions(const Graph& g, const Node& n) {
+  std::vector<size_t> out = ShapeInputPositions(g, n);
+  if (!n.domain.empty() && n.domain != "ai.onnx") return out;
+  auto it = LaunchParameterTable().find(n.op_type);
+  if (it == LaunchParameterTable().end()) return out;
+  for (size_t i : it->second)
+    if (n.has_input(i) && std::find(out.begin(), out.end(), i) == out.end()) out.push_back(i);
+  return out;
+}
+
+int DevicePlacement::num_planned_fallbacks() const {
+  int n = 0;
+  for (char c : no_device_kernel) n += c != 0;
+  return n;
+}
+
 int DevicePlacement::num_fallback_nodes() const {
   int n = 0;
   for (DeviceType d : node_device) n += d == DeviceType::kCpu;
@@ -83,6 +119,7 @@ DevicePlacement PlaceGraph(const Graph& g, const std::function<bool(const Node&)
   DevicePlacement p;
   p.order = g.TopologicalOrder();
   p.node_device.assign(nn, DeviceType::kCuda);
+  p.no_device_kernel.assign(nn, 0);
   p.data_free_input.resize(nn);
   p.host_read_input.resize(nn);
   p.needed_on_host.assign(nv, 0);
@@ -99,6 +136,7 @@ DevicePlacement PlaceGraph(const Graph& g, const std::function<bool(const Node&)
     for (size_t i = 0; i < n.inputs.size(); ++i) p.data_free_input[ni][i] = IsDataFreeInput(n, i);
 
     bool on_device = has_device_kernel(n);
+    p.no_device_kernel[ni] = !on_device;
     if (on_device) {
       // A small integer computation only the host reads: keep it on the CPU.
       bool host_only = true, any_host_reader = false;
@@ -114,7 +152,7 @@ DevicePlacement PlaceGraph(const Graph& g, const std::function<bool(const Node&)
     }
     p.node_device[ni] = on_device ? DeviceType::kCuda : DeviceType::kCpu;
     if (on_device)
-      for (size_t i : ShapeInputPositions(g, n)) p.host_read_input[ni][i] = 1;
+      for (size_t i : HostInputPositions(g, n)) p.host_read_input[ni][i] = 1;
 
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (!n.has_input(i) || p.data_free_input[ni][i]) continue;
@@ -152,6 +190,28 @@ DevicePlacement PlaceGraph(const Graph& g, const std::function<bool(const Node&)
     }
   }
   return p;
+}
+
+RunFailureAction ClassifyRunFailure(ErrorCode code, bool from_cuda_status, bool capturing, bool fallback_allowed) {
+  // Only a kernel declining a node is a candidate: a CUDA status (no kernel image for the device,
+  // a driver problem) would fail the same way on every node, and hiding it behind the CPU would
+  // pass a misbuilt library as correct but slow.
+  if (code != ErrorCode::kUnsupported || from_cuda_status || capturing) return RunFailureAction::kRethrow;
+  return fallback_allowed ? RunFailureAction::kFallBack : RunFailureAction::kRefuse;
+}
+
+Error RuntimeFallbackError(const Node& n, const std::string& reason) {
+  return Error(ErrorCode::kUnsupported,
+               StrCat(n.Describe(), ": its CUDA kernel declined the node at run time (", reason,
+                      ") and run-time CPU fallback is off. Allow it with SessionOptions::cuda_allow_runtime_fallback "
+                      "(C: oneflow_device_session_options_t.allow_runtime_fallback) or ONEFLOW_CUDA_ALLOW_FALLBACK=1: "
+                      "the ", n.op_type, " node then runs on the CPU, with copies around it and no CUDA graphs, and "
+                      "the session counts it (oneflow_session_get_device_stats)."));
+}
+
+bool RuntimeFallbackAllowedByEnv() {
+  const char* v = std::getenv("ONEFLOW_CUDA_ALLOW_FALLBACK");
+  return v != nullptr && std::strcmp(v, "1") == 0;
 }
 
 }  // namespace oneflow

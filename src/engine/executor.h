@@ -28,6 +28,17 @@ struct ExecutorDevice {
   DeviceType type = DeviceType::kCpu;
   int index = 0;
   CudaGraphMode cuda_graphs = CudaGraphMode::kAuto;
+  // A CUDA kernel that declines its node at run time (kUnsupported from Compute): false (default)
+  // makes that an error naming the node; true runs the node on the CPU from then on, counted in
+  // cuda_fallbacks(). ONEFLOW_CUDA_ALLOW_FALLBACK=1 in the environment also allows it.
+  bool allow_runtime_fallback = false;
+};
+
+// The nodes of a device executor that run on the CPU instead (docs/cuda.md, "Run-time fallbacks
+// and host reads").
+struct CudaFallbackStats {
+  size_t planned = 0;  // placed on the CPU at creation: no CUDA kernel, or its factory declined the node
+  size_t runtime = 0;  // moved to the CPU when their CUDA kernel declined a run (fallback allowed)
 };
 
 // Where one run's feeds and results live (device executors only): feeds flagged here are device
@@ -64,6 +75,8 @@ class Executor {
   const DevicePlacement& placement() const { return placement_; }
   // Number of CUDA graphs captured so far (0 for a CPU executor or with graphs off).
   size_t cuda_graphs_captured() const;
+  // CPU fallbacks so far (zeros for a CPU executor).
+  CudaFallbackStats cuda_fallbacks() const;
 
   // Bytes of the arena of the most recently built plan (0 when no plan exists yet).
   size_t planned_peak_bytes() const;

@@ -1,6 +1,7 @@
 // The executor's CUDA path: device placement at construction (constants uploaded once), runs on a
 // stream of their own with intermediates in a device arena, CPU fallback with copies around it, and
 // CUDA graph capture/replay of static runs. Without ONEFLOW_HAVE_CUDA it only reports so.
+// Fallbacks and deferred device checks: docs/cuda.md, "Run-time fallbacks and host reads".
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <mutex>
 
 #include "engine/executor.h"
+#include "engine/op_profile.h"
 
 #ifdef ONEFLOW_HAVE_CUDA
 #include "device/cuda/cuda_check.h"
@@ -30,6 +32,8 @@ std::vector<Tensor> Executor::RunCuda(const std::vector<Tensor>&, const RunIo&) 
 
 size_t Executor::cuda_graphs_captured() const { return 0; }
 
+CudaFallbackStats Executor::cuda_fallbacks() const { return {}; }
+
 #else  // ONEFLOW_HAVE_CUDA
 
 namespace {
@@ -49,6 +53,7 @@ struct CapturedRun {
   std::vector<char> output_on_host;  // per graph output: a host constant no device node reads
   std::shared_ptr<Storage> arena;
   std::vector<std::shared_ptr<Storage>> keep_alive;  // every device allocation made while capturing
+  std::vector<cuda::DeferredDeviceCheck> checks;     // device-data checks of the graph, read after each replay
   cudaGraphExec_t exec = nullptr;
 
   ~CapturedRun() {
@@ -89,6 +94,8 @@ struct Executor::CudaState {
   std::unique_ptr<std::atomic<const NodeRunner*>[]> cpu_instead;
   std::vector<std::unique_ptr<NodeRunner>> cpu_kernels;
   std::atomic<bool> any_cpu_instead{false};
+  bool allow_runtime_fallback = false;  // ExecutorDevice::allow_runtime_fallback or ONEFLOW_CUDA_ALLOW_FALLBACK=1
+  CudaFallbackStats fallbacks;          // guarded by mu (planned: set once at construction)
 };
 
 void Executor::InitCuda() {
@@ -97,19 +104,27 @@ void Executor::InitCuda() {
   cuda::DeviceGuard guard(device_.index);
   cuda_ = std::make_shared<CudaState>();
 
+  cuda_->allow_runtime_fallback = device_.allow_runtime_fallback || RuntimeFallbackAllowedByEnv();
+
   // Device kernels where they exist; a factory refusing the node (a dtype, an attribute) means CPU.
+  // A failed CUDA call in a factory is the machine's or the build's problem, never a fallback.
   std::vector<std::unique_ptr<NodeRunner>> device_runners(g.nodes.size());
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
     try {
       device_runners[ni] = std::make_unique<NodeRunner>(g, g.nodes[ni], DeviceType::kCuda);
     } catch (const Error& e) {
-      if (e.code() != ErrorCode::kUnsupported) throw;
+      if (e.code() != ErrorCode::kUnsupported || cuda::IsCudaStatusError(e)) throw;
     }
   }
   placement_ = PlaceGraph(g, [&](const Node& n) { return device_runners[static_cast<size_t>(&n - g.nodes.data())] != nullptr; });
   not_in_arena_.assign(g.values.size(), 0);
   for (size_t v = 0; v < g.values.size(); ++v) not_in_arena_[v] = !placement_.produced_on_device[v];
   BuildSteps(device_runners);
+  // Planned fallbacks: counted for the session's stats and, when profiling, listed per op type.
+  cuda_->fallbacks.planned = static_cast<size_t>(placement_.num_planned_fallbacks());
+  if (OpProfilingEnabled())
+    for (size_t ni = 0; ni < g.nodes.size(); ++ni)
+      if (placement_.no_device_kernel[ni]) RecordCudaFallback(g.nodes[ni].op_type, g.nodes[ni].Describe(), true, "");
   cuda_->cpu_instead = std::make_unique<std::atomic<const NodeRunner*>[]>(steps_.size());
   for (size_t st = 0; st < steps_.size(); ++st) cuda_->cpu_instead[st].store(nullptr);
 
@@ -133,6 +148,12 @@ size_t Executor::cuda_graphs_captured() const {
   if (!cuda_) return 0;
   std::lock_guard<std::mutex> lock(cuda_->mu);
   return cuda_->captured;
+}
+
+CudaFallbackStats Executor::cuda_fallbacks() const {
+  if (!cuda_) return {};
+  std::lock_guard<std::mutex> lock(cuda_->mu);
+  return cuda_->fallbacks;
 }
 
 namespace {
@@ -182,7 +203,8 @@ std::vector<Tensor> Executor::RunCuda(const std::vector<Tensor>& feeds, const Ru
   // Runs the steps with `slots` prepared (constants, feeds); outputs of device steps come from the
   // arena when planned, else from the stream's pool. Records byte sizes when there is no plan.
   // While `capturing`, nothing may wait on the device: a kernel refusing the run is an error then
-  // (the capture fails and the shape set runs eagerly, where the fallback below applies).
+  // (the capture fails and the shape set runs eagerly, where the fallback policy below applies).
+  // The caller holds a cuda::DeviceCheckScope: kernels' checks of device data are read after the run.
   auto run_steps = [&](Slots& slots, const Plan* plan, const std::shared_ptr<Storage>& arena, cudaStream_t s,
                        std::vector<size_t>* observed, bool capturing) {
     cuda::StreamScope stream_scope(s);
@@ -236,14 +258,22 @@ std::vector<Tensor> Executor::RunCuda(const std::vector<Tensor>& feeds, const Ru
       try {
         runner->Run(inputs, infer_values, outputs, *pool_, alloc);
       } catch (const Error& e) {
-        if (!on_device || capturing || e.code() != ErrorCode::kUnsupported) throw;
-        // The CUDA kernel refused this node at run time: run its CPU kernel, now and from now on.
+        if (!on_device) throw;
+        switch (ClassifyRunFailure(e.code(), cuda::IsCudaStatusError(e), capturing, cs.allow_runtime_fallback)) {
+          case RunFailureAction::kRethrow: throw;
+          case RunFailureAction::kRefuse: throw RuntimeFallbackError(n, e.what());
+          case RunFailureAction::kFallBack: break;
+        }
+        // The CUDA kernel declined this node at run time and fallback is allowed: run its CPU
+        // kernel, now and from now on (counted once per node).
         {
           std::lock_guard<std::mutex> lock(cs.mu);
           if (cs.cpu_instead[st].load() == nullptr) {
             cs.cpu_kernels.push_back(std::make_unique<NodeRunner>(g, n, DeviceType::kCpu));
             cs.cpu_instead[st].store(cs.cpu_kernels.back().get(), std::memory_order_release);
             cs.any_cpu_instead.store(true);
+            ++cs.fallbacks.runtime;
+            if (OpProfilingEnabled()) RecordCudaFallback(n.op_type, n.Describe(), false, e.what());
           }
           runner = cs.cpu_instead[st].load();
         }
@@ -305,19 +335,26 @@ std::vector<Tensor> Executor::RunCuda(const std::vector<Tensor>& feeds, const Ru
         Slots slots;
         init_slots(slots);
         for (size_t i = 0; i < feeds.size(); ++i) slots.dev[static_cast<size_t>(g.inputs[i])] = r.inputs[i];
-        // Relaxed: kernels may allocate (workspaces) while this thread captures.
-        OF_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
         cudaGraph_t graph = nullptr;
-        try {
-          cuda::KeepAllocations keep(&r.keep_alive);
-          run_steps(slots, plan.get(), r.arena, s, nullptr, true);
-        } catch (...) {
-          (void)cudaStreamEndCapture(s, &graph);
-          if (graph) (void)cudaGraphDestroy(graph);
-          (void)cudaGetLastError();
-          throw;
+        {
+          // Nothing goes back to the device (cudaFree synchronizes) from before the capture begins
+          // until it ended (docs/cuda.md, "Device memory: pools, streams and the caller's contract").
+          cuda::CaptureScope capture_scope(device);
+          // Relaxed: kernels may allocate (workspaces) while this thread captures.
+          OF_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+          try {
+            cuda::KeepAllocations keep(&r.keep_alive);
+            cuda::DeviceCheckScope checks;  // their flags are graph memory: read after every replay
+            run_steps(slots, plan.get(), r.arena, s, nullptr, true);
+            r.checks = std::move(checks.checks());
+          } catch (...) {
+            (void)cudaStreamEndCapture(s, &graph);
+            if (graph) (void)cudaGraphDestroy(graph);
+            (void)cudaGetLastError();
+            throw;
+          }
+          OF_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
         }
-        OF_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
         const cudaError_t inst = cudaGraphInstantiate(&r.exec, graph, 0);
         (void)cudaGraphDestroy(graph);
         OF_CUDA_CHECK(inst);
@@ -343,6 +380,7 @@ std::vector<Tensor> Executor::RunCuda(const std::vector<Tensor>& feeds, const Ru
         r.output_on_host.clear();
         r.arena.reset();
         r.keep_alive.clear();
+        r.checks.clear();
         r.failed = true;
       }
     }
@@ -358,6 +396,7 @@ std::vector<Tensor> Executor::RunCuda(const std::vector<Tensor>& feeds, const Ru
         else results.push_back(io.outputs_on_device ? cuda::ToDevice(t, device, s) : t.Clone());
       }
       OF_CUDA_CHECK(cudaStreamSynchronize(s));
+      cuda::DeviceCheckScope::VerifyDeviceChecks(r.checks, s);  // after the wait: no extra mid-run sync
       return results;
     }
     r.warmed_up = true;
@@ -399,6 +438,7 @@ std::vector<Tensor> Executor::RunCuda(const std::vector<Tensor>& feeds, const Ru
   std::vector<Tensor> results;
   std::vector<size_t> observed;
   if (!plan) observed.assign(g.values.size(), 0);
+  cuda::DeviceCheckScope checks;  // kernels' checks of device data, read once the stream is done
   {
     Slots slots;
     SyncOnExit sync(s);  // destroyed before the slots and the arena are let go
@@ -435,6 +475,7 @@ std::vector<Tensor> Executor::RunCuda(const std::vector<Tensor>& feeds, const Ru
       }
     }
   }
+  checks.Verify(s);
 
   std::lock_guard<std::mutex> lock(mutex_);
   if (!plan) {

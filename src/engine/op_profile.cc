@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <vector>
 
 namespace oneflow {
@@ -25,6 +26,12 @@ class Profile {
     n.calls += 1;
     n.ns += ns;
   }
+  void AddFallback(const std::string& op_type, const std::string& node, bool planned, const std::string& reason) {
+    std::lock_guard<std::mutex> lock(mu_);
+    FallbackCounts& c = fallbacks_[op_type];
+    (planned ? c.planned : c.runtime) += 1;
+    if (!planned) runtime_nodes_.emplace_back(node, reason);
+  }
   ~Profile() { Print(); }
 
  private:
@@ -35,6 +42,7 @@ class Profile {
   }
   void Print() {
     std::lock_guard<std::mutex> lock(mu_);
+    PrintFallbacks();
     if (by_op_.empty()) return;
     int64_t total = 0;
     for (const auto& [name, t] : by_op_) total += t.ns;
@@ -53,8 +61,21 @@ class Profile {
     }
   }
 
+  // CUDA sessions' CPU fallbacks: first, since they explain a slow device run better than timings.
+  void PrintFallbacks() {
+    const std::string table = FormatFallbackTable(fallbacks_);
+    if (table.empty()) return;
+    std::fprintf(stderr, "oneflow profile (ONEFLOW_PROFILE): CUDA sessions ran these nodes on the CPU\n%s",
+                 table.c_str());
+    for (size_t i = 0; i < runtime_nodes_.size() && i < 25; ++i)
+      std::fprintf(stderr, "  run-time fallback: %s: %s\n", runtime_nodes_[i].first.c_str(),
+                   runtime_nodes_[i].second.c_str());
+  }
+
   std::mutex mu_;
   std::map<std::string, Totals> by_op_, by_node_;
+  std::map<std::string, FallbackCounts> fallbacks_;                 // by op type
+  std::vector<std::pair<std::string, std::string>> runtime_nodes_;  // node, the kernel's reason
 };
 
 Profile& Global() {
@@ -73,5 +94,29 @@ bool OpProfilingEnabled() {
 }
 
 void RecordOpTime(const std::string& op_type, const std::string& node, int64_t ns) { Global().Add(op_type, node, ns); }
+
+void RecordCudaFallback(const std::string& op_type, const std::string& node, bool planned, const std::string& reason) {
+  Global().AddFallback(op_type, node, planned, reason);
+}
+
+std::string FormatFallbackTable(const std::map<std::string, FallbackCounts>& by_op) {
+  std::vector<std::pair<std::string, FallbackCounts>> rows;
+  for (const auto& [op, c] : by_op)
+    if (c.planned + c.runtime > 0) rows.emplace_back(op, c);
+  if (rows.empty()) return "";
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return a.second.planned + a.second.runtime > b.second.planned + b.second.runtime;
+  });
+  std::ostringstream os;
+  char line[160];
+  std::snprintf(line, sizeof(line), "%-28s %9s %9s\n", "op type (CPU fallback)", "planned", "run-time");
+  os << line;
+  for (const auto& [op, c] : rows) {
+    std::snprintf(line, sizeof(line), "%-28s %9lld %9lld\n", op.c_str(), static_cast<long long>(c.planned),
+                  static_cast<long long>(c.runtime));
+    os << line;
+  }
+  return os.str();
+}
 
 }  // namespace oneflow

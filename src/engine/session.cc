@@ -62,7 +62,8 @@ Session::Session(const Graph& model, const SessionOptions& options) : model_(mod
     executor_ = std::make_unique<Executor>(optimized_, options.intra_op_threads);
   } else {
     executor_ = std::make_unique<Executor>(
-        optimized_, options.intra_op_threads, ExecutorDevice{options.device, options.device_index, options.cuda_graphs});
+        optimized_, options.intra_op_threads,
+        ExecutorDevice{options.device, options.device_index, options.cuda_graphs, options.cuda_allow_runtime_fallback});
   }
 }
 

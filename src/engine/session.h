@@ -18,6 +18,11 @@ struct SessionOptions {
   DeviceType device = DeviceType::kCpu;
   int device_index = 0;
   CudaGraphMode cuda_graphs = CudaGraphMode::kAuto;  // device sessions only
+  // Device sessions: a CUDA kernel that declines its node at run time is an error naming the node
+  // (false, the default) or makes the node run on the CPU from then on, counted in
+  // executor().cuda_fallbacks() (true; ONEFLOW_CUDA_ALLOW_FALLBACK=1 does the same). Nodes without
+  // a CUDA kernel run on the CPU either way (planned fallbacks, counted too).
+  bool cuda_allow_runtime_fallback = false;
 };
 
 // Validates a loaded graph (schemas, defaults, static shapes) in place. Used by loaders.

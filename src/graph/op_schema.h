@@ -100,6 +100,10 @@ struct OpSchema {
   // Valid SBP signatures (global tensors, graph/sbp_signature.h); empty: only "all B"
   // (replicated compute). Costs are the planner's (engine/plan/cost_model.h), from shapes.
   SbpFn sbp;
+  // Inputs whose data (not only their type) sets an output's shape, e.g. ReduceSumToShape's
+  // `shape`: inference reads them at run time, so a device session keeps a host copy of each
+  // (engine/device_placement.h, ShapeInputPositions).
+  std::vector<size_t> shape_inputs;
 
   // Builder: OpSchema("Relu").Since(14).Input("X").Output("Y").Infer(SameAsInput0)
   explicit OpSchema(std::string n, std::string d = "") : name(std::move(n)), domain(std::move(d)) {}
@@ -108,6 +112,11 @@ struct OpSchema {
   OpSchema& Doc(std::string d) { doc = std::move(d); return *this; }
   OpSchema& Input(std::string n, ParamArity a = ParamArity::kSingle) { inputs.push_back({std::move(n), a}); return *this; }
   OpSchema& OptionalInput(std::string n) { return Input(std::move(n), ParamArity::kOptional); }
+  // An input whose data sets an output's shape (see shape_inputs).
+  OpSchema& ShapeInput(std::string n) {
+    shape_inputs.push_back(inputs.size());
+    return Input(std::move(n));
+  }
   OpSchema& VariadicInput(std::string n) { return Input(std::move(n), ParamArity::kVariadic); }
   OpSchema& Output(std::string n, ParamArity a = ParamArity::kSingle) { outputs.push_back({std::move(n), a}); return *this; }
   OpSchema& OptionalOutput(std::string n) { return Output(std::move(n), ParamArity::kOptional); }

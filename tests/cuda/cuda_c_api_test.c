@@ -109,6 +109,8 @@ static void CheckCudaSession(oneflow_session_t* session) {
                                                       NULL, NULL, &bad), msg, sizeof msg);
     CHECK(code == ONEFLOW_INVALID_ARGUMENT && bad == NULL, "host pointer as device memory: %d %s", (int)code, msg);
     oneflow_tensor_release(wrapped);
+    /* Released while "the caller's stream" (the legacy default stream) may still use it. */
+    CHECK(Take(oneflow_tensor_record_stream(dev[0], NULL), msg, sizeof msg) == ONEFLOW_OK, "record_stream: %s", msg);
     oneflow_tensor_release(dev[0]);
     oneflow_tensor_release(dev[1]);
   }
@@ -151,6 +153,12 @@ static void CheckDeviceTensorsAndOptions(const oneflow_graph_t* graph, int32_t c
                                                    NULL, NULL, &t), msg, sizeof msg) == ONEFLOW_OK, "host: %s", msg);
   CHECK(oneflow_tensor_device_kind(t) == ONEFLOW_DEVICE_CPU && oneflow_tensor_device_index(t) == 0, "host kind");
   CHECK(oneflow_tensor_device_kind(NULL) == ONEFLOW_DEVICE_CPU, "NULL kind");
+  /* record_stream: NULL is refused; a host tensor needs nothing (with CUDA built in). */
+  CHECK(Take(oneflow_tensor_record_stream(NULL, NULL), msg, sizeof msg) == ONEFLOW_INVALID_ARGUMENT &&
+            strstr(msg, "tensor") != NULL, "record_stream(NULL): %s", msg);
+  code = Take(oneflow_tensor_record_stream(t, NULL), msg, sizeof msg);
+  CHECK(code == ONEFLOW_OK || (code == ONEFLOW_UNSUPPORTED && strstr(msg, "without CUDA") != NULL),
+        "record_stream on a host tensor: %d %s", (int)code, msg);
   /* A CPU session: run_device works with host tensors and refuses device outputs. */
   CHECK(Take(oneflow_session_create(NULL, graph, NULL, &session), msg, sizeof msg) == ONEFLOW_OK, "cpu: %s", msg);
   in[0] = t;

@@ -45,7 +45,7 @@ OpSchema ActivationGrad(const char* name, const char* saved) {
 void RegisterGradOps(OpRegistry& r) {
   r.Register(OpSchema("ReduceSumToShape", kOneflowDomain).Since(1)
                  .Doc("Sums X over the dims broadcasting expanded: Y has `shape`, X is a broadcast of it.")
-                 .Input("X").Input("shape").Output("Y").Infer(InferReduceSumToShape));
+                 .Input("X").ShapeInput("shape").Output("Y").Infer(InferReduceSumToShape));
 
   // Activation derivatives (dX = dY * f'(.)), attributes as the forward op.
   r.Register(ActivationGrad("ReluGrad", "Y"));        // Y > 0
@@ -72,11 +72,11 @@ void RegisterGradOps(OpRegistry& r) {
   // Scatter-adds undoing gathers/slices into zeros of `shape`.
   r.Register(OpSchema("GatherGrad", kOneflowDomain).Since(1)
                  .Doc("dX (of `shape`) = zeros with dY's slices added at `indices` along `axis` (Gather's adjoint).")
-                 .Input("dY").Input("indices").Input("shape").Output("dX")
+                 .Input("dY").Input("indices").ShapeInput("shape").Output("dX")
                  .Attr("axis", Attribute::Int(0)).Infer(InferScatterToShape));
   r.Register(OpSchema("SliceGrad", kOneflowDomain).Since(1)
                  .Doc("dX (of `shape`) = zeros with dY written where Slice(starts, ends, axes, steps) read.")
-                 .Input("dY").Input("shape").Input("starts").Input("ends").OptionalInput("axes").OptionalInput("steps")
+                 .Input("dY").ShapeInput("shape").Input("starts").Input("ends").OptionalInput("axes").OptionalInput("steps")
                  .Output("dX").Infer(InferSliceGrad));
 }
 

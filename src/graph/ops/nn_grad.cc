@@ -106,28 +106,28 @@ OpSchema GradOp(const char* name) { return OpSchema(name, kOneflowDomain).Since(
 }  // namespace
 
 void RegisterNnGradOps(OpRegistry& r) {
-  r.Register(ConvAttrs(GradOp("ConvGradData").Input("dY").Input("W").Input("X_shape").Output("dX")
+  r.Register(ConvAttrs(GradOp("ConvGradData").Input("dY").Input("W").ShapeInput("X_shape").Output("dX")
                            .Doc("dX of Conv(X, W) for the upstream gradient dY"))
                  .Infer(InferConvGradData));
-  r.Register(ConvAttrs(GradOp("ConvGradFilter").Input("X").Input("dY").Input("W_shape").Output("dW")
+  r.Register(ConvAttrs(GradOp("ConvGradFilter").Input("X").Input("dY").ShapeInput("W_shape").Output("dW")
                            .Doc("dW of Conv(X, W) for the upstream gradient dY"))
                  .Infer(InferConvGradFilter));
   r.Register(GradOp("ConvGradBias").Input("dY").Output("dB")
                  .Doc("dB of Conv/ConvTranspose: dY summed over every axis but 1").Infer(InferConvGradBias));
-  r.Register(ConvTransposeAttrs(GradOp("ConvTransposeGradData").Input("dY").Input("W").Input("X_shape").Output("dX")
+  r.Register(ConvTransposeAttrs(GradOp("ConvTransposeGradData").Input("dY").Input("W").ShapeInput("X_shape").Output("dX")
                                     .Doc("dX of ConvTranspose(X, W): the Conv of dY by W"))
                  .Infer(InferConvGradData));
-  r.Register(ConvTransposeAttrs(GradOp("ConvTransposeGradFilter").Input("X").Input("dY").Input("W_shape")
+  r.Register(ConvTransposeAttrs(GradOp("ConvTransposeGradFilter").Input("X").Input("dY").ShapeInput("W_shape")
                                     .Output("dW").Doc("dW of ConvTranspose(X, W)"))
                  .Infer(InferConvGradFilter));
   // Indices (MaxPool's second output, storage_order 0) skips recomputing the argmax from X.
   r.Register(PoolAttrs(GradOp("MaxPoolGrad").Input("dY").Input("X").OptionalInput("Indices").Output("dX")
                            .Attr("storage_order", Attribute::Int(0)))
                  .Infer([](InferContext& ctx) { InferLikeInput(ctx, 1); }));
-  r.Register(PoolAttrs(GradOp("AveragePoolGrad").Input("dY").Input("X_shape").Output("dX")
+  r.Register(PoolAttrs(GradOp("AveragePoolGrad").Input("dY").ShapeInput("X_shape").Output("dX")
                            .Attr("count_include_pad", Attribute::Int(0)))
                  .Infer([](InferContext& ctx) { InferFromShapeInput(ctx, 1); }));
-  r.Register(GradOp("GlobalAveragePoolGrad").Input("dY").Input("X_shape").Output("dX")
+  r.Register(GradOp("GlobalAveragePoolGrad").Input("dY").ShapeInput("X_shape").Output("dX")
                  .Infer([](InferContext& ctx) { InferFromShapeInput(ctx, 1); }));
   r.Register(GradOp("GlobalMaxPoolGrad").Input("dY").Input("X").Output("dX")
                  .Infer([](InferContext& ctx) { InferLikeInput(ctx, 1); }));

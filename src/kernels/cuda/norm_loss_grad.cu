@@ -225,8 +225,10 @@ void LayerNormGradFn(KernelContext& ctx) {
 
 // ---- SoftmaxCrossEntropyLoss (+ Grad) over (N, C, D) --------------------------------------------
 // A warp per position (i, j): log-sum-exp over the C classes (stride D). Per-position losses and
-// weights go to an f32 workspace; one block reduces them in a fixed order. A bad label sets a flag
-// the host reads after the launch (the loss is a scalar the caller reads anyway).
+// weights go to an f32 workspace; one block reduces them in a fixed order, the mean's division by
+// the weight sum included: the loss never leaves the device. A bad label (outside [0, C), not
+// ignore_index) sets a flag in device memory that is checked after the run (cuda::DeferDeviceCheck):
+// reading it right after the launch made every run wait mid-way and kept graphs from being captured.
 struct SceLayout {
   int64_t n = 0, c = 0, d = 0;
   int reduction = 2;  // 0 none, 1 sum, 2 mean
@@ -345,12 +347,11 @@ SceLayout MakeSceLayout(KernelContext& ctx, const Shape& xs, const Tensor& label
   return l;
 }
 
-// Reads the bad-label flag (a synchronization: the loss is a scalar the caller reads next anyway).
+// The bad-label flag is read after the run (inside a session: once its stream is done anyway;
+// called directly: at once), not here: the host must not wait on the device mid-run.
 void CheckLabels(KernelContext& ctx, const Tensor& flag, cudaStream_t st, int64_t c) {
-  int bad = 0;
-  OF_CUDA_CHECK(cudaMemcpyAsync(&bad, flag.raw(), sizeof(int), cudaMemcpyDeviceToHost, st));
-  OF_CUDA_CHECK(cudaStreamSynchronize(st));
-  OF_REQUIRE(bad == 0, ctx.node_desc(), ": a label is outside [0, ", c, ") and is not ignore_index");
+  DeferDeviceCheck(flag, ErrorCode::kInvalidArgument,
+                   StrCat(ctx.node_desc(), ": a label is outside [0, ", c, ") and is not ignore_index"), st);
 }
 
 template <typename Fn>

@@ -2,9 +2,14 @@
 // Gather, GatherElements, Where, Trilu) dispatched on element size so every dtype shares one
 // instantiation; compares and logic (Equal, Less, Greater, LessOrEqual, GreaterOrEqual, Not, And,
 // Or, Xor) with broadcasting; Range, CumSum, ArgMax/ArgMin; and the shape-only ops as views.
-// Shape-like inputs (Slice's starts, Pad's pads, ...) are read wherever they live: host memory is
-// read directly, device memory through a synchronous copy.
+// Shape-like inputs (Slice's starts, Pad's pads, CumSum's axis, ...) are read on the host: a session
+// hands them over as host tensors (engine/device_placement.h HostInputPositions); a kernel called
+// directly with them in device memory reads them through a synchronous copy. Scalars that set no
+// shape or launch configuration (Pad's constant_value, Trilu's k) are read by the device kernels
+// themselves when they live in device memory, so no run waits for them and graphs stay capturable.
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "device/cuda/cuda_check.h"
@@ -18,13 +23,18 @@ namespace oneflow::cuda {
 namespace {
 
 // ---- Reading small shape-like inputs --------------------------------------------------------------
+// Whether `p` is memory a kernel reads directly (device or managed), as opposed to host memory.
+bool InDeviceMemory(const void* p) {
+  cudaPointerAttributes attr{};
+  OF_CUDA_CHECK(cudaPointerGetAttributes(&attr, p));
+  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+}
+
 // The bytes of `t` on the host: a synchronous copy when they live in device memory.
 std::vector<char> HostBytes(const Tensor& t) {
   std::vector<char> bytes(t.nbytes());
   if (bytes.empty()) return bytes;
-  cudaPointerAttributes attr{};
-  OF_CUDA_CHECK(cudaPointerGetAttributes(&attr, t.raw()));
-  if (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged) {
+  if (InDeviceMemory(t.raw())) {
     cudaStream_t s = CurrentStream();
     OF_CUDA_CHECK(cudaMemcpyAsync(bytes.data(), t.raw(), bytes.size(), cudaMemcpyDeviceToHost, s));
     OF_CUDA_CHECK(cudaStreamSynchronize(s));
@@ -58,6 +68,20 @@ std::vector<int64_t> HostInts(const Tensor& t, const std::string& node) {
   return v;
 }
 
+// A scalar parameter read by the device kernel itself: through `dev` when it lives in device memory
+// (no host read: the launch stays asynchronous and capturable), else by value (`bits`, its bytes).
+struct ScalarArg {
+  const void* dev = nullptr;
+  uint64_t bits = 0;
+};
+
+ScalarArg ReadScalarArg(const Tensor& t) {
+  ScalarArg a;
+  if (InDeviceMemory(t.raw())) a.dev = t.raw();
+  else std::memcpy(&a.bits, t.raw(), std::min<size_t>(sizeof(a.bits), DTypeSize(t.dtype())));
+  return a;
+}
+
 // ---- Strided copies -----------------------------------------------------------------------------
 // For each index tuple idx over `dims`: the source coordinate of dim d is idx*step + start
 // (or idx mod src_dims for Tile); a source coordinate outside [0, src_dims) yields `fill`.
@@ -73,8 +97,11 @@ struct CopyMap {
   int64_t dst_strides[kMaxRank] = {};
 };
 
+// `fill_dev`, when set, holds the fill value in device memory (Pad's constant_value).
 template <typename U>
-__global__ void StridedCopyKernel(const U* __restrict__ x, U* __restrict__ y, int64_t n, CopyMap m, U fill) {
+__global__ void StridedCopyKernel(const U* __restrict__ x, U* __restrict__ y, int64_t n, CopyMap m, U fill,
+                                  const U* __restrict__ fill_dev) {
+  if (fill_dev) fill = *fill_dev;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     int64_t rest = i, src = 0, dst = 0;
@@ -120,14 +147,18 @@ CopyMap BaseMap(const Shape& dims, const Shape& src, const std::string& node) {
   return m;
 }
 
-void LaunchCopy(size_t esz, const void* x, void* y, const CopyMap& m, uint64_t fill, const std::string& node) {
+void LaunchCopy(size_t esz, const void* x, void* y, const CopyMap& m, uint64_t fill, const std::string& node,
+                const void* fill_dev = nullptr) {
   int64_t n = 1;
   for (int d = 0; d < m.rank; ++d) n *= m.dims[d];
   if (n == 0) return;
   cudaStream_t s = CurrentStream();
   const bool known = DispatchBits(esz, [&](auto tag) {
     using U = decltype(tag);
-    StridedCopyKernel<U><<<GridFor(n), kThreads, 0, s>>>(static_cast<const U*>(x), static_cast<U*>(y), n, m, static_cast<U>(fill));
+    U f;
+    std::memcpy(&f, &fill, sizeof(U));  // the fill's bytes (little-endian: the low ones)
+    StridedCopyKernel<U><<<GridFor(n), kThreads, 0, s>>>(static_cast<const U*>(x), static_cast<U*>(y), n, m, f,
+                                                         static_cast<const U*>(fill_dev));
   });
   if (!known) Fail(ErrorCode::kUnsupported, node, ": element size ", esz, " on CUDA");
   OF_CUDA_CHECK_LAUNCH("StridedCopyKernel");
@@ -233,15 +264,15 @@ void PadFn(KernelContext& ctx) {
   if (ctx.has_input(3)) axes = HostInts(ctx.input(3), node);
   const std::vector<int64_t> pads =
       ExpandPads(x.rank(), HostInts(ctx.input(1), node), ctx.has_input(3) ? &axes : nullptr, node);
-  uint64_t fill = 0;
+  // The fill value (its first element, as on the CPU) is read by the kernel where it lives.
+  ScalarArg fill;
   if (ctx.has_input(2) && ctx.input(2).numel() > 0) {
     OF_REQUIRE(ctx.input(2).dtype() == x.dtype(), node, ": constant_value must have the data's dtype");
-    const std::vector<char> b = HostBytes(ctx.input(2));
-    std::memcpy(&fill, b.data(), DTypeSize(x.dtype()));
+    fill = ReadScalarArg(ctx.input(2));
   }
   CopyMap m = BaseMap(y.shape(), x.shape(), node);
   for (int d = 0; d < m.rank; ++d) m.start[d] = -pads[static_cast<size_t>(d)];
-  LaunchCopy(DTypeSize(x.dtype()), x.raw(), y.raw(), m, fill, node);
+  LaunchCopy(DTypeSize(x.dtype()), x.raw(), y.raw(), m, fill.bits, node, fill.dev);
 }
 
 // ---- Gather / GatherElements ----------------------------------------------------------------------
@@ -525,10 +556,12 @@ void RangeFn(KernelContext& ctx) {
   OF_CUDA_CHECK_LAUNCH("RangeKernel");
 }
 
-// Keeps x[..., i, j] where j - i >= k (upper) or j - i <= k (lower), else 0.
+// Keeps x[..., i, j] where j - i >= k (upper) or j - i <= k (lower), else 0. `k_dev`, when set,
+// holds k in device memory (int64, or int32 when !k64); else `k` is it.
 template <typename U>
 __global__ void TriluKernel(const U* __restrict__ x, U* __restrict__ y, int64_t n, int64_t rows, int64_t cols,
-                            int64_t k, bool upper) {
+                            int64_t k, const void* __restrict__ k_dev, bool k64, bool upper) {
+  if (k_dev) k = k64 ? *static_cast<const int64_t*>(k_dev) : static_cast<int64_t>(*static_cast<const int32_t*>(k_dev));
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     const int64_t j = i % cols, r = (i / cols) % rows;
@@ -544,18 +577,26 @@ void TriluFn(KernelContext& ctx) {
   OF_REQUIRE(x.rank() >= 2, node, ": input must have rank >= 2");
   const int64_t n = x.numel();
   if (n == 0) return;
+  // k is read by the kernel where it lives (a device k costs no host wait).
   int64_t k = 0;
+  const void* k_dev = nullptr;
+  bool k64 = true;
   if (ctx.has_input(1)) {
-    const std::vector<int64_t> kv = HostInts(ctx.input(1), node);
-    OF_REQUIRE(kv.size() == 1, node, ": k must be a scalar");
-    k = kv[0];
+    const Tensor& kt = ctx.input(1);
+    OF_REQUIRE(kt.numel() == 1, node, ": k must be a scalar");
+    OF_REQUIRE(kt.dtype() == DType::kInt64 || kt.dtype() == DType::kInt32, node, ": k must be int64 (or int32), got ",
+               DTypeName(kt.dtype()));
+    k64 = kt.dtype() == DType::kInt64;
+    const ScalarArg a = ReadScalarArg(kt);
+    k_dev = a.dev;
+    if (!k_dev) k = k64 ? static_cast<int64_t>(a.bits) : static_cast<int64_t>(static_cast<int32_t>(a.bits));
   }
   const bool upper = ctx.attrs().GetInt("upper", 1) != 0;
   const int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
   cudaStream_t s = CurrentStream();
   const bool known = DispatchBits(DTypeSize(x.dtype()), [&](auto tag) {
     using U = decltype(tag);
-    TriluKernel<U><<<GridFor(n), kThreads, 0, s>>>(x.data<U>(), y.data<U>(), n, rows, cols, k, upper);
+    TriluKernel<U><<<GridFor(n), kThreads, 0, s>>>(x.data<U>(), y.data<U>(), n, rows, cols, k, k_dev, k64, upper);
   });
   if (!known) Fail(ErrorCode::kUnsupported, node, ": dtype ", DTypeName(x.dtype()), " on CUDA");
   OF_CUDA_CHECK_LAUNCH("TriluKernel");
@@ -588,13 +629,37 @@ __global__ void CumSumKernel(const T* __restrict__ x, T* __restrict__ y, int64_t
   }
 }
 
-void CumSumFn(KernelContext& ctx) {
+// The axis sets the loop structure (outer/inner split), so it is needed on the host before the
+// launch. A constant axis (the usual case) is read once, when the kernel is created; otherwise a
+// session hands it over as a host tensor (device_placement.h HostInputPositions), and only a
+// direct call with a device axis reads it back synchronously.
+class CumSumOp final : public OpKernel {
+ public:
+  explicit CumSumOp(const KernelInitContext& c) {
+    const Tensor* a = c.constant_input(1);
+    if (a && a->numel() == 1 && (a->dtype() == DType::kInt64 || a->dtype() == DType::kInt32)) {
+      axis_ = a->ToInt64Vector()[0];
+      constant_axis_ = true;
+    }
+  }
+  void Compute(KernelContext& ctx) override;
+
+ private:
+  bool constant_axis_ = false;
+  int64_t axis_ = 0;
+};
+
+void CumSumOp::Compute(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);
   const std::string& node = ctx.node_desc();
-  const std::vector<int64_t> av = HostInts(ctx.input(1), node);
-  OF_REQUIRE(av.size() == 1, node, ": axis must hold exactly one value");
-  const int64_t axis = NormalizeAxis(av[0], x.rank());
+  int64_t axis_value = axis_;
+  if (!constant_axis_) {
+    const std::vector<int64_t> av = HostInts(ctx.input(1), node);
+    OF_REQUIRE(av.size() == 1, node, ": axis must hold exactly one value");
+    axis_value = av[0];
+  }
+  const int64_t axis = NormalizeAxis(axis_value, x.rank());
   if (x.numel() == 0) return;
   int64_t outer = 1, inner = 1;
   SplitAtAxis(x, axis, outer, inner);
@@ -673,7 +738,21 @@ void RegisterView(KernelRegistry& r, const std::string& op) {
   r.Register(KernelDef{"", op, DeviceType::kCuda, KernelKind::kView, nullptr});
 }
 
+#define OF_CUDA_STRINGIZE2(...) #__VA_ARGS__
+#define OF_CUDA_STRINGIZE(...) OF_CUDA_STRINGIZE2(__VA_ARGS__)
+
 }  // namespace
+
+// Declared in device/cuda/cuda_check.h (for the "built for other architectures" error); it lives in
+// a .cu file because nvcc defines __CUDA_ARCH_LIST__ ("800,900": the -arch list) only there.
+const char* CompiledCudaArchList() {
+#ifdef __CUDA_ARCH_LIST__
+  return OF_CUDA_STRINGIZE(__CUDA_ARCH_LIST__);
+#else
+  return "unknown";
+#endif
+}
+
 }  // namespace oneflow::cuda
 
 namespace oneflow {
@@ -702,7 +781,10 @@ void RegisterCudaTensorKernels(KernelRegistry& r) {
   RegisterCudaFn(r, "Not", NotFn);
   RegisterCudaFn(r, "Range", RangeFn);
   RegisterCudaFn(r, "Trilu", TriluFn);
-  RegisterCudaFn(r, "CumSum", CumSumFn);
+  r.Register(KernelDef{"", "CumSum", DeviceType::kCuda, KernelKind::kCompute,
+                       [](const KernelInitContext& c) -> std::unique_ptr<OpKernel> {
+                         return std::make_unique<CumSumOp>(c);
+                       }});
   RegisterCudaFn(r, "ArgMax", ArgFn<true>);
   RegisterCudaFn(r, "ArgMin", ArgFn<false>);
 }
