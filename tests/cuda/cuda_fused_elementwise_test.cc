@@ -16,11 +16,15 @@
 namespace oneflow {
 namespace {
 
+using cuda_test::DefaultTol;
+using cuda_test::DeviceLayout;
 using cuda_test::ExpectGpuMatchesCpu;
 using cuda_test::OpCall;
 using cuda_test::RandomTensor;
 
-double Tolerance(DType dt) { return dt == DType::kFloat32 ? 1e-5 : dt == DType::kFloat16 ? 2e-3 : 1e-2; }
+// The kernel computes in f32 and rounds once to the output dtype, as the CPU reference (f32 on the
+// same rounded inputs) does before the comparison's own rounding allowance.
+cuda_test::Tol Tolerance(DType dt) { return DefaultTol(dt); }
 
 OpCall ProgramCall(const EwProgram& p, DType dt, const Shape& out, const std::vector<Shape>& inputs, std::mt19937& rng) {
   OpCall c;
@@ -152,7 +156,10 @@ TEST(CudaFusedElementwise, PassBuiltProgramMatchesCpu) {
   }
 }
 
-// Many blocks, the grid-stride loop, a size that is not a multiple of the vector width.
+// The launch is capped at 65535 blocks of kBlock = 128 threads, each thread taking 16 bytes of
+// elements (4 f32, 8 bf16) per step (fused_elementwise.cu): these sizes exceed one step of a capped
+// grid (by half for f32, 201 MB per tensor; by a tenth for bf16, 148 MB), so the grid-stride loop
+// runs more than once; neither is a multiple of the vector width.
 TEST(CudaFusedElementwise, LargeTensorMatchesCpu) {
   OF_REQUIRE_CUDA_DEVICE();
   std::mt19937 rng(64);
@@ -160,9 +167,43 @@ TEST(CudaFusedElementwise, LargeTensorMatchesCpu) {
   p.num_registers = 2;
   p.code = {{EwOp::kLoad, 0, 0, 0}, {EwOp::kTanh, 1, 0, 0}, {EwOp::kMul, 0, 0, 1}, {EwOp::kLoad, 1, 1, 0},
             {EwOp::kAdd, 0, 0, 1}};
-  const Shape out{(int64_t{1} << 24) + 7};
-  for (DType dt : {DType::kFloat32, DType::kBFloat16})
-    ExpectGpuMatchesCpu(ProgramCall(p, dt, out, {out, out}, rng), Tolerance(dt), std::string("large ") + DTypeName(dt));
+  const int64_t one_step = int64_t{65535} * 128;  // vector groups a capped launch covers per step
+  for (DType dt : {DType::kFloat32, DType::kBFloat16}) {
+    const int64_t vec = 16 / static_cast<int64_t>(DTypeSize(dt));
+    const int64_t n = dt == DType::kFloat32 ? one_step * vec * 3 / 2 + 7 : one_step * vec * 11 / 10 + 3;
+    ASSERT_GT(n / vec, one_step);
+    const Shape out{n};
+    ExpectGpuMatchesCpu(ProgramCall(p, dt, out, {out, out}, rng), Tolerance(dt),
+                        std::string("large ") + DTypeName(dt) + " " + std::to_string(n) + " elements");
+  }
+}
+
+// Inputs and output at odd element offsets (no 16-byte vector access is possible), next to aligned
+// ones, and odd sizes; writes outside the output view fail (RunKernel's guard bytes).
+TEST(CudaFusedElementwise, MisalignedViewsMatchCpu) {
+  OF_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(66);
+  EwProgram p;
+  p.constants.push_back(0.5f);
+  p.num_registers = 2;
+  p.code = {{EwOp::kLoad, 0, 0, 0}, {EwOp::kSigmoid, 1, 0, 0}, {EwOp::kMul, 0, 0, 1}, {EwOp::kLoad, 1, 1, 0},
+            {EwOp::kAdd, 0, 0, 1},  {EwOp::kConst, 1, 0, 0},   {EwOp::kMul, 0, 0, 1}};
+  const DeviceLayout layouts[] = {{{1, 1}, {1}}, {{0, 1}, {0}}, {{1, 0}, {0}}, {{0, 0}, {3}}, {{8, 8}, {8}}};
+  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (int64_t n : {1, 7, 33, 1023, 4097}) {
+      for (const DeviceLayout& l : layouts) {
+        ExpectGpuMatchesCpu(ProgramCall(p, dt, {n}, {{n}, {n}}, rng), Tolerance(dt),
+                            std::string("misaligned ") + DTypeName(dt) + " n=" + std::to_string(n) + " offsets " +
+                                std::to_string(l.input_offsets[0]) + "," + std::to_string(l.input_offsets[1]) +
+                                " -> " + std::to_string(l.output_offsets[0]),
+                            l);
+      }
+      // A broadcast operand ([1]) read next to a misaligned full one.
+      ExpectGpuMatchesCpu(ProgramCall(p, dt, {n}, {{n}, {1}}, rng), Tolerance(dt),
+                          std::string("misaligned with a broadcast ") + DTypeName(dt) + " n=" + std::to_string(n),
+                          DeviceLayout{{1, 1}, {1}});
+    }
+  }
 }
 
 // A session on the device fuses the chain (the CUDA pass order) and agrees with a CPU session.
@@ -184,7 +225,7 @@ TEST(CudaFusedElementwise, SessionMatchesCpuSession) {
     const Tensor xt = RandomTensor(DType::kFloat32, Shape{rows, 256}, rng);
     const Tensor got = gpu.Run({{"x", xt}}, {})[0].second;
     const Tensor want = cpu.Run({{"x", xt}}, {})[0].second;
-    EXPECT_LE(cuda_test::RelL2(got, want), 1e-5) << rows << " rows";
+    EXPECT_TRUE(cuda_test::ElementsClose(got, want, DefaultTol(DType::kFloat32))) << rows << " rows";
   }
 }
 

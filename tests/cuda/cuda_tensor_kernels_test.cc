@@ -10,6 +10,8 @@
 namespace oneflow {
 namespace {
 
+using cuda_test::DefaultTol;
+using cuda_test::ExactTol;
 using cuda_test::ExpectGpuMatchesCpu;
 using cuda_test::Int64s;
 using cuda_test::Int64Scalar;
@@ -48,19 +50,19 @@ TEST(CudaTensorKernels, SliceSplitConcatMatchCpu) {
     // Starts/ends out of range are clamped; a negative step walks backwards.
     ExpectGpuMatchesCpu(Call("Slice", {x, Int64s({1, -1}), Int64s({100, 2}), Int64s({0, 1}), Int64s({2, -3})},
                              {{dt, {2, 3, 7}}}),
-                        0.0, "Slice");
-    ExpectGpuMatchesCpu(Call("Slice", {x, Int64s({2}), Int64s({6}), Tensor(), Tensor()}, {{dt, {2, 10, 7}}}), 0.0,
+                        ExactTol(), "Slice");
+    ExpectGpuMatchesCpu(Call("Slice", {x, Int64s({2}), Int64s({6}), Tensor(), Tensor()}, {{dt, {2, 10, 7}}}), ExactTol(),
                         "Slice default axes");
     OpCall split = Call("Split", {x, Int64s({3, 5, 2})}, {{dt, {4, 3, 7}}, {dt, {4, 5, 7}}, {dt, {4, 2, 7}}});
     split.attrs.set("axis", Attribute::Int(1));
-    ExpectGpuMatchesCpu(split, 0.0, "Split");
+    ExpectGpuMatchesCpu(split, ExactTol(), "Split");
     OpCall concat = Call("Concat", {x, RandomTensor(dt, {4, 10, 3}, rng, -50.0f, 50.0f), RandomTensor(dt, {4, 10, 1}, rng)},
                          {{dt, {4, 10, 11}}});
     concat.attrs.set("axis", Attribute::Int(-1));
-    ExpectGpuMatchesCpu(concat, 0.0, "Concat last axis");
+    ExpectGpuMatchesCpu(concat, ExactTol(), "Concat last axis");
     OpCall concat0 = Call("Concat", {x, RandomTensor(dt, {2, 10, 7}, rng, -50.0f, 50.0f)}, {{dt, {6, 10, 7}}});
     concat0.attrs.set("axis", Attribute::Int(0));
-    ExpectGpuMatchesCpu(concat0, 0.0, "Concat axis 0");
+    ExpectGpuMatchesCpu(concat0, ExactTol(), "Concat axis 0");
   }
 }
 
@@ -69,18 +71,18 @@ TEST(CudaTensorKernels, ExpandTilePadMatchCpu) {
   std::mt19937 rng(42);
   for (DType dt : {DType::kFloat32, DType::kBFloat16}) {
     ExpectGpuMatchesCpu(Call("Expand", {RandomTensor(dt, {3, 1, 5}, rng), Int64s({2, 3, 4, 5})}, {{dt, {2, 3, 4, 5}}}),
-                        0.0, "Expand");
-    ExpectGpuMatchesCpu(Call("Tile", {RandomTensor(dt, {2, 3, 4}, rng), Int64s({2, 1, 3})}, {{dt, {4, 3, 12}}}), 0.0,
+                        ExactTol(), "Expand");
+    ExpectGpuMatchesCpu(Call("Tile", {RandomTensor(dt, {2, 3, 4}, rng), Int64s({2, 1, 3})}, {{dt, {4, 3, 12}}}), ExactTol(),
                         "Tile");
     Tensor value = cuda_test::CastHost(RandomTensor(DType::kFloat32, {}, rng), dt);
     OpCall pad = Call("Pad", {RandomTensor(dt, {2, 3, 5, 6}, rng), Int64s({0, 1, 2, -1, 0, 2, 1, 3}), value},
                       {{dt, {2, 6, 8, 8}}});
     pad.attrs.set("mode", Attribute::String("constant"));
-    ExpectGpuMatchesCpu(pad, 0.0, "Pad constant with a crop");
+    ExpectGpuMatchesCpu(pad, ExactTol(), "Pad constant with a crop");
     OpCall pad_axes = Call("Pad", {RandomTensor(dt, {2, 3, 5}, rng), Int64s({1, 2}), Tensor(), Int64s({-1})},
                            {{dt, {2, 3, 8}}});
     pad_axes.attrs.set("mode", Attribute::String("constant"));
-    ExpectGpuMatchesCpu(pad_axes, 0.0, "Pad with axes");
+    ExpectGpuMatchesCpu(pad_axes, ExactTol(), "Pad with axes");
   }
 }
 
@@ -104,7 +106,7 @@ TEST(CudaTensorKernels, GatherMatchesCpu) {
       }
       OpCall c = Call("Gather", {RandomTensor(DType::kFloat32, xs, rng), idx}, {{DType::kFloat32, ys}});
       c.attrs.set("axis", Attribute::Int(axis));
-      ExpectGpuMatchesCpu(c, 0.0, "Gather axis " + std::to_string(axis) + " " + DTypeName(idt));
+      ExpectGpuMatchesCpu(c, ExactTol(), "Gather axis " + std::to_string(axis) + " " + DTypeName(idt));
     }
   }
   // GatherElements: indices of the output's shape, random in [-dim, dim).
@@ -113,9 +115,9 @@ TEST(CudaTensorKernels, GatherMatchesCpu) {
   for (int64_t i = 0; i < ind.numel(); ++i) ind.data<int64_t>()[i] = pick(rng);
   OpCall ge = Call("GatherElements", {RandomTensor(DType::kFloat16, {3, 5, 2}, rng), ind}, {{DType::kFloat16, {3, 4, 2}}});
   ge.attrs.set("axis", Attribute::Int(1));
-  ExpectGpuMatchesCpu(ge, 0.0, "GatherElements");
+  ExpectGpuMatchesCpu(ge, ExactTol(), "GatherElements");
   ge.inputs[1] = cuda_test::CastHost(ind, DType::kInt32);
-  ExpectGpuMatchesCpu(ge, 0.0, "GatherElements int32 indices");
+  ExpectGpuMatchesCpu(ge, ExactTol(), "GatherElements int32 indices");
 }
 
 TEST(CudaTensorKernels, WhereComparesLogicMatchCpu) {
@@ -130,23 +132,23 @@ TEST(CudaTensorKernels, WhereComparesLogicMatchCpu) {
   ExpectGpuMatchesCpu(Call("Where", {bools({3, 1, 5}), RandomTensor(DType::kFloat32, {4, 5}, rng),
                                      RandomTensor(DType::kFloat32, {3, 4, 1}, rng)},
                            {{DType::kFloat32, {3, 4, 5}}}),
-                      0.0, "Where f32");
+                      ExactTol(), "Where f32");
   ExpectGpuMatchesCpu(Call("Where", {bools({6}), RandomTensor(DType::kInt64, {6}, rng, -9.0f, 9.0f),
                                      RandomTensor(DType::kInt64, {}, rng, -9.0f, 9.0f)},
                            {{DType::kInt64, {6}}}),
-                      0.0, "Where i64");
+                      ExactTol(), "Where i64");
   for (const char* op : {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"}) {
     for (DType dt : {DType::kFloat32, DType::kBFloat16, DType::kInt64, DType::kInt32}) {
       // Small integers make ties (and so Equal / the OrEqual forms) common.
       Tensor a = cuda_test::CastHost(RandomTensor(DType::kFloat32, {4, 1, 6}, rng, -3.0f, 3.0f), DType::kInt32);
       Tensor b = cuda_test::CastHost(RandomTensor(DType::kFloat32, {5, 1}, rng, -3.0f, 3.0f), DType::kInt32);
       ExpectGpuMatchesCpu(Call(op, {cuda_test::CastHost(a, dt), cuda_test::CastHost(b, dt)}, {{DType::kBool, {4, 5, 6}}}),
-                          0.0, std::string(op) + " " + DTypeName(dt));
+                          ExactTol(), std::string(op) + " " + DTypeName(dt));
     }
   }
   for (const char* op : {"And", "Or", "Xor"})
-    ExpectGpuMatchesCpu(Call(op, {bools({2, 7}), bools({7})}, {{DType::kBool, {2, 7}}}), 0.0, op);
-  ExpectGpuMatchesCpu(Call("Not", {bools({33})}, {{DType::kBool, {33}}}), 0.0, "Not");
+    ExpectGpuMatchesCpu(Call(op, {bools({2, 7}), bools({7})}, {{DType::kBool, {2, 7}}}), ExactTol(), op);
+  ExpectGpuMatchesCpu(Call("Not", {bools({33})}, {{DType::kBool, {33}}}), ExactTol(), "Not");
 }
 
 TEST(CudaTensorKernels, RangeTriluCumSumArgMatchCpu) {
@@ -156,14 +158,14 @@ TEST(CudaTensorKernels, RangeTriluCumSumArgMatchCpu) {
   fs.data<float>()[0] = -1.5f;
   fl.data<float>()[0] = 7.0f;
   fd.data<float>()[0] = 0.25f;
-  ExpectGpuMatchesCpu(Call("Range", {fs, fl, fd}, {{DType::kFloat32, {34}}}), 0.0, "Range f32");
-  ExpectGpuMatchesCpu(Call("Range", {Int64Scalar(10), Int64Scalar(-7), Int64Scalar(-3)}, {{DType::kInt64, {6}}}), 0.0,
+  ExpectGpuMatchesCpu(Call("Range", {fs, fl, fd}, {{DType::kFloat32, {34}}}), ExactTol(), "Range f32");
+  ExpectGpuMatchesCpu(Call("Range", {Int64Scalar(10), Int64Scalar(-7), Int64Scalar(-3)}, {{DType::kInt64, {6}}}), ExactTol(),
                       "Range i64");
   for (int upper : {0, 1}) {
     for (int64_t k : {-2, 0, 3}) {
       OpCall c = Call("Trilu", {RandomTensor(DType::kFloat32, {2, 5, 7}, rng), Int64Scalar(k)}, {{DType::kFloat32, {2, 5, 7}}});
       c.attrs.set("upper", Attribute::Int(upper));
-      ExpectGpuMatchesCpu(c, 0.0, "Trilu upper=" + std::to_string(upper) + " k=" + std::to_string(k));
+      ExpectGpuMatchesCpu(c, ExactTol(), "Trilu upper=" + std::to_string(upper) + " k=" + std::to_string(k));
     }
   }
   for (int exclusive : {0, 1}) {
@@ -173,7 +175,7 @@ TEST(CudaTensorKernels, RangeTriluCumSumArgMatchCpu) {
                         {{DType::kFloat32, {6, 9, 5}}});
         c.attrs.set("exclusive", Attribute::Int(exclusive));
         c.attrs.set("reverse", Attribute::Int(reverse));
-        ExpectGpuMatchesCpu(c, 1e-6, "CumSum axis " + std::to_string(axis));
+        ExpectGpuMatchesCpu(c, DefaultTol(DType::kFloat32), "CumSum axis " + std::to_string(axis));
       }
     }
   }
@@ -181,7 +183,7 @@ TEST(CudaTensorKernels, RangeTriluCumSumArgMatchCpu) {
                    {{DType::kInt64, {100}}});
   ci.attrs.set("exclusive", Attribute::Int(0));
   ci.attrs.set("reverse", Attribute::Int(0));
-  ExpectGpuMatchesCpu(ci, 0.0, "CumSum i64");
+  ExpectGpuMatchesCpu(ci, ExactTol(), "CumSum i64");
   for (const char* op : {"ArgMax", "ArgMin"}) {
     for (int last : {0, 1}) {
       for (int64_t axis : {0, 2}) {
@@ -195,7 +197,7 @@ TEST(CudaTensorKernels, RangeTriluCumSumArgMatchCpu) {
         c.attrs.set("axis", Attribute::Int(axis));
         c.attrs.set("keepdims", Attribute::Int(1));
         c.attrs.set("select_last_index", Attribute::Int(last));
-        ExpectGpuMatchesCpu(c, 0.0, std::string(op) + " axis " + std::to_string(axis) + " last=" + std::to_string(last));
+        ExpectGpuMatchesCpu(c, ExactTol(), std::string(op) + " axis " + std::to_string(axis) + " last=" + std::to_string(last));
       }
     }
   }

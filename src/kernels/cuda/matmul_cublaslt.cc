@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <utility>
 
 #include "device/cuda/cuda_check.h"
 #include "device/cuda/cuda_device.h"
@@ -78,9 +79,21 @@ void MakeLayout(Layout& out, cudaDataType_t type, int64_t rows, int64_t cols, in
 }
 
 // The heuristic's choice per problem: querying it costs more host time than launching a small GEMM.
-// Pointer alignment is part of the key because the chosen algorithm may require it.
-using PlanKey = std::tuple<int, int, int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                           int, bool, bool, int>;
+// The operands' alignments are part of the key: the heuristic is told them (a smaller alignment
+// excludes the algorithms that need more), so a plan is only reused for operands at least as aligned.
+struct PlanKey {
+  int device, dtype, compute;
+  bool trans_a, trans_b;
+  int64_t m, n, k, batch, stride_a, stride_b, stride_d;
+  int epilogue;
+  bool bias, beta;
+  uint32_t align_a, align_b, align_d;  // bytes, in our operands' terms (A, B, D = C)
+  auto Tie() const {
+    return std::tie(device, dtype, compute, trans_a, trans_b, m, n, k, batch, stride_a, stride_b, stride_d, epilogue,
+                    bias, beta, align_a, align_b, align_d);
+  }
+  bool operator<(const PlanKey& o) const { return Tie() < o.Tie(); }
+};
 struct PlanCache {
   std::mutex mu;
   std::map<PlanKey, cublasLtMatmulHeuristicResult_t> plans;
@@ -90,15 +103,20 @@ PlanCache& Plans() {
   return *cache;
 }
 
-int MinAlignment(std::initializer_list<const void*> ptrs) {
-  int align = 256;
-  for (const void* p : ptrs) {
-    if (p == nullptr) continue;
-    const auto v = reinterpret_cast<uintptr_t>(p);
-    while (align > 1 && v % static_cast<uintptr_t>(align) != 0) align /= 2;
-  }
-  return align;
+// cuBLASLt assumes 256-byte aligned operands unless the preference says otherwise, and its
+// algorithms step from the base pointer by the leading dimension (every column) and by the batch
+// stride (every batch): the alignment an algorithm may rely on is the largest power of two, at most
+// 256, dividing the pointer, ld * element size and (batched, not broadcast) stride * element size.
+uint32_t OperandAlignment(const void* p, int64_t ld, int64_t batch, int64_t stride, size_t elem_size) {
+  uint64_t bits = reinterpret_cast<uintptr_t>(p) | uint64_t{256};
+  bits |= static_cast<uint64_t>(ld) * elem_size;
+  if (batch > 1 && stride != 0) bits |= static_cast<uint64_t>(stride < 0 ? -stride : stride) * elem_size;
+  return static_cast<uint32_t>(bits & (~bits + 1));  // the lowest set bit
 }
+
+// The fused bias epilogue reads the bias vector with wide loads; cuBLASLt has no preference
+// attribute for its alignment, so a bias aligned to less than this is added outside the epilogue.
+constexpr uint32_t kBiasAlignment = 16;
 
 }  // namespace
 
@@ -114,10 +132,27 @@ bool AllowTf32() {
   return v == 1;
 }
 
-void LtMatmul(const LtGemm& g, cudaStream_t stream) {
-  if (g.m == 0 || g.n == 0 || g.batch == 0) return;
-  OF_CHECK(g.batch <= INT32_MAX, kUnsupported, "MatMul on CUDA: batch ", g.batch, " is too large");
-  const cudaDataType_t type = LtType(g.dtype);
+void LtMatmul(const LtGemm& in, cudaStream_t stream) {
+  if (in.m == 0 || in.n == 0 || in.batch == 0) return;
+  OF_CHECK(in.batch <= INT32_MAX, kUnsupported, "MatMul on CUDA: batch ", in.batch, " is too large");
+  const cudaDataType_t type = LtType(in.dtype);
+  const size_t es = DTypeSize(in.dtype);
+  LtGemm g = in;
+  if (g.bias != nullptr && OperandAlignment(g.bias, 0, 1, 0, es) < kBiasAlignment) {
+    // A bias the epilogue cannot read (e.g. a view at an odd offset): D = bias broadcast over every
+    // row of every batch, then D = alpha op(A) op(B) + 1 * D with the activation still fused.
+    OF_CHECK(g.beta == 0.0f, kUnsupported, "MatMul on CUDA: a bias aligned to less than ", kBiasAlignment,
+             " bytes together with beta != 0");
+    if (g.batch == 1 || g.stride_d == g.m * g.n) {
+      LaunchBroadcastTo(g.dtype, g.bias, Shape{g.n}, g.d, Shape{g.batch * g.m, g.n}, stream);
+    } else {
+      for (int64_t i = 0; i < g.batch; ++i)
+        LaunchBroadcastTo(g.dtype, g.bias, Shape{g.n}, static_cast<char*>(g.d) + i * g.stride_d * es,
+                          Shape{g.m, g.n}, stream);
+    }
+    g.bias = nullptr;
+    g.beta = 1.0f;
+  }
   const cublasComputeType_t compute =
       g.dtype == DType::kFloat32 && AllowTf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   int device = 0;
@@ -144,19 +179,26 @@ void LtMatmul(const LtGemm& g, cudaStream_t stream) {
   }
   OF_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
 
+  // Leading dimensions (elements) of the row-major operands.
+  const int64_t ld_b = g.trans_b ? g.k : g.n;  // B stored [k,n] (ld n) or, transposed, [n,k] (ld k)
+  const int64_t ld_a = g.trans_a ? g.m : g.k;  // A stored [m,k] (ld k) or, transposed, [k,m] (ld m)
+  const int64_t ld_d = g.n;
   Layout la, lb, ld;
-  // First operand: B's memory. Stored [k,n] (ld n) or, transposed, [n,k] (ld k).
-  if (g.trans_b) MakeLayout(la, type, g.k, g.n, g.k, g.batch, g.stride_b);
-  else MakeLayout(la, type, g.n, g.k, g.n, g.batch, g.stride_b);
-  // Second operand: A's memory. Stored [m,k] (ld k) or, transposed, [k,m] (ld m).
-  if (g.trans_a) MakeLayout(lb, type, g.m, g.k, g.m, g.batch, g.stride_a);
-  else MakeLayout(lb, type, g.k, g.m, g.k, g.batch, g.stride_a);
-  MakeLayout(ld, type, g.n, g.m, g.n, g.batch, g.stride_d);
+  // First operand: B's memory; second operand: A's memory; C and D: D's memory.
+  if (g.trans_b) MakeLayout(la, type, g.k, g.n, ld_b, g.batch, g.stride_b);
+  else MakeLayout(la, type, g.n, g.k, ld_b, g.batch, g.stride_b);
+  if (g.trans_a) MakeLayout(lb, type, g.m, g.k, ld_a, g.batch, g.stride_a);
+  else MakeLayout(lb, type, g.k, g.m, ld_a, g.batch, g.stride_a);
+  MakeLayout(ld, type, g.n, g.m, ld_d, g.batch, g.stride_d);
+
+  const uint32_t align_a = OperandAlignment(g.a, ld_a, g.batch, g.stride_a, es);
+  const uint32_t align_b = OperandAlignment(g.b, ld_b, g.batch, g.stride_b, es);
+  const uint32_t align_d = OperandAlignment(g.d, ld_d, g.batch, g.stride_d, es);
 
   cublasLtHandle_t handle = Handle(device);
   const PlanKey key{device, static_cast<int>(g.dtype), static_cast<int>(compute), g.trans_a, g.trans_b, g.m, g.n,
                     g.k, g.batch, g.stride_a, g.stride_b, g.stride_d, static_cast<int>(epi), g.bias != nullptr,
-                    g.beta != 0.0f, MinAlignment({g.a, g.b, g.d, g.bias})};
+                    g.beta != 0.0f, align_a, align_b, align_d};
   cublasLtMatmulHeuristicResult_t result{};
   {
     PlanCache& cache = Plans();
@@ -170,10 +212,22 @@ void LtMatmul(const LtGemm& g, cudaStream_t stream) {
       const uint64_t ws = kWorkspaceBytes;
       OF_CUBLAS_CHECK(
           cublasLtMatmulPreferenceSetAttribute(pref.p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+      // cuBLASLt's A is our B and its B our A (see above); C and D are both our D.
+      const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
+          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_b},
+          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_a},
+          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_d},
+          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_d}};
+      for (const auto& [attr, bytes] : aligns)
+        OF_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.p, attr, &bytes, sizeof(bytes)));
       int found = 0;
-      OF_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, op.d, la.l, lb.l, ld.l, ld.l, pref.p, 1, &result, &found));
-      OF_CHECK(found > 0, kUnsupported, "cuBLASLt has no algorithm for a ", DTypeName(g.dtype), " GEMM of m=", g.m,
-               " n=", g.n, " k=", g.k, " batch=", g.batch);
+      const cublasStatus_t st =
+          cublasLtMatmulAlgoGetHeuristic(handle, op.d, la.l, lb.l, ld.l, ld.l, pref.p, 1, &result, &found);
+      // NOT_SUPPORTED is how the heuristic says "nothing fits": the same clear error as found == 0.
+      if (st != CUBLAS_STATUS_NOT_SUPPORTED) OF_CUBLAS_CHECK(st);
+      OF_CHECK(st == CUBLAS_STATUS_SUCCESS && found > 0, kUnsupported, "cuBLASLt has no algorithm for a ",
+               DTypeName(g.dtype), " GEMM of m=", g.m, " n=", g.n, " k=", g.k, " batch=", g.batch,
+               " (operand alignment A ", align_a, " B ", align_b, " D ", align_d, " bytes)");
       if (cache.plans.size() >= kMaxPlans) cache.plans.clear();  // dynamic shapes: stay bounded
       cache.plans.emplace(key, result);
     }

@@ -26,7 +26,11 @@ struct LtGemm {
   int64_t stride_a = 0, stride_b = 0, stride_d = 0;
 };
 
-// Runs on `stream` with a workspace from the device's caching allocator. Throws kUnsupported when
+// Runs on `stream` with a workspace from the device's caching allocator. Operands may be aligned to
+// as little as their element size (views at odd offsets, borrowed device memory): each operand's
+// alignment (its pointer, leading dimension and batch stride in bytes) is given to cuBLASLt's
+// heuristic, and a bias aligned to less than 16 bytes is broadcast into D first (then accumulated,
+// beta = 1) instead of being read by the epilogue; that needs beta == 0. Throws kUnsupported when
 // cuBLASLt has no algorithm for the case.
 void LtMatmul(const LtGemm& g, cudaStream_t stream);
 
