@@ -136,8 +136,33 @@ TEST(CudaTrainingSession, TransformerEncoderAdamMatchesCpu) {
     EXPECT_NEAR(got, want, 2e-4 * want) << "step " << i;
   }
   EXPECT_LT(losses.back(), losses.front());
-  for (const std::string& name : cpu.parameter_names())
-    EXPECT_LE(RelL2(gpu.GetParameter(name), cpu.GetParameter(name)), 1e-3) << name;
+  // The key projection's bias gets no gradient in exact arithmetic: it adds q.b_k to every score of a
+  // softmax row, which the softmax ignores. Each device computes that gradient as rounding noise, and
+  // Adam turns noise of either sign into lr-sized steps, so the two devices' key biases wander apart
+  // and are not compared. The premise is checked instead, on a further forward and backward: on both
+  // devices the key bias gradient is under 1e-5 of the global gradient norm.
+  auto is_key_bias = [](const std::string& name) {
+    return name.size() >= 6 && name.compare(name.size() - 6, 6, "k.bias") == 0;
+  };
+  for (TrainingSession* s : {&cpu, &gpu}) {
+    s->Run({{"input", x}, {"labels", y}}, {}, RunMode::kTrain);
+    s->Backward();
+    double total = 0, key_bias = 0;
+    int key_biases = 0;
+    for (const std::string& name : s->parameter_names()) {
+      const Tensor g = s->GetGradient(name);
+      double sq = 0;
+      for (int64_t i = 0; i < g.numel(); ++i) sq += double{g.data<float>()[i]} * g.data<float>()[i];
+      total += sq;
+      if (is_key_bias(name)) key_bias += sq, ++key_biases;
+    }
+    EXPECT_EQ(key_biases, 4);
+    EXPECT_GT(total, 0.0);
+    EXPECT_LE(std::sqrt(key_bias), 1e-5 * std::sqrt(total)) << (s == &cpu ? "cpu" : "gpu");
+  }
+  for (const std::string& name : cpu.parameter_names()) {
+    if (!is_key_bias(name)) EXPECT_LE(RelL2(gpu.GetParameter(name), cpu.GetParameter(name)), 1e-3) << name;
+  }
   // Eval mode on the device reads the trained parameters.
   const auto ev_cpu = cpu.Run({{"input", x}}, {}, RunMode::kEval), ev_gpu = gpu.Run({{"input", x}}, {}, RunMode::kEval);
   ASSERT_EQ(ev_cpu.size(), ev_gpu.size());
