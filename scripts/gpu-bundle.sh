@@ -33,11 +33,12 @@ command -v patchelf > /dev/null || { echo "gpu-bundle: patchelf not found (scrip
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT}
 
 ARCH_FLAGS="-march=x86-64-v3"
+mkdir -p "$BUILD"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DONEFLOW_WITH_CUDA=ON \
   "-DCMAKE_CUDA_ARCHITECTURES=90-real;90-virtual" -DONEFLOW_SHARED_CORE=ON -DONEFLOW_NATIVE_ARCH=OFF \
   -DONEFLOW_WITH_DNNL=OFF -DONEFLOW_BUILD_JAVA=OFF "-DCMAKE_C_FLAGS=$ARCH_FLAGS" "-DCMAKE_CXX_FLAGS=$ARCH_FLAGS" \
-  > "$BUILD.configure.log" 2>&1 || { tail -n 30 "$BUILD.configure.log"; exit 1; }
-grep -q "CUDA backend: on" "$BUILD.configure.log" || { echo "gpu-bundle: the CUDA backend is off:"; grep "CUDA backend" "$BUILD.configure.log"; exit 1; }
+  > "$BUILD/configure.log" 2>&1 || { tail -n 30 "$BUILD/configure.log"; exit 1; }
+grep -q "CUDA backend: on" "$BUILD/configure.log" || { echo "gpu-bundle: the CUDA backend is off:"; grep "CUDA backend" "$BUILD/configure.log"; exit 1; }
 
 # Executables that go into bin/ (test binaries from tests/, benches), then what they need.
 GTESTS=(tests/cuda/oneflow_cuda_tests tests/cuda/oneflow_cuda_host_tests tests/cuda/oneflow_cuda_session_tests
