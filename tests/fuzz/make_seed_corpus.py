@@ -15,6 +15,10 @@ REGRESSIONS = {
     # Constant folding ran fastmath::Exp on a NaN weight through Erf; the NaN reached an int conversion.
     "erf_nan_constant": "CAg6dAoOMgF4CgFXEgF0IgNFcmYKDAoBdBIBeSIEUmVsdRIFY29uc3QqIwgCCAMQAUIBV0oYjElWP3JiNr+LQWZm+P////Ri"
                         "qj9R7Au+WhMKAXgSDgoMCAESCCoCCCNKAggDYhMKAXkSDgoMCAESAAoCCAIKAggDQgQKABAR",
+    # Constant folding ran Abs on an int32 weight holding INT_MIN: UBSan "signed integer overflow:
+    # 0 - -2147483648" (Abs now negates in the unsigned type; |INT_MIN| wraps to INT_MIN as in numpy).
+    "abs_int_min_constant": "CAg6dAoOMgF4CgFXEgF0IgNBYnMKDAoBdBIBeSIEU2lnbhIFY29uc3QqIwgCCAMQBkIBV0oYjElWwaFiYwAAAACAAAAAdHNM"
+                            "b2dR7Au+WhMKAXgSDgoMCAMSCCoCCCNKAggDYhMKAXkSDioMCAESAAoCCAIKAggDQgQKABAR",
 }
 
 

@@ -24,10 +24,16 @@ template <typename C> C MulOp(C x, C y) {
   if constexpr (std::is_integral_v<C>) return static_cast<C>(WrapType<C>(x) * WrapType<C>(y));
   else return x * y;
 }
-// Integer division truncates (C semantics, as ONNX); INT_MIN / -1 wraps rather than trapping.
+// Integer division truncates (C semantics, as ONNX). The two cases C leaves undefined get numpy's
+// answers instead of a trap: x / 0 is 0, and INT_MIN / -1 wraps to INT_MIN.
 template <typename C> C DivOp(C x, C y) {
-  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) return y == C(-1) ? SubOp(C(0), x) : static_cast<C>(x / y);
-  else return static_cast<C>(x / y);
+  if constexpr (std::is_integral_v<C>) {
+    if (y == C(0)) return C(0);
+    if constexpr (std::is_signed_v<C>) {
+      if (y == C(-1)) return SubOp(C(0), x);
+    }
+  }
+  return static_cast<C>(x / y);
 }
 
 void RequireSameDType(const KernelContext& ctx, const Tensor& a, const Tensor& b) {
@@ -54,33 +60,18 @@ void MapBinary(KernelContext& ctx, G g, double cost) {
 template <typename G>
 void ArithBinary(KernelContext& ctx, G g, double cost) { MapBinary<false>(ctx, g, cost); }
 
-template <typename T>
-void RequireNoZeroDivisor(const KernelContext& ctx, const Tensor& b) {
-  const T* p = b.data<T>();
-  bool zero = false;
-  for (int64_t i = 0; i < b.numel(); ++i) zero |= p[i] == T(0);
-  OF_CHECK(!zero, kRuntime, ctx.node_desc(), ": integer division by zero");
-}
-
 void AddKernel(KernelContext& ctx) { ArithBinary(ctx, [](auto x, auto y) { return AddOp(x, y); }, kCheapCost); }
 void SubKernel(KernelContext& ctx) { ArithBinary(ctx, [](auto x, auto y) { return SubOp(x, y); }, kCheapCost); }
 void MulKernel(KernelContext& ctx) { ArithBinary(ctx, [](auto x, auto y) { return MulOp(x, y); }, kCheapCost); }
 
 void DivKernel(KernelContext& ctx) {
-  const Tensor& b = ctx.input(1);
-  if (IsIntegerDType(b.dtype())) {
-    DispatchInteger(b.dtype(), [&](auto tag) { RequireNoZeroDivisor<typename decltype(tag)::type>(ctx, b); });
-  }
   ArithBinary(ctx, [](auto x, auto y) { return DivOp(x, y); }, kCheapCost);
 }
 
 // fmod=1: result takes the dividend's sign (C fmod / %). fmod=0: the divisor's sign (Python/numpy).
+// Integer x mod 0 is 0 (numpy's np.fmod and np.remainder); floats give fmod's NaN.
 void ModKernel(KernelContext& ctx) {
   const bool c_style = ctx.attrs().GetInt("fmod") != 0;
-  const Tensor& b = ctx.input(1);
-  if (IsIntegerDType(b.dtype())) {
-    DispatchInteger(b.dtype(), [&](auto tag) { RequireNoZeroDivisor<typename decltype(tag)::type>(ctx, b); });
-  }
   ArithBinary(ctx, [c_style](auto x, auto y) {
     using C = decltype(x);
     if constexpr (std::is_floating_point_v<C>) {
@@ -90,6 +81,7 @@ void ModKernel(KernelContext& ctx) {
       if (r == C(0)) r = std::copysign(C(0), y);
       return r;
     } else {
+      if (y == C(0)) return C(0);
       if constexpr (std::is_signed_v<C>) {
         if (y == C(-1)) return C(0);  // avoids the INT_MIN % -1 trap
       }
@@ -102,15 +94,18 @@ void ModKernel(KernelContext& ctx) {
   }, kMathCost);
 }
 
-// x^y for integers by repeated squaring (exact where double pow would round for large int64).
-template <typename T>
-T IntPow(T x, int64_t y) {
-  if (y < 0) {
-    if (x == T(1)) return T(1);
-    if constexpr (std::is_signed_v<T>) {
-      if (x == T(-1)) return (y & 1) ? T(-1) : T(1);
+// x^y for integers by repeated squaring (exact where double pow would round for large int64); wraps
+// like numpy. E is int64_t, or uint64_t for uint64 exponents (which int64 would turn negative).
+template <typename T, typename E>
+T IntPow(T x, E y) {
+  if constexpr (std::is_signed_v<E>) {
+    if (y < 0) {
+      if (x == T(1)) return T(1);
+      if constexpr (std::is_signed_v<T>) {
+        if (x == T(-1)) return (y & 1) ? T(-1) : T(1);
+      }
+      return T(0);  // |x| > 1: truncates toward 0 (x == 0 also gives 0 rather than a trap)
     }
-    return T(0);  // |x| > 1: truncates toward 0 (x == 0 also gives 0 rather than a trap)
   }
   using W = WrapType<T>;
   W result = 1, base = static_cast<W>(x);
@@ -161,15 +156,20 @@ void PowKernel(KernelContext& ctx) {
     });
     return;
   }
-  // Integer base: integer exponents exactly, float exponents through double (truncated back).
-  Tensor e = Tensor::Uninitialized(exp_float ? DType::kFloat64 : DType::kInt64, b.shape());
+  // Integer base: integer exponents exactly, float exponents through double.
+  const DType e_type = exp_float ? DType::kFloat64 : b.dtype() == DType::kUInt64 ? DType::kUInt64 : DType::kInt64;
+  Tensor e = Tensor::Uninitialized(e_type, b.shape());
   CastInto(pool, b, e);
   DispatchInteger(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (exp_float) {
+      // Converted back as Cast does: 0^-1.0 (inf), (-8)^0.5 (NaN) and overflows saturate, not UB.
       BroadcastBinary(pool, a.data<T>(), a.shape(), e.data<double>(), e.shape(), out.data<T>(), out.shape(),
-                      [](T x, double y) { return static_cast<T>(static_cast<int64_t>(std::pow(static_cast<double>(x), y))); },
+                      [](T x, double y) { return SaturatingCast<T>(std::pow(static_cast<double>(x), y)); },
                       kLibmCost);
+    } else if (e_type == DType::kUInt64) {
+      BroadcastBinary(pool, a.data<T>(), a.shape(), e.data<uint64_t>(), e.shape(), out.data<T>(), out.shape(),
+                      [](T x, uint64_t y) { return IntPow(x, y); }, kMathCost);
     } else {
       BroadcastBinary(pool, a.data<T>(), a.shape(), e.data<int64_t>(), e.shape(), out.data<T>(), out.shape(),
                       [](T x, int64_t y) { return IntPow(x, y); }, kMathCost);
@@ -211,9 +211,17 @@ void VariadicKernel(KernelContext& ctx, G g, bool mean) {
       }
     }
     if (mean) {
-      const C inv = static_cast<C>(n);
-      UnaryMap(ctx.pool(), out.data<T>(), out.data<T>(), out.numel(),
-               [inv](T x) { return static_cast<T>(static_cast<C>(x) / inv); }, kCheapCost);
+      if constexpr (std::is_integral_v<C>) {
+        // The count in 64 bits: in T, 256 inputs of int8 would be a division by zero.
+        using W = std::conditional_t<std::is_signed_v<C>, int64_t, uint64_t>;
+        const W count = static_cast<W>(n);
+        UnaryMap(ctx.pool(), out.data<T>(), out.data<T>(), out.numel(),
+                 [count](T x) { return static_cast<T>(static_cast<W>(x) / count); }, kCheapCost);
+      } else {
+        const C inv = static_cast<C>(n);
+        UnaryMap(ctx.pool(), out.data<T>(), out.data<T>(), out.numel(),
+                 [inv](T x) { return static_cast<T>(static_cast<C>(x) / inv); }, kCheapCost);
+      }
     }
   });
 }

@@ -9,17 +9,8 @@ namespace oneflow {
 
 namespace {
 
-// float -> int64 with defined results everywhere: truncation toward zero in range; NaN and values out
-// of range give INT64_MIN, as x86's cvttsd2si (and so numpy) does. A bare static_cast is undefined
-// behaviour there, and constant folding runs Cast on whatever a model file holds.
-template <typename C>
-int64_t TruncateToInt64(C v) {
-  const bool in_range = v >= C(-9.2233720368547758e18) && v < C(9.2233720368547758e18);  // false for NaN
-  return in_range ? static_cast<int64_t>(v) : std::numeric_limits<int64_t>::min();
-}
-
-// One element from S to D. Floats to integers go through int64 so narrow targets wrap like numpy
-// instead of hitting undefined behaviour; NaN/inf to integer is unspecified by ONNX.
+// One element from S to D. Floats to integers saturate (SaturatingCast: NaN -> 0, out of range ->
+// the nearest end); ONNX leaves those cases undefined and numpy's answer depends on the CPU.
 template <typename D, typename S>
 D ConvertValue(S s) {
   if constexpr (std::is_same_v<D, S>) {
@@ -30,14 +21,9 @@ D ConvertValue(S s) {
     if constexpr (std::is_same_v<S, double>) return D(static_cast<float>(s));
     else return D(static_cast<float>(static_cast<ComputeType<S>>(s)));
   } else if constexpr (std::is_integral_v<D> && (std::is_floating_point_v<ComputeType<S>>)) {
-    using C = ComputeType<S>;
-    C v = static_cast<C>(s);
-    if constexpr (std::is_same_v<D, uint64_t>) {
-      if (v >= C(9.2233720368547758e18) && v < C(1.8446744073709552e19)) return static_cast<D>(v);
-    }
-    return static_cast<D>(TruncateToInt64(v));
+    return SaturatingCast<D>(static_cast<ComputeType<S>>(s));
   } else {
-    return static_cast<D>(static_cast<ComputeType<S>>(s));
+    return static_cast<D>(static_cast<ComputeType<S>>(s));  // integer narrowing wraps, as numpy
   }
 }
 

@@ -166,6 +166,22 @@ void UnaryMap(ThreadPool& pool, const TI* x, TO* y, int64_t n, F f, double cost)
   });
 }
 
+// Float -> integer with a result for every input (a bare static_cast is undefined behaviour outside
+// the target's range, and constant folding runs kernels on whatever a model file holds): NaN gives
+// 0, values past either end give that end, the rest truncate toward zero. This is what CUDA's cvt
+// and AArch64's fcvtz[su] do in hardware; x86 (and so numpy there) gives INT_MIN patterns instead.
+template <typename D, typename C>
+D SaturatingCast(C v) {
+  static_assert(std::is_integral_v<D> && !std::is_same_v<D, bool> && std::is_floating_point_v<C>);
+  // Both bounds are powers of two (0 or -2^(n-1), and 2^n or 2^(n-1)), so exact in any float type.
+  constexpr C kLowest = static_cast<C>(std::numeric_limits<D>::lowest());
+  constexpr C kPastMax = static_cast<C>(std::numeric_limits<D>::max() / 2 + 1) * C(2);
+  if (v != v) return D(0);
+  if (v <= kLowest) return std::numeric_limits<D>::lowest();
+  if (v >= kPastMax) return std::numeric_limits<D>::max();
+  return static_cast<D>(v);  // v in (lowest, max + 1): its truncation fits
+}
+
 // Entry points of the per-file kernel sets (all registered by RegisterCpuElementwiseKernels).
 class KernelRegistry;
 void RegisterCpuUnaryKernels(KernelRegistry& r);     // cpu/unary.cc

@@ -71,7 +71,8 @@ void AbsKernel(KernelContext& ctx) {
     using C = decltype(v);
     if constexpr (std::is_unsigned_v<C>) return v;
     else if constexpr (std::is_floating_point_v<C>) return std::fabs(v);
-    else return static_cast<C>(v < 0 ? C(0) - v : v);
+    // Negated in the unsigned type: |INT_MIN| wraps to INT_MIN (as numpy) instead of overflowing.
+    else return v < 0 ? static_cast<C>(std::make_unsigned_t<C>(0) - static_cast<std::make_unsigned_t<C>>(v)) : v;
   }, kCheapCost);
 }
 
@@ -185,7 +186,9 @@ void ShrinkKernel(KernelContext& ctx) {
     UnaryMap(ctx.pool(), x.data<T>(), y.data<T>(), x.numel(), [bias, lambd](T t) {
       double v = CastToDouble(t);
       double r = v < -lambd ? v + bias : (v > lambd ? v - bias : 0.0);
-      return CastFromDouble<T>(r);
+      // Integers saturate: v -/+ bias can leave T's range (or be NaN for a NaN bias).
+      if constexpr (std::is_integral_v<T>) return SaturatingCast<T>(r);
+      else return CastFromDouble<T>(r);
     }, kCheapCost);
   });
 }

@@ -3,6 +3,7 @@
 // 16 bytes per thread per step; each template is instantiated once, for the dtypes listed here.
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "device/cuda/cuda_check.h"
 #include "device/cuda/cuda_device.h"
@@ -70,6 +71,23 @@ enum BinaryOp : int { kAdd, kSub, kMul, kDiv, kMax, kMin, kPow };
 
 template <typename C>
 __device__ __forceinline__ C ApplyBinary(int op, C a, C b) {
+  if constexpr (std::is_integral_v<C>) {
+    // The CPU kernels' integer semantics (numpy's): +, -, * wrap (computed unsigned, no signed
+    // overflow); x / 0 is 0 and INT_MIN / -1 wraps to INT_MIN, where the hardware result is undefined.
+    using U = std::make_unsigned_t<C>;
+    switch (op) {
+      case kAdd: return static_cast<C>(static_cast<U>(a) + static_cast<U>(b));
+      case kSub: return static_cast<C>(static_cast<U>(a) - static_cast<U>(b));
+      case kMul: return static_cast<C>(static_cast<U>(a) * static_cast<U>(b));
+      case kDiv:
+        if (b == C(0)) return C(0);
+        if constexpr (std::is_signed_v<C>) {
+          if (b == C(-1)) return static_cast<C>(U(0) - static_cast<U>(a));
+        }
+        return a / b;
+      default: break;
+    }
+  }
   switch (op) {
     case kAdd: return a + b;
     case kSub: return a - b;
@@ -157,11 +175,29 @@ void BinaryFn(KernelContext& ctx) {
 }
 
 // ---- Cast and broadcast copies -----------------------------------------------------------------
+// Float -> integer saturates as on the CPU (SaturatingCast: NaN -> 0, out of range -> the nearest
+// end). cvt.rzi does that in hardware, but a C++ cast out of range is UB the compiler may exploit.
+template <typename D, typename S>
+__device__ __forceinline__ D CastValue(S v) {
+  if constexpr (std::is_integral_v<D> && !std::is_integral_v<S>) {
+    using C = std::conditional_t<std::is_same_v<S, double>, double, float>;
+    const C f = Convert<C>(v);
+    constexpr C kLowest = static_cast<C>(std::numeric_limits<D>::lowest());
+    constexpr C kPastMax = static_cast<C>(std::numeric_limits<D>::max() / 2 + 1) * C(2);
+    if (f != f) return D(0);
+    if (f <= kLowest) return std::numeric_limits<D>::lowest();
+    if (f >= kPastMax) return std::numeric_limits<D>::max();
+    return static_cast<D>(f);
+  } else {
+    return Convert<D>(v);
+  }
+}
+
 template <typename S, typename D>
 __global__ void CastKernel(const S* __restrict__ x, D* __restrict__ y, int64_t n) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    y[i] = Convert<D>(x[i]);
+    y[i] = CastValue<D>(x[i]);
 }
 
 // Calls fn(T{}) for the dtypes Cast supports on CUDA.
