@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "graph/ops/spatial_util.h"
+#include "kernels/cpu/elementwise_util.h"
 #include "kernels/cpu/spatial_kernels.h"
 
 namespace oneflow {
@@ -142,12 +143,10 @@ void ApplyTaps(ThreadPool& pool, const A* src, A* dst, Shape& shape, size_t axis
 
 template <typename T>
 T SaturateFrom(double v) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    if (std::isnan(v)) return T(0);
-    v = std::min(std::max(v, static_cast<double>(std::numeric_limits<T>::lowest())),
-                 static_cast<double>(std::numeric_limits<T>::max()));
-  }
-  return CastFromDouble<T>(v);
+  // SaturatingCast, not a clamp to double(max): for 64-bit types that bound rounds up to 2^63,
+  // whose conversion is undefined.
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return SaturatingCast<T>(v);
+  else return CastFromDouble<T>(v);
 }
 
 // Nearest mode needs no arithmetic: a gather with one input index per output position per axis.
