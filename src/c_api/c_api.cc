@@ -5,6 +5,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "c_api/c_api_internal.h"
@@ -15,6 +16,29 @@
 #endif
 
 using namespace oneflow::capi;
+
+namespace {
+
+// The int32_t a C caller passed in an enum-typed parameter (or field), read as bytes rather than
+// loaded as the C++ enum: C lets a caller pass any int there (42, -1), and loading a value outside
+// the enum's range through the C++ enum type is undefined (-fsanitize=enum), so it must be checked
+// as an integer before it is ever used as the enum. Every oneflow_*_t enum is int-sized.
+template <typename E>
+int32_t RawEnum(const E& value) {
+  static_assert(std::is_enum_v<E> && sizeof(E) == sizeof(int32_t), "the C ABI's enums are int-sized");
+  int32_t raw;
+  std::memcpy(&raw, &value, sizeof raw);
+  return raw;
+}
+
+// A dtype argument named `what`, validated: ONEFLOW_INVALID_ARGUMENT naming it and the value.
+DType ReadDType(const oneflow_dtype_t& dtype, const char* what) {
+  const int32_t raw = RawEnum(dtype);
+  OF_REQUIRE(IsKnownDType(raw), what, ": unknown dtype ", raw, " (not a oneflow_dtype_t value)");
+  return static_cast<DType>(raw);
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -30,13 +54,16 @@ const char* oneflow_status_message(const struct oneflow_status_s* status) {
 void oneflow_status_free(oneflow_status_t status) {
   if (status != &g_oom_status) delete status;
 }
-const char* oneflow_code_name(oneflow_code_t code) { return ErrorCodeName(static_cast<ErrorCode>(code)); }
+// ErrorCode has int as its fixed underlying type: any int converts to it (unknown ones name "UNKNOWN").
+const char* oneflow_code_name(oneflow_code_t code) { return ErrorCodeName(static_cast<ErrorCode>(RawEnum(code))); }
 
 size_t oneflow_dtype_size(oneflow_dtype_t dtype) {
-  return IsKnownDType(static_cast<int32_t>(dtype)) ? DTypeSize(static_cast<DType>(dtype)) : 0;
+  const int32_t raw = RawEnum(dtype);
+  return IsKnownDType(raw) ? DTypeSize(static_cast<DType>(raw)) : 0;
 }
 const char* oneflow_dtype_name(oneflow_dtype_t dtype) {
-  return IsKnownDType(static_cast<int32_t>(dtype)) ? DTypeName(static_cast<DType>(dtype)) : "undefined";
+  const int32_t raw = RawEnum(dtype);
+  return IsKnownDType(raw) ? DTypeName(static_cast<DType>(raw)) : "undefined";
 }
 
 oneflow_status_t oneflow_env_create(oneflow_env_t** out_env) {
@@ -52,7 +79,7 @@ oneflow_status_t oneflow_tensor_create(oneflow_dtype_t dtype, const int64_t* sha
   return Guard([&] {
     OF_REQUIRE(out_tensor != nullptr, "out_tensor is NULL");
     auto t = std::make_unique<oneflow_tensor_s>();
-    t->tensor = Tensor(ToDType(dtype), ToShape(shape, rank));
+    t->tensor = Tensor(ReadDType(dtype, "dtype"), ToShape(shape, rank));
     *out_tensor = t.release();
   });
 }
@@ -62,7 +89,7 @@ oneflow_status_t oneflow_tensor_create_borrowed(oneflow_dtype_t dtype, const int
                                                 oneflow_tensor_t** out_tensor) {
   return Guard([&] {
     OF_REQUIRE(out_tensor != nullptr, "out_tensor is NULL");
-    DType dt = ToDType(dtype);
+    DType dt = ReadDType(dtype, "dtype");
     Shape s = ToShape(shape, rank);
     size_t needed = static_cast<size_t>(NumElements(s)) * DTypeSize(dt);
     OF_REQUIRE(data != nullptr || needed == 0, "data is NULL for a tensor of ", needed, " bytes");

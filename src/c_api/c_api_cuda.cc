@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "c_api/c_api_internal.h"
 #ifdef ONEFLOW_HAVE_CUDA
@@ -12,6 +13,30 @@
 using namespace oneflow::capi;
 
 namespace {
+
+// The int32_t a C caller passed in an enum-typed parameter (or stored in an enum-typed field), read
+// as bytes rather than loaded as the C++ enum: C lets a caller pass any int there (7, -1), and
+// loading a value outside the enum's range through the C++ enum type is undefined
+// (-fsanitize=enum), so it is validated as an integer first. Every oneflow_*_t enum is int-sized.
+template <typename E>
+int32_t RawEnum(const E& value) {
+  static_assert(std::is_enum_v<E> && sizeof(E) == sizeof(int32_t), "the C ABI's enums are int-sized");
+  int32_t raw;
+  std::memcpy(&raw, &value, sizeof raw);
+  return raw;
+}
+
+// A device kind argument: ONEFLOW_INVALID_ARGUMENT naming `what` and the value unless it is one.
+void RequireDeviceKind(int32_t raw, const char* what) {
+  OF_REQUIRE(raw == ONEFLOW_DEVICE_CPU || raw == ONEFLOW_DEVICE_CUDA, what, ": unknown device kind ", raw,
+             " (expected ONEFLOW_DEVICE_CPU or ONEFLOW_DEVICE_CUDA)");
+}
+
+// A dtype argument, validated: ONEFLOW_INVALID_ARGUMENT naming `what` and the value.
+DType ReadDType(int32_t raw, const char* what) {
+  OF_REQUIRE(IsKnownDType(raw), what, ": unknown dtype ", raw, " (not a oneflow_dtype_t value)");
+  return static_cast<DType>(raw);
+}
 
 // The number of devices and, when 0, why.
 int32_t CountDevices(std::string* why) {
@@ -35,12 +60,13 @@ CudaGraphMode ReadGraphMode(const oneflow_device_session_options_t* o) {
   if (o == nullptr) return CudaGraphMode::kAuto;
   OF_REQUIRE(o->struct_size >= offsetof(oneflow_device_session_options_t, cuda_graphs) + sizeof(o->cuda_graphs),
              "device_options.struct_size is too small; initialize it with oneflow_device_session_options_init");
-  switch (o->cuda_graphs) {
+  const int32_t mode = RawEnum(o->cuda_graphs);
+  switch (mode) {
     case ONEFLOW_CUDA_GRAPHS_AUTO: return CudaGraphMode::kAuto;
     case ONEFLOW_CUDA_GRAPHS_ON: return CudaGraphMode::kOn;
     case ONEFLOW_CUDA_GRAPHS_OFF: return CudaGraphMode::kOff;
   }
-  Fail(ErrorCode::kInvalidArgument, "device_options.cuda_graphs is ", static_cast<int>(o->cuda_graphs),
+  Fail(ErrorCode::kInvalidArgument, "device_options.cuda_graphs is ", mode,
        "; expected ONEFLOW_CUDA_GRAPHS_AUTO, _ON or _OFF");
 }
 
@@ -72,6 +98,33 @@ void RequireDevicePointer(const void* data, int32_t index) {
   (void)data;
   (void)index;
 #endif
+}
+
+// oneflow_session_create_on_device(_ex) with the device kind as the caller's raw int32_t.
+oneflow_status_t CreateSessionOnDevice(oneflow_env_t* env, const oneflow_graph_t* graph,
+                                       const oneflow_session_options_t* options, int32_t raw_device, int32_t index,
+                                       const oneflow_device_session_options_t* device_options,
+                                       oneflow_session_t** out_session) {
+  if (raw_device == ONEFLOW_DEVICE_CPU) {
+    if (index != 0)
+      return Guard([&] { OF_REQUIRE(false, "CPU device index must be 0, got ", index); });
+    return oneflow_session_create(env, graph, options, out_session);
+  }
+  return Guard([&] {
+    RequireDeviceKind(raw_device, "device");
+    OF_REQUIRE(graph != nullptr, "graph is NULL");
+    OF_REQUIRE(out_session != nullptr, "out_session is NULL");
+    RequireCudaDevice(index);
+    SessionOptions opts = ReadSessionOptions(options);
+    opts.device = DeviceType::kCuda;
+    opts.device_index = index;
+    opts.cuda_graphs = ReadGraphMode(device_options);
+    opts.cuda_allow_runtime_fallback = ReadAllowRuntimeFallback(device_options);
+    auto h = std::make_unique<oneflow_session_s>();
+    h->session = std::make_unique<Session>(*graph->graph, opts);
+    h->io.Build(h->session->model());
+    *out_session = h.release();
+  });
 }
 
 }  // namespace
@@ -119,7 +172,7 @@ oneflow_status_t oneflow_session_create_on_device(oneflow_env_t* env, const onef
                                                   const oneflow_session_options_t* options,
                                                   oneflow_device_kind_t device, int32_t index,
                                                   oneflow_session_t** out_session) {
-  return oneflow_session_create_on_device_ex(env, graph, options, device, index, nullptr, out_session);
+  return CreateSessionOnDevice(env, graph, options, RawEnum(device), index, nullptr, out_session);
 }
 
 void oneflow_device_session_options_init(oneflow_device_session_options_t* options) {
@@ -135,26 +188,7 @@ oneflow_status_t oneflow_session_create_on_device_ex(oneflow_env_t* env, const o
                                                      oneflow_device_kind_t device, int32_t index,
                                                      const oneflow_device_session_options_t* device_options,
                                                      oneflow_session_t** out_session) {
-  if (device == ONEFLOW_DEVICE_CPU) {
-    if (index != 0)
-      return Guard([&] { OF_REQUIRE(false, "CPU device index must be 0, got ", index); });
-    return oneflow_session_create(env, graph, options, out_session);
-  }
-  return Guard([&] {
-    OF_REQUIRE(graph != nullptr, "graph is NULL");
-    OF_REQUIRE(out_session != nullptr, "out_session is NULL");
-    OF_REQUIRE(device == ONEFLOW_DEVICE_CUDA, "unknown device kind ", static_cast<int>(device));
-    RequireCudaDevice(index);
-    SessionOptions opts = ReadSessionOptions(options);
-    opts.device = DeviceType::kCuda;
-    opts.device_index = index;
-    opts.cuda_graphs = ReadGraphMode(device_options);
-    opts.cuda_allow_runtime_fallback = ReadAllowRuntimeFallback(device_options);
-    auto h = std::make_unique<oneflow_session_s>();
-    h->session = std::make_unique<Session>(*graph->graph, opts);
-    h->io.Build(h->session->model());
-    *out_session = h.release();
-  });
+  return CreateSessionOnDevice(env, graph, options, RawEnum(device), index, device_options, out_session);
 }
 
 void oneflow_session_device_stats_init(oneflow_session_device_stats_t* stats) {
@@ -185,15 +219,19 @@ oneflow_status_t oneflow_tensor_create_device_borrowed(oneflow_dtype_t dtype, co
                                                        oneflow_device_kind_t device, int32_t index, void* data,
                                                        size_t byte_size, oneflow_deleter_fn deleter, void* user_data,
                                                        oneflow_tensor_t** out_tensor) {
-  if (device == ONEFLOW_DEVICE_CPU) {
+  const int32_t raw_device = RawEnum(device), raw_dtype = RawEnum(dtype);
+  if (raw_device == ONEFLOW_DEVICE_CPU) {
     if (index != 0)
       return Guard([&] { OF_REQUIRE(false, "CPU device index must be 0, got ", index); });
-    return oneflow_tensor_create_borrowed(dtype, shape, rank, data, byte_size, deleter, user_data, out_tensor);
+    // Forwarded as an enum only once it is known to be one of the enum's values.
+    if (!IsKnownDType(raw_dtype)) return Guard([&] { ReadDType(raw_dtype, "dtype"); });
+    return oneflow_tensor_create_borrowed(static_cast<oneflow_dtype_t>(raw_dtype), shape, rank, data, byte_size,
+                                          deleter, user_data, out_tensor);
   }
   return Guard([&] {
+    RequireDeviceKind(raw_device, "device");
     OF_REQUIRE(out_tensor != nullptr, "out_tensor is NULL");
-    OF_REQUIRE(device == ONEFLOW_DEVICE_CUDA, "unknown device kind ", static_cast<int>(device));
-    const DType dt = ToDType(dtype);
+    const DType dt = ReadDType(raw_dtype, "dtype");
     const Shape s = ToShape(shape, rank);
     const size_t needed = static_cast<size_t>(NumElements(s)) * DTypeSize(dt);
     OF_REQUIRE(data != nullptr || needed == 0, "data is NULL for a tensor of ", needed, " bytes");

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "c_api/c_api_internal.h"
@@ -26,6 +27,25 @@ TrainingSession& Training(const oneflow_session_t* session) {
 #define OF_FIELD(opts, field, fallback) \
   ((opts)->struct_size >= offsetof(oneflow_training_options_t, field) + sizeof((opts)->field) ? (opts)->field : (fallback))
 
+// The int32_t a C caller stored in an enum-typed field (or passed in an enum-typed parameter), read
+// as bytes rather than loaded as the C++ enum: C lets a caller store any int there (7, -1), and
+// loading a value outside the enum's range through the C++ enum type is undefined
+// (-fsanitize=enum), so it is validated as an integer and only then mapped. Every oneflow_*_t enum
+// is int-sized.
+template <typename E>
+int32_t RawEnum(const E& value) {
+  static_assert(std::is_enum_v<E> && sizeof(E) == sizeof(int32_t), "the C ABI's enums are int-sized");
+  int32_t raw;
+  std::memcpy(&raw, &value, sizeof raw);
+  return raw;
+}
+
+// OF_FIELD for an enum-typed field: its raw int32_t value (or `fallback`), never an enum load.
+#define OF_ENUM_FIELD(opts, field, fallback)                                                      \
+  ((opts)->struct_size >= offsetof(oneflow_training_options_t, field) + sizeof((opts)->field) \
+       ? RawEnum((opts)->field)                                                                 \
+       : static_cast<int32_t>(fallback))
+
 
 oneflow_tensor_t* WrapTensor(Tensor t) {
   auto h = std::make_unique<oneflow_tensor_s>();
@@ -47,7 +67,8 @@ train::TrainingOptions ConvertOptions(const oneflow_session_options_t* so, const
   }
   OF_REQUIRE(to->struct_size >= offsetof(oneflow_training_options_t, loss_reduction_sum) + sizeof(int32_t),
              "training_options.struct_size is too small; initialize it with oneflow_training_options_init");
-  switch (to->loss) {
+  const int32_t loss = RawEnum(to->loss);  // within the struct_size checked above
+  switch (loss) {
     case ONEFLOW_LOSS_MODEL_OUTPUT:
       OF_REQUIRE(to->loss_output != nullptr, "training_options.loss_output is NULL with ONEFLOW_LOSS_MODEL_OUTPUT");
       o.loss_output = to->loss_output;
@@ -55,7 +76,7 @@ train::TrainingOptions ConvertOptions(const oneflow_session_options_t* so, const
     case ONEFLOW_LOSS_MSE: o.appended_loss = train::AppendedLoss::kMse; break;
     case ONEFLOW_LOSS_L1: o.appended_loss = train::AppendedLoss::kL1; break;
     case ONEFLOW_LOSS_SOFTMAX_CROSS_ENTROPY: o.appended_loss = train::AppendedLoss::kSoftmaxCrossEntropy; break;
-    default: Fail(ErrorCode::kInvalidArgument, "training_options.loss: unknown loss ", static_cast<int>(to->loss));
+    default: Fail(ErrorCode::kInvalidArgument, "training_options.loss: unknown loss ", loss);
   }
   if (o.appended_loss != train::AppendedLoss::kNone) {
     OF_REQUIRE(to->logits_output != nullptr, "training_options.logits_output is NULL (an appended loss needs it)");
@@ -64,12 +85,12 @@ train::TrainingOptions ConvertOptions(const oneflow_session_options_t* so, const
     o.loss_sum = to->loss_reduction_sum != 0;
   }
   train::OptimizerConfig& c = o.optimizer;
-  const oneflow_optimizer_t kind = OF_FIELD(to, optimizer, ONEFLOW_OPTIMIZER_ADAM);
+  const int32_t kind = OF_ENUM_FIELD(to, optimizer, ONEFLOW_OPTIMIZER_ADAM);
   switch (kind) {
     case ONEFLOW_OPTIMIZER_SGD: c.kind = train::OptimizerKind::kSgd; break;
     case ONEFLOW_OPTIMIZER_ADAM: c.kind = train::OptimizerKind::kAdam; break;
     case ONEFLOW_OPTIMIZER_ADAMW: c.kind = train::OptimizerKind::kAdamW; break;
-    default: Fail(ErrorCode::kInvalidArgument, "training_options.optimizer: unknown optimizer ", static_cast<int>(kind));
+    default: Fail(ErrorCode::kInvalidArgument, "training_options.optimizer: unknown optimizer ", kind);
   }
   c.lr = OF_FIELD(to, learning_rate, c.lr);
   c.weight_decay = OF_FIELD(to, weight_decay, c.weight_decay);
@@ -80,12 +101,12 @@ train::TrainingOptions ConvertOptions(const oneflow_session_options_t* so, const
   c.beta2 = OF_FIELD(to, beta2, c.beta2);
   c.eps = OF_FIELD(to, eps, c.eps);
   train::LrSchedule& s = o.schedule;
-  const oneflow_lr_schedule_t sk = OF_FIELD(to, lr_schedule, ONEFLOW_LR_CONSTANT);
+  const int32_t sk = OF_ENUM_FIELD(to, lr_schedule, ONEFLOW_LR_CONSTANT);
   switch (sk) {
     case ONEFLOW_LR_CONSTANT: s.kind = train::LrScheduleKind::kConstant; break;
     case ONEFLOW_LR_STEP: s.kind = train::LrScheduleKind::kStep; break;
     case ONEFLOW_LR_COSINE: s.kind = train::LrScheduleKind::kCosine; break;
-    default: Fail(ErrorCode::kInvalidArgument, "training_options.lr_schedule: unknown schedule ", static_cast<int>(sk));
+    default: Fail(ErrorCode::kInvalidArgument, "training_options.lr_schedule: unknown schedule ", sk);
   }
   s.warmup_steps = OF_FIELD(to, warmup_steps, s.warmup_steps);
   s.warmup_start_factor = OF_FIELD(to, warmup_start_factor, s.warmup_start_factor);
@@ -103,14 +124,14 @@ train::TrainingOptions ConvertOptions(const oneflow_session_options_t* so, const
   }
   o.deterministic = OF_FIELD(to, deterministic, 0) != 0;
   o.seed = OF_FIELD(to, seed, uint64_t{0});
-  const oneflow_nonfinite_policy_t nf = OF_FIELD(to, nonfinite_policy, ONEFLOW_NONFINITE_SKIP);
+  const int32_t nf = OF_ENUM_FIELD(to, nonfinite_policy, ONEFLOW_NONFINITE_SKIP);
   OF_REQUIRE(nf == ONEFLOW_NONFINITE_SKIP || nf == ONEFLOW_NONFINITE_REFUSE,
-             "training_options.nonfinite_policy: unknown policy ", static_cast<int>(nf));
+             "training_options.nonfinite_policy: unknown policy ", nf);
   o.nonfinite = nf == ONEFLOW_NONFINITE_SKIP ? train::NonFinitePolicy::kSkip : train::NonFinitePolicy::kRefuse;
   o.activation_checkpointing = OF_FIELD(to, activation_checkpointing, 0) != 0;
-  const oneflow_precision_t pr = OF_FIELD(to, precision, ONEFLOW_PRECISION_F32);
+  const int32_t pr = OF_ENUM_FIELD(to, precision, ONEFLOW_PRECISION_F32);
   OF_REQUIRE(pr == ONEFLOW_PRECISION_F32 || pr == ONEFLOW_PRECISION_BF16 || pr == ONEFLOW_PRECISION_F16,
-             "training_options.precision: unknown precision ", static_cast<int>(pr));
+             "training_options.precision: unknown precision ", pr);
   o.precision = pr == ONEFLOW_PRECISION_BF16  ? train::Precision::kBFloat16
                 : pr == ONEFLOW_PRECISION_F16 ? train::Precision::kFloat16
                                               : train::Precision::kFloat32;
@@ -184,8 +205,10 @@ oneflow_status_t oneflow_training_session_create(oneflow_env_t* env, const onefl
 oneflow_status_t oneflow_session_set_run_mode(oneflow_session_t* session, oneflow_run_mode_t mode) {
   return Guard([&] {
     Training(session);
-    OF_REQUIRE(mode == ONEFLOW_RUN_TRAIN || mode == ONEFLOW_RUN_EVAL, "unknown run mode ", static_cast<int>(mode));
-    session->mode = mode == ONEFLOW_RUN_TRAIN ? train::RunMode::kTrain : train::RunMode::kEval;
+    const int32_t raw = RawEnum(mode);
+    OF_REQUIRE(raw == ONEFLOW_RUN_TRAIN || raw == ONEFLOW_RUN_EVAL, "mode: unknown run mode ", raw,
+               " (expected ONEFLOW_RUN_TRAIN or ONEFLOW_RUN_EVAL)");
+    session->mode = raw == ONEFLOW_RUN_TRAIN ? train::RunMode::kTrain : train::RunMode::kEval;
   });
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -208,11 +209,18 @@ TEST(NativeFormat, Xxh64MatchesTheReferenceLibrary) {
   using Fn = unsigned long long (*)(const void*, size_t, unsigned long long);
   auto ref = reinterpret_cast<Fn>(::dlsym(lib, "XXH64"));
   ASSERT_NE(ref, nullptr);
+  // Every (offset, length) pair below hashes bytes inside `buf`: the buffer holds the longest
+  // length at the largest (unaligned) offset, so both implementations read only what they are given.
+  const std::vector<size_t> lens = {0, 1, 3, 4, 7, 8, 15, 31, 32, 33, 63, 64, 100, 1000, 4999};
+  const std::vector<size_t> offs = {0, 1, 5};
+  const size_t max_len = *std::max_element(lens.begin(), lens.end());
+  const size_t max_off = *std::max_element(offs.begin(), offs.end());
   std::mt19937_64 rng(42);
-  std::vector<unsigned char> buf(5000);
+  std::vector<unsigned char> buf(std::max<size_t>(5000, max_off + max_len));
   for (auto& c : buf) c = static_cast<unsigned char>(rng());
-  for (size_t len : {0, 1, 3, 4, 7, 8, 15, 31, 32, 33, 63, 64, 100, 1000, 4999}) {
-    for (size_t off : {0, 1, 5}) {
+  for (size_t len : lens) {
+    for (size_t off : offs) {
+      ASSERT_LE(off + len, buf.size()) << len << " " << off;
       for (uint64_t seed : {0ULL, 1ULL, 0x123456789ULL}) {
         EXPECT_EQ(Xxh64(buf.data() + off, len, seed), ref(buf.data() + off, len, seed)) << len << " " << off;
       }

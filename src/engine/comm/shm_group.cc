@@ -51,9 +51,23 @@ std::pair<int64_t, int64_t> Share(int64_t n, int64_t members, int64_t m) {
   return {m * q + std::min(m, rem), q + (m < rem ? 1 : 0)};
 }
 
+// Copies `len` bytes from src + src_off to dst + dst_off (CopyBytes: disjoint, MoveBytes: may
+// overlap). A zero-length copy touches neither pointer: a member with nothing to send or receive
+// may hand in null buffers (an empty vector's data()), and memcpy from or to null, or offsetting
+// null, is undefined even when no byte is copied.
+void CopyBytes(void* dst, size_t dst_off, const void* src, size_t src_off, size_t len) {
+  if (len == 0) return;
+  std::memcpy(static_cast<char*>(dst) + dst_off, static_cast<const char*>(src) + src_off, len);
+}
+void MoveBytes(void* dst, size_t dst_off, const void* src, size_t src_off, size_t len) {
+  if (len == 0) return;
+  std::memmove(static_cast<char*>(dst) + dst_off, static_cast<const char*>(src) + src_off, len);
+}
+
 // dst = s[0] + s[1] + ... + s[n-1], added in that order (dst is none of the sources).
 template <typename T>
 void SumInOrder(T* dst, const T* const* s, int n, int64_t len) {
+  if (len <= 0) return;  // dst and the sources may be null then
   if (n == 1) {
     std::memcpy(dst, s[0], static_cast<size_t>(len) * sizeof(T));
     return;
@@ -315,19 +329,19 @@ void ShmGroup::AllReduceSum(void* buf, int64_t count, DType dtype) {
     for (int m = 0; m < n; ++m) {
       if (m == me_) continue;
       auto [st, sz] = Share(len, n, m);
-      std::memcpy(mine + static_cast<size_t>(m) * region, chunk + static_cast<size_t>(st) * es, static_cast<size_t>(sz) * es);
+      CopyBytes(mine, static_cast<size_t>(m) * region, chunk, static_cast<size_t>(st) * es, static_cast<size_t>(sz) * es);
     }
     Sync();
     auto [st, sz] = Share(len, n, me_);
     const size_t off = static_cast<size_t>(st) * es, at = static_cast<size_t>(me_) * region;
     for (int m = 0; m < n; ++m) srcs[static_cast<size_t>(m)] = m == me_ ? chunk + off : Slot(m) + at;
     Sum(dtype, mine + at, srcs, sz);  // into the slot: no source is overwritten while read
-    std::memcpy(chunk + off, mine + at, static_cast<size_t>(sz) * es);
+    CopyBytes(chunk, off, mine, at, static_cast<size_t>(sz) * es);
     Sync();
     for (int m = 0; m < n; ++m) {
       if (m == me_) continue;
       auto [mst, msz] = Share(len, n, m);
-      std::memcpy(chunk + static_cast<size_t>(mst) * es, Slot(m) + static_cast<size_t>(m) * region, static_cast<size_t>(msz) * es);
+      CopyBytes(chunk, static_cast<size_t>(mst) * es, Slot(m), static_cast<size_t>(m) * region, static_cast<size_t>(msz) * es);
     }
     peers_may_read_ = true;
   }
@@ -356,13 +370,16 @@ void ShmGroup::ReduceScatterSum(const void* send, void* recv, const std::vector<
   for (int64_t k0 = 0; k0 < longest; k0 += region) {
     for (int m = 0; m < n; ++m)
       if (m != me_)
-        std::memcpy(mine + static_cast<size_t>(m * region) * es, in + static_cast<size_t>(start[static_cast<size_t>(m)] + k0) * es,
-                    static_cast<size_t>(piece(m, k0)) * es);
+        CopyBytes(mine, static_cast<size_t>(m * region) * es, in, static_cast<size_t>(start[static_cast<size_t>(m)] + k0) * es,
+                  static_cast<size_t>(piece(m, k0)) * es);
     Sync();
-    for (int m = 0; m < n; ++m)
-      srcs[static_cast<size_t>(m)] = m == me_ ? in + static_cast<size_t>(start[static_cast<size_t>(me_)] + k0) * es
-                                              : Slot(m) + static_cast<size_t>(me_ * region) * es;
-    Sum(dtype, static_cast<char*>(recv) + static_cast<size_t>(k0) * es, srcs, piece(me_, k0));
+    // A member whose segment is exhausted (or empty, with a null `recv`) sums nothing.
+    if (const int64_t len = piece(me_, k0); len > 0) {
+      for (int m = 0; m < n; ++m)
+        srcs[static_cast<size_t>(m)] = m == me_ ? in + static_cast<size_t>(start[static_cast<size_t>(me_)] + k0) * es
+                                                : Slot(m) + static_cast<size_t>(me_ * region) * es;
+      Sum(dtype, static_cast<char*>(recv) + static_cast<size_t>(k0) * es, srcs, len);
+    }
     Sync();
   }
 }
@@ -382,11 +399,11 @@ void ShmGroup::AllGather(const void* send, void* recv, const std::vector<size_t>
     return s > b0 ? std::min(s - b0, slot_bytes_) : size_t{0};
   };
   for (size_t b0 = 0; b0 < longest; b0 += slot_bytes_) {
-    std::memcpy(Slot(me_), in + b0, piece(me_, b0));
-    std::memmove(out + start[static_cast<size_t>(me_)] + b0, in + b0, piece(me_, b0));
+    CopyBytes(Slot(me_), 0, in, b0, piece(me_, b0));
+    MoveBytes(out, start[static_cast<size_t>(me_)] + b0, in, b0, piece(me_, b0));
     Sync();
     for (int m = 0; m < n; ++m)
-      if (m != me_) std::memcpy(out + start[static_cast<size_t>(m)] + b0, Slot(m), piece(m, b0));
+      if (m != me_) CopyBytes(out, start[static_cast<size_t>(m)] + b0, Slot(m), 0, piece(m, b0));
     Sync();
   }
 }
@@ -419,14 +436,14 @@ void ShmGroup::AllToAll(const void* send, const std::vector<size_t>& send_sizes,
   for (size_t b0 = 0; b0 < longest; b0 += region) {
     for (int m = 0; m < n; ++m) {
       const size_t len = piece(send_sizes[static_cast<size_t>(m)], b0);
-      if (m == me_) std::memcpy(out + rstart[static_cast<size_t>(m)] + b0, in + sstart[static_cast<size_t>(m)] + b0, len);
-      else std::memcpy(Slot(me_) + static_cast<size_t>(m) * region, in + sstart[static_cast<size_t>(m)] + b0, len);
+      if (m == me_) CopyBytes(out, rstart[static_cast<size_t>(m)] + b0, in, sstart[static_cast<size_t>(m)] + b0, len);
+      else CopyBytes(Slot(me_), static_cast<size_t>(m) * region, in, sstart[static_cast<size_t>(m)] + b0, len);
     }
     Sync();
     for (int m = 0; m < n; ++m)
       if (m != me_)
-        std::memcpy(out + rstart[static_cast<size_t>(m)] + b0, Slot(m) + static_cast<size_t>(me_) * region,
-                    piece(recv_sizes[static_cast<size_t>(m)], b0));
+        CopyBytes(out, rstart[static_cast<size_t>(m)] + b0, Slot(m), static_cast<size_t>(me_) * region,
+                  piece(recv_sizes[static_cast<size_t>(m)], b0));
     Sync();
   }
 }

@@ -17,8 +17,13 @@ std::string Gemm(GradContext& c, const std::string& a, const std::string& b, boo
                                             {"alpha", Attribute::Float(alpha)}}));
 }
 
+// Dim d of t (negative d counts from the back) when it is statically known, else -1. A dim past
+// t's rank (or any dim of an unranked t) is unknown too, never a read past `dims`.
 int64_t KnownDim(const TensorType& t, int64_t d) {
-  const Dim& dim = t.dims[static_cast<size_t>(d < 0 ? d + t.rank() : d)];
+  if (!t.has_rank) return -1;
+  const int64_t i = d < 0 ? d + t.rank() : d;
+  if (i < 0 || i >= t.rank()) return -1;
+  const Dim& dim = t.dims[static_cast<size_t>(i)];
   return dim.known() ? dim.value : -1;
 }
 
@@ -30,9 +35,11 @@ void GradMatMul(GradContext& c) {
   std::string dy = c.output_grad(0);
 
   // A batch of rows times a 2-D weight (dense layers): two plain GEMMs over the flattened rows,
-  // with no transposed copies and no batch reduction afterwards.
-  const int64_t k = KnownDim(c.input_type(1), 0), n = KnownDim(c.input_type(1), 1);
-  if (ra >= 2 && rb == 2 && k >= 0 && n >= 0) {
+  // with no transposed copies and no batch reduction afterwards. B's dims are read only when B is
+  // 2-D: a 1-D B ([k], promoted to [k, 1] with that dim dropped from Y) has no dim 1.
+  const bool dense = ra >= 2 && rb == 2;
+  const int64_t k = dense ? KnownDim(c.input_type(1), 0) : -1, n = dense ? KnownDim(c.input_type(1), 1) : -1;
+  if (dense && k >= 0 && n >= 0) {
     const std::string dy2 = c.Emit1("Reshape", {dy, c.Ints({-1, n})});
     if (c.needs_input_grad(0))
       c.SetInputGrad(0, c.Emit1("Reshape", {Gemm(c, dy2, b, false, true), c.ShapeOf(a)}));
