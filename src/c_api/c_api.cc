@@ -19,18 +19,6 @@ using namespace oneflow::capi;
 
 namespace {
 
-// The int32_t a C caller passed in an enum-typed parameter (or field), read as bytes rather than
-// loaded as the C++ enum: C lets a caller pass any int there (42, -1), and loading a value outside
-// the enum's range through the C++ enum type is undefined (-fsanitize=enum), so it must be checked
-// as an integer before it is ever used as the enum. Every oneflow_*_t enum is int-sized.
-template <typename E>
-int32_t RawEnum(const E& value) {
-  static_assert(std::is_enum_v<E> && sizeof(E) == sizeof(int32_t), "the C ABI's enums are int-sized");
-  int32_t raw;
-  std::memcpy(&raw, &value, sizeof raw);
-  return raw;
-}
-
 // A dtype argument named `what`, validated: ONEFLOW_INVALID_ARGUMENT naming it and the value.
 DType ReadDType(const oneflow_dtype_t& dtype, const char* what) {
   const int32_t raw = RawEnum(dtype);

@@ -14,18 +14,6 @@ using namespace oneflow::capi;
 
 namespace {
 
-// The int32_t a C caller passed in an enum-typed parameter (or stored in an enum-typed field), read
-// as bytes rather than loaded as the C++ enum: C lets a caller pass any int there (7, -1), and
-// loading a value outside the enum's range through the C++ enum type is undefined
-// (-fsanitize=enum), so it is validated as an integer first. Every oneflow_*_t enum is int-sized.
-template <typename E>
-int32_t RawEnum(const E& value) {
-  static_assert(std::is_enum_v<E> && sizeof(E) == sizeof(int32_t), "the C ABI's enums are int-sized");
-  int32_t raw;
-  std::memcpy(&raw, &value, sizeof raw);
-  return raw;
-}
-
 // A device kind argument: ONEFLOW_INVALID_ARGUMENT naming `what` and the value unless it is one.
 void RequireDeviceKind(int32_t raw, const char* what) {
   OF_REQUIRE(raw == ONEFLOW_DEVICE_CPU || raw == ONEFLOW_DEVICE_CUDA, what, ": unknown device kind ", raw,

@@ -4,9 +4,12 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "engine/distributed_session.h"
@@ -134,9 +137,16 @@ inline Shape ToShape(const int64_t* shape, size_t rank) {
   return s;
 }
 
-inline DType ToDType(oneflow_dtype_t dtype) {
-  OF_REQUIRE(IsKnownDType(static_cast<int32_t>(dtype)), "unknown dtype ", static_cast<int>(dtype));
-  return static_cast<DType>(dtype);
+// The int32_t a C caller passed in an enum-typed parameter (or stored in an enum-typed field), read
+// as bytes rather than loaded as the C++ enum: C lets a caller pass any int there (7, -1), and
+// loading a value outside the enum's range through the C++ enum type is undefined
+// (-fsanitize=enum), so it is validated as an integer first. Every oneflow_*_t enum is int-sized.
+template <typename E>
+int32_t RawEnum(const E& value) {
+  static_assert(std::is_enum_v<E> && sizeof(E) == sizeof(int32_t), "the C ABI's enums are int-sized");
+  int32_t raw;
+  std::memcpy(&raw, &value, sizeof raw);
+  return raw;
 }
 
 inline void CheckInfoStruct(const oneflow_value_info_t* info) {

@@ -46,9 +46,10 @@ oneflow_status_t oneflow_graph_save(const oneflow_graph_t* graph, const char* pa
     if (options) {
       OF_REQUIRE(options->struct_size >= sizeof(oneflow_save_options_t),
                  "options.struct_size is too small; initialize it with oneflow_save_options_init");
-      OF_REQUIRE(options->format >= ONEFLOW_FORMAT_AUTO && options->format <= ONEFLOW_FORMAT_NATIVE,
-                 "unknown model format ", static_cast<int>(options->format));
-      format = static_cast<ModelFormat>(options->format);
+      const int32_t raw = RawEnum(options->format);  // never loaded as the enum before it is checked
+      OF_REQUIRE(raw >= ONEFLOW_FORMAT_AUTO && raw <= ONEFLOW_FORMAT_NATIVE, "options.format: unknown model format ",
+                 raw);
+      format = static_cast<ModelFormat>(raw);
       if (options->external_data_file) native.external_data_file = options->external_data_file;
       native.checksums = options->checksums != 0;
     }

@@ -27,19 +27,6 @@ TrainingSession& Training(const oneflow_session_t* session) {
 #define OF_FIELD(opts, field, fallback) \
   ((opts)->struct_size >= offsetof(oneflow_training_options_t, field) + sizeof((opts)->field) ? (opts)->field : (fallback))
 
-// The int32_t a C caller stored in an enum-typed field (or passed in an enum-typed parameter), read
-// as bytes rather than loaded as the C++ enum: C lets a caller store any int there (7, -1), and
-// loading a value outside the enum's range through the C++ enum type is undefined
-// (-fsanitize=enum), so it is validated as an integer and only then mapped. Every oneflow_*_t enum
-// is int-sized.
-template <typename E>
-int32_t RawEnum(const E& value) {
-  static_assert(std::is_enum_v<E> && sizeof(E) == sizeof(int32_t), "the C ABI's enums are int-sized");
-  int32_t raw;
-  std::memcpy(&raw, &value, sizeof raw);
-  return raw;
-}
-
 // OF_FIELD for an enum-typed field: its raw int32_t value (or `fallback`), never an enum load.
 #define OF_ENUM_FIELD(opts, field, fallback)                                                      \
   ((opts)->struct_size >= offsetof(oneflow_training_options_t, field) + sizeof((opts)->field) \

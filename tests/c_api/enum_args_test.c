@@ -4,8 +4,7 @@
  * enum (undefined for values outside the enum's range; -fsanitize=enum in ASan/UBSan builds).
  * Queries that cannot fail (oneflow_dtype_size/_name, oneflow_code_name) answer 0, "undefined" and
  * "UNKNOWN". Usage: c_api_enum_args_test FIXTURE_DIR (written by make_c_api_fixture.py). C99.
- *
- * Not covered here: oneflow_save_options_t.format (oneflow_graph_save, src/c_api/c_api_serialize.cc). */
+ */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,6 +199,26 @@ static void test_training_arguments(void) {
   oneflow_graph_release(g);
 }
 
+/* oneflow_save_options_t.format: refused before anything is written. */
+static void test_save_arguments(void) {
+  oneflow_graph_t* g = load("const_model.onnx");
+  oneflow_save_options_t opts;
+  char path[4096];
+  FILE* f;
+  size_t i;
+  snprintf(path, sizeof path, "%s/enum_args_saved.onnx", g_dir);
+  remove(path);
+  for (i = 0; i < NUM_BAD; ++i) {
+    oneflow_save_options_init(&opts);
+    memcpy(&opts.format, &kBad[i], sizeof kBad[i]);
+    expect_invalid(oneflow_graph_save(g, path, &opts), "format", kBad[i], "oneflow_save_options_t.format");
+  }
+  f = fopen(path, "rb");
+  EXPECT(f == NULL, "a refused save wrote %s", path);
+  if (f) fclose(f);
+  oneflow_graph_release(g);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s FIXTURE_DIR\n", argv[0]);
@@ -210,6 +229,7 @@ int main(int argc, char** argv) {
   test_tensor_arguments();
   test_session_arguments();
   test_training_arguments();
+  test_save_arguments();
   printf("c_api_enum_args: %d passed, %d failed\n", g_pass, g_fail);
   return g_fail ? 1 : 0;
 }
