@@ -15,24 +15,24 @@ struct OpInfo {
   double cost;  // cycles per element (the CPU kernels' kCheapCost / kMathCost / kLibmCost scale)
 };
 
-// Indexed by EwOp.
-constexpr OpInfo kOps[] = {
-    {"Load", 0, 1}, {"Const", 0, 0.2},
-    {"Relu", 0, 1}, {"LeakyRelu", 1, 1}, {"Sigmoid", 0, 20}, {"Tanh", 0, 20}, {"Gelu", 0, 20},
-    {"GeluTanh", 0, 20}, {"HardSigmoid", 2, 1}, {"HardSwish", 0, 1}, {"Clip", 2, 1}, {"Exp", 0, 20},
-    {"Log", 0, 60}, {"Neg", 0, 1}, {"Abs", 0, 1}, {"Sqrt", 0, 20}, {"Reciprocal", 0, 1}, {"Erf", 0, 20},
-    {"Softplus", 0, 60}, {"Square", 0, 1}, {"Cube", 0, 1}, {"PowHalf", 0, 20},
-    {"Add", 0, 1}, {"Sub", 0, 1}, {"Mul", 0, 1}, {"Div", 0, 1}, {"Pow", 0, 60}, {"Max", 0, 1}, {"Min", 0, 1},
-};
-static_assert(sizeof(kOps) / sizeof(kOps[0]) == static_cast<size_t>(EwOp::kCount), "kOps must list every EwOp");
+constexpr OpInfo kLoadConst[] = {{"Load", 0, 1}, {"Const", 0, 0.2}};
+constexpr OpInfo kBinary[] = {{"Add", 0, 1}, {"Sub", 0, 1}, {"Mul", 0, 1}, {"Div", 0, 1},
+                              {"Pow", 0, 60}, {"Max", 0, 1}, {"Min", 0, 1}};
+static_assert(sizeof(kBinary) / sizeof(kBinary[0]) == static_cast<size_t>(EwOp::kCount) - static_cast<size_t>(EwOp::kAdd),
+              "kBinary must list every binary EwOp");
 
-const OpInfo& Info(EwOp op) { return kOps[static_cast<size_t>(op)]; }
+OpInfo Info(EwOp op) {
+  if (op <= EwOp::kConst) return kLoadConst[static_cast<size_t>(op)];
+  if (op >= EwOp::kAdd) return kBinary[static_cast<size_t>(op) - static_cast<size_t>(EwOp::kAdd)];
+  const UnaryOpInfo& row = UnaryInfo(RowOfEwOp(op));
+  return OpInfo{row.name, row.params.count, row.cost};
+}
 
 }  // namespace
 
-bool EwIsUnary(EwOp op) { return op >= EwOp::kRelu && op <= EwOp::kPowHalf; }
+bool EwIsUnary(EwOp op) { return op > EwOp::kConst && op < EwOp::kAdd; }
 bool EwIsBinary(EwOp op) { return op >= EwOp::kAdd && op < EwOp::kCount; }
-const char* EwOpName(EwOp op) { return Info(op).name; }
+const char* EwOpName(EwOp op) { return op >= EwOp::kLoad && op < EwOp::kCount ? Info(op).name : "?"; }
 double EwOpCost(EwOp op) { return Info(op).cost; }
 
 void EwProgram::ToAttrs(AttrMap& attrs) const {

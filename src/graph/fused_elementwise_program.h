@@ -21,19 +21,25 @@
 
 #include "base/tensor.h"
 #include "graph/attribute.h"
+#include "graph/ops/unary_ops.h"
 
 namespace oneflow {
 
+// kLoad, kConst, then one unary instruction per row of graph/ops/unary_ops.h (in its order; a
+// parameterized row reads its parameters from constants[b ...]), then the binary ones.
 enum class EwOp : int32_t {
   kLoad, kConst,
-  // unary; kRelu .. kSoftplus follow the order of the CUDA unary kernels' ops (cuda/unary_math.cuh)
-  kRelu, kLeakyRelu /* alpha = c[b] */, kSigmoid, kTanh, kGelu, kGeluTanh, kHardSigmoid /* alpha, beta = c[b], c[b+1] */,
-  kHardSwish, kClip /* lo, hi = c[b], c[b+1] */, kExp, kLog, kNeg, kAbs, kSqrt, kReciprocal, kErf, kSoftplus,
-  kSquare, kCube, kPowHalf /* Pow(x, 0.5): +0 for -0, +inf for -inf */,
+#define OF_EW_UNARY_OP(Op) k##Op,
+  ONEFLOW_UNARY_OPS(OF_EW_UNARY_OP)
+#undef OF_EW_UNARY_OP
   // binary
   kAdd, kSub, kMul, kDiv, kPow, kMax, kMin,
   kCount
 };
+// The unary instructions are the rows, shifted past kLoad (UnaryOpId::kNone sits where kConst does).
+static_assert(static_cast<int>(EwOp::kRelu) - static_cast<int>(UnaryOpId::kRelu) == static_cast<int>(EwOp::kConst));
+constexpr EwOp EwOpOfRow(UnaryOpId id) { return static_cast<EwOp>(static_cast<int>(id) + static_cast<int>(EwOp::kConst)); }
+constexpr UnaryOpId RowOfEwOp(EwOp op) { return static_cast<UnaryOpId>(static_cast<int>(op) - static_cast<int>(EwOp::kConst)); }
 
 // Limits every kernel relies on (the pass keeps programs within them).
 constexpr int kEwMaxRegisters = 12;

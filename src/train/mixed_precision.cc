@@ -7,6 +7,7 @@
 
 #include "engine/session.h"
 #include "graph/attribute.h"
+#include "graph/ops/unary_ops.h"
 
 namespace oneflow::train {
 
@@ -18,12 +19,14 @@ const std::set<std::string>& LowOps() {
   return ops;
 }
 
-// Cheap ops between them: in low precision when an input already is.
-const std::set<std::string>& FollowOps() {
-  static const std::set<std::string> ops{"Add",       "Sub",     "Mul",     "Div",      "Relu",      "LeakyRelu",
-                                         "Gelu",      "Sigmoid", "Tanh",    "Transpose", "Reshape",  "Flatten",
-                                         "Squeeze",   "Unsqueeze", "Identity"};
-  return ops;
+// Cheap ops between them: in low precision when an input already is. Unary rows say so themselves
+// (kFollowsLowPrecision in graph/ops/unary_ops.h).
+bool FollowsLowPrecision(const Node& n) {
+  static const std::set<std::string> ops{"Add",     "Sub",     "Mul",       "Div",     "Transpose",
+                                         "Reshape", "Flatten", "Squeeze",   "Unsqueeze", "Identity"};
+  if (n.domain.empty() && ops.count(n.op_type)) return true;
+  const UnaryOpInfo* row = FindUnaryOp(n.domain, n.op_type);
+  return row && row->follows_low_precision;
 }
 
 class Rewriter {
@@ -87,7 +90,7 @@ class Rewriter {
   bool Convert(Node& n, std::vector<Node>& after) {
     const bool heavy = LowOps().count(n.op_type) > 0;
     bool follow = false;
-    if (!heavy && FollowOps().count(n.op_type)) {
+    if (!heavy && FollowsLowPrecision(n)) {
       for (int v : n.inputs)
         if (native_low_.count(v)) follow = true;
     }

@@ -8,41 +8,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../c_test_check.h"
 #include "oneflow_c.h"
 
-static int g_failures = 0;
 static const char* g_dir = ".";
-
-#define CHECK(cond)                                                          \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++g_failures;                                                          \
-    }                                                                        \
-  } while (0)
-
-/* Fails the test (and stops) on a non-NULL status. */
-#define OK(expr)                                                                                  \
-  do {                                                                                            \
-    oneflow_status_t st_ = (expr);                                                                \
-    if (st_) {                                                                                    \
-      fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #expr,                   \
-              oneflow_code_name(oneflow_status_code(st_)), oneflow_status_message(st_));          \
-      exit(1);                                                                                    \
-    }                                                                                             \
-  } while (0)
 
 /* Asserts that `st` is an error with `code` whose message contains `needle`; frees it. */
 static void expect_error_at(oneflow_status_t st, oneflow_code_t code, const char* needle, const char* what, int line) {
   if (!st) {
     fprintf(stderr, "line %d: %s: expected %s, got success\n", line, what, oneflow_code_name(code));
-    ++g_failures;
+    ++g_fail;
     return;
   }
   if (oneflow_status_code(st) != code || !strstr(oneflow_status_message(st), needle)) {
     fprintf(stderr, "line %d: %s: expected %s mentioning '%s', got %s: %s\n", line, what, oneflow_code_name(code), needle,
             oneflow_code_name(oneflow_status_code(st)), oneflow_status_message(st));
-    ++g_failures;
+    ++g_fail;
   }
   oneflow_status_free(st);
 }
@@ -99,7 +80,7 @@ static oneflow_tensor_t* load_f32(const char* name, int64_t rows, int64_t cols) 
     fprintf(stderr, "fixture %s has %zu bytes\n", name, size);
     exit(1);
   }
-  OK(oneflow_tensor_create(ONEFLOW_DTYPE_F32, shape, 2, &t));
+  REQUIRE_OK(oneflow_tensor_create(ONEFLOW_DTYPE_F32, shape, 2, &t));
   memcpy(oneflow_tensor_data(t), data, size);
   free(data);
   return t;
@@ -126,7 +107,7 @@ static int matches(const oneflow_tensor_t* t, const char* ref_name, int64_t rows
 static oneflow_graph_t* load_graph(const char* name) {
   oneflow_graph_t* g = NULL;
   char* path = path_in(name);
-  OK(oneflow_graph_load_file(path, &g));
+  REQUIRE_OK(oneflow_graph_load_file(path, &g));
   free(path);
   return g;
 }
@@ -137,7 +118,7 @@ static oneflow_session_t* make_session_at_level(const char* name, int32_t level)
   oneflow_session_options_t opts;
   oneflow_session_options_init(&opts);
   if (level >= 0) opts.optimization_level = level;
-  OK(oneflow_session_create(NULL, g, &opts, &s));
+  REQUIRE_OK(oneflow_session_create(NULL, g, &opts, &s));
   oneflow_graph_release(g); /* the session keeps its own copy */
   return s;
 }
@@ -177,46 +158,46 @@ static int run_main(oneflow_session_t* s, int batch) {
 }
 
 static void test_versions(void) {
-  CHECK(oneflow_api_version() >= ONEFLOW_API_VERSION);
-  CHECK(strlen(oneflow_version()) > 0);
-  CHECK(strcmp(oneflow_code_name(ONEFLOW_UNSUPPORTED), "UNSUPPORTED") == 0);
-  CHECK(oneflow_dtype_size(ONEFLOW_DTYPE_F32) == 4 && oneflow_dtype_size(ONEFLOW_DTYPE_BF16) == 2);
-  CHECK(oneflow_dtype_size((oneflow_dtype_t)99) == 0);
-  CHECK(strcmp(oneflow_dtype_name(ONEFLOW_DTYPE_F32), "float32") == 0);
+  EXPECT_TRUE(oneflow_api_version() >= ONEFLOW_API_VERSION);
+  EXPECT_TRUE(strlen(oneflow_version()) > 0);
+  EXPECT_TRUE(strcmp(oneflow_code_name(ONEFLOW_UNSUPPORTED), "UNSUPPORTED") == 0);
+  EXPECT_TRUE(oneflow_dtype_size(ONEFLOW_DTYPE_F32) == 4 && oneflow_dtype_size(ONEFLOW_DTYPE_BF16) == 2);
+  EXPECT_TRUE(oneflow_dtype_size((oneflow_dtype_t)99) == 0);
+  EXPECT_TRUE(strcmp(oneflow_dtype_name(ONEFLOW_DTYPE_F32), "float32") == 0);
 }
 
 static void test_io_info(void) {
   oneflow_graph_t* g = load_graph("model.onnx");
   oneflow_session_t* s = NULL;
   oneflow_value_info_t info;
-  CHECK(oneflow_graph_input_count(g) == 2);
-  CHECK(oneflow_graph_output_count(g) == 2);
+  EXPECT_TRUE(oneflow_graph_input_count(g) == 2);
+  EXPECT_TRUE(oneflow_graph_output_count(g) == 2);
   oneflow_value_info_init(&info);
-  OK(oneflow_graph_get_input_info(g, 0, &info));
-  CHECK(strcmp(info.name, "x") == 0);
-  CHECK(info.dtype == ONEFLOW_DTYPE_F32);
-  CHECK(info.rank == 2);
-  CHECK(info.dims[0] == -1 && info.dims[1] == 4);
-  CHECK(info.dim_names[0] != NULL && strcmp(info.dim_names[0], "batch") == 0);
-  CHECK(info.dim_names[1] == NULL);
-  OK(oneflow_graph_get_input_info(g, 1, &info));
-  CHECK(strcmp(info.name, "b") == 0);
-  OK(oneflow_graph_get_output_info(g, 1, &info));
-  CHECK(strcmp(info.name, "z:0/out") == 0);
-  CHECK(info.dtype == ONEFLOW_DTYPE_F32 && info.rank == 2 && info.dims[1] == 4);
+  REQUIRE_OK(oneflow_graph_get_input_info(g, 0, &info));
+  EXPECT_TRUE(strcmp(info.name, "x") == 0);
+  EXPECT_TRUE(info.dtype == ONEFLOW_DTYPE_F32);
+  EXPECT_TRUE(info.rank == 2);
+  EXPECT_TRUE(info.dims[0] == -1 && info.dims[1] == 4);
+  EXPECT_TRUE(info.dim_names[0] != NULL && strcmp(info.dim_names[0], "batch") == 0);
+  EXPECT_TRUE(info.dim_names[1] == NULL);
+  REQUIRE_OK(oneflow_graph_get_input_info(g, 1, &info));
+  EXPECT_TRUE(strcmp(info.name, "b") == 0);
+  REQUIRE_OK(oneflow_graph_get_output_info(g, 1, &info));
+  EXPECT_TRUE(strcmp(info.name, "z:0/out") == 0);
+  EXPECT_TRUE(info.dtype == ONEFLOW_DTYPE_F32 && info.rank == 2 && info.dims[1] == 4);
   EXPECT_ERROR(oneflow_graph_get_input_info(g, 2, &info), ONEFLOW_INVALID_ARGUMENT, "out of range");
   EXPECT_ERROR(oneflow_graph_get_output_info(g, 7, &info), ONEFLOW_INVALID_ARGUMENT, "out of range");
   info.struct_size = 0;
   EXPECT_ERROR(oneflow_graph_get_input_info(g, 0, &info), ONEFLOW_INVALID_ARGUMENT, "struct_size");
 
-  OK(oneflow_session_create(NULL, g, NULL, &s));
+  REQUIRE_OK(oneflow_session_create(NULL, g, NULL, &s));
   oneflow_graph_release(g);
-  CHECK(oneflow_session_input_count(s) == 2 && oneflow_session_output_count(s) == 2);
+  EXPECT_TRUE(oneflow_session_input_count(s) == 2 && oneflow_session_output_count(s) == 2);
   oneflow_value_info_init(&info);
-  OK(oneflow_session_get_input_info(s, 1, &info));
-  CHECK(strcmp(info.name, "b") == 0 && info.rank == 2 && strcmp(info.dim_names[0], "batch") == 0);
-  OK(oneflow_session_get_output_info(s, 0, &info));
-  CHECK(strcmp(info.name, "y") == 0);
+  REQUIRE_OK(oneflow_session_get_input_info(s, 1, &info));
+  EXPECT_TRUE(strcmp(info.name, "b") == 0 && info.rank == 2 && strcmp(info.dim_names[0], "batch") == 0);
+  REQUIRE_OK(oneflow_session_get_output_info(s, 0, &info));
+  EXPECT_TRUE(strcmp(info.name, "y") == 0);
   EXPECT_ERROR(oneflow_session_get_output_info(s, 2, &info), ONEFLOW_INVALID_ARGUMENT, "out of range");
   oneflow_session_release(s);
 }
@@ -224,18 +205,18 @@ static void test_io_info(void) {
 static void test_run(void) {
   oneflow_session_t* s = make_session("model.onnx");
   uint64_t peak = 0;
-  CHECK(run_main(s, 3));
-  CHECK(run_main(s, 3)); /* twice: cached plan */
-  CHECK(run_main(s, 5)); /* another batch size */
-  OK(oneflow_session_get_planned_peak_bytes(s, &peak));
+  EXPECT_TRUE(run_main(s, 3));
+  EXPECT_TRUE(run_main(s, 3)); /* twice: cached plan */
+  EXPECT_TRUE(run_main(s, 5)); /* another batch size */
+  REQUIRE_OK(oneflow_session_get_planned_peak_bytes(s, &peak));
   /* At the default level y = Relu(x + b) + x is one FusedElementwise writing the output: nothing
      lives in the arena. Without fusions the intermediates x + b and its Relu do. */
-  CHECK(peak == 0);
+  EXPECT_TRUE(peak == 0);
   {
     oneflow_session_t* plain = make_session_at_level("model.onnx", 1);
-    CHECK(run_main(plain, 5));
-    OK(oneflow_session_get_planned_peak_bytes(plain, &peak));
-    CHECK(peak > 0);
+    EXPECT_TRUE(run_main(plain, 5));
+    REQUIRE_OK(oneflow_session_get_planned_peak_bytes(plain, &peak));
+    EXPECT_TRUE(peak > 0);
     oneflow_session_release(plain);
   }
 
@@ -249,13 +230,13 @@ static void test_run(void) {
     oneflow_tensor_t* out[2] = {NULL, NULL};
     in[0] = x;
     in[1] = b;
-    OK(oneflow_session_run(s, in_names, in, 2, out_names, 2, out, 2));
-    CHECK(matches(out[0], "z3.f32", 3, 4) && matches(out[1], "y3.f32", 3, 4));
+    REQUIRE_OK(oneflow_session_run(s, in_names, in, 2, out_names, 2, out, 2));
+    EXPECT_TRUE(matches(out[0], "z3.f32", 3, 4) && matches(out[1], "y3.f32", 3, 4));
     oneflow_tensor_release(out[0]);
     oneflow_tensor_release(out[1]);
     out[0] = out[1] = NULL;
-    OK(oneflow_session_run(s, in_names, in, 2, out_names + 1, 1, out, 1));
-    CHECK(matches(out[0], "y3.f32", 3, 4) && out[1] == NULL);
+    REQUIRE_OK(oneflow_session_run(s, in_names, in, 2, out_names + 1, 1, out, 1));
+    EXPECT_TRUE(matches(out[0], "y3.f32", 3, 4) && out[1] == NULL);
     oneflow_tensor_release(out[0]);
     EXPECT_ERROR(oneflow_session_run(s, in_names, in, 2, bad_out, 1, out, 1), ONEFLOW_NOT_FOUND, "nope");
     EXPECT_ERROR(oneflow_session_run(s, in_names, in, 2, NULL, 0, out, 1), ONEFLOW_INVALID_ARGUMENT, "room for");
@@ -275,8 +256,8 @@ static void test_constant_and_external_models(void) {
     const oneflow_tensor_t* in[1];
     oneflow_tensor_t* out[1] = {NULL};
     in[0] = x;
-    OK(oneflow_session_run(s, names, in, 1, NULL, 0, out, 1));
-    CHECK(matches(out[0], "yc.f32", 2, 3));
+    REQUIRE_OK(oneflow_session_run(s, names, in, 1, NULL, 0, out, 1));
+    EXPECT_TRUE(matches(out[0], "yc.f32", 2, 3));
     oneflow_tensor_release(out[0]);
     oneflow_tensor_release(x);
     oneflow_session_release(s);
@@ -287,7 +268,7 @@ static void test_constant_and_external_models(void) {
     oneflow_graph_t* g = NULL;
     char* dir = path_in("ext");
     EXPECT_ERROR(oneflow_graph_load_memory(bytes, size, NULL, &g), ONEFLOW_INVALID_ARGUMENT, "external data");
-    OK(oneflow_graph_load_memory(bytes, size, dir, &g));
+    REQUIRE_OK(oneflow_graph_load_memory(bytes, size, dir, &g));
     oneflow_graph_release(g);
     free(dir);
     free(bytes);
@@ -318,11 +299,11 @@ static void test_concurrent_runs(void) {
   for (i = 0; i < 2; ++i) {
     args[i].session = s;
     args[i].ok = 0;
-    CHECK(pthread_create(&threads[i], NULL, thread_main, &args[i]) == 0);
+    EXPECT_TRUE(pthread_create(&threads[i], NULL, thread_main, &args[i]) == 0);
   }
   for (i = 0; i < 2; ++i) {
     pthread_join(threads[i], NULL);
-    CHECK(args[i].ok);
+    EXPECT_TRUE(args[i].ok);
   }
   oneflow_session_release(s);
 }
@@ -352,23 +333,23 @@ static void test_borrowed_inputs(void) {
   const oneflow_tensor_t* in[2];
   oneflow_tensor_t* out[2] = {NULL, NULL};
 
-  OK(oneflow_tensor_create_borrowed(ONEFLOW_DTYPE_F32, shape, 2, xbuf, xs, record_deleter, &rec, &x));
-  OK(oneflow_tensor_create_borrowed(ONEFLOW_DTYPE_F32, shape, 2, bbuf, bs, NULL, NULL, &b));
-  CHECK(oneflow_tensor_data(x) == (void*)xbuf); /* a view, not a copy */
+  REQUIRE_OK(oneflow_tensor_create_borrowed(ONEFLOW_DTYPE_F32, shape, 2, xbuf, xs, record_deleter, &rec, &x));
+  REQUIRE_OK(oneflow_tensor_create_borrowed(ONEFLOW_DTYPE_F32, shape, 2, bbuf, bs, NULL, NULL, &b));
+  EXPECT_TRUE(oneflow_tensor_data(x) == (void*)xbuf); /* a view, not a copy */
   EXPECT_ERROR(oneflow_tensor_create_borrowed(ONEFLOW_DTYPE_F32, shape, 2, xbuf, xs - 1, NULL, NULL, &x),
                ONEFLOW_INVALID_ARGUMENT, "too small");
   in[0] = x;
   in[1] = b;
-  OK(oneflow_session_run(s, names, in, 2, NULL, 0, out, 2));
-  CHECK(matches(out[0], "y3.f32", 3, 4) && matches(out[1], "z3.f32", 3, 4));
-  CHECK(rec.calls == 0);
+  REQUIRE_OK(oneflow_session_run(s, names, in, 2, NULL, 0, out, 2));
+  EXPECT_TRUE(matches(out[0], "y3.f32", 3, 4) && matches(out[1], "z3.f32", 3, 4));
+  EXPECT_TRUE(rec.calls == 0);
   oneflow_tensor_release(x);
-  CHECK(rec.calls == 1 && rec.data == (void*)xbuf); /* exactly once, with the buffer */
+  EXPECT_TRUE(rec.calls == 1 && rec.data == (void*)xbuf); /* exactly once, with the buffer */
   oneflow_tensor_release(b);
   oneflow_tensor_release(out[0]);
   oneflow_tensor_release(out[1]);
   oneflow_session_release(s);
-  CHECK(rec.calls == 1);
+  EXPECT_TRUE(rec.calls == 1);
   free(xbuf);
   free(bbuf);
 }
@@ -391,8 +372,8 @@ static void test_null_pointers(void) {
   oneflow_tensor_t* out[2] = {NULL, NULL};
   char byte = 0;
 
-  CHECK(oneflow_status_code(NULL) == ONEFLOW_OK);
-  CHECK(strcmp(oneflow_status_message(NULL), "") == 0);
+  EXPECT_TRUE(oneflow_status_code(NULL) == ONEFLOW_OK);
+  EXPECT_TRUE(strcmp(oneflow_status_message(NULL), "") == 0);
   oneflow_status_free(NULL);
   oneflow_value_info_init(NULL);
   oneflow_session_options_init(NULL);
@@ -402,7 +383,7 @@ static void test_null_pointers(void) {
   oneflow_session_release(NULL);
 
   EXPECT_ERROR(oneflow_env_create(NULL), ONEFLOW_INVALID_ARGUMENT, "out_env");
-  OK(oneflow_env_create(&env));
+  REQUIRE_OK(oneflow_env_create(&env));
   oneflow_env_release(env);
 
   EXPECT_ERROR(oneflow_tensor_create(ONEFLOW_DTYPE_F32, shape, 2, NULL), ONEFLOW_INVALID_ARGUMENT, "out_tensor");
@@ -414,18 +395,18 @@ static void test_null_pointers(void) {
                ONEFLOW_INVALID_ARGUMENT, "shape is NULL");
   EXPECT_ERROR(oneflow_tensor_create_borrowed(ONEFLOW_DTYPE_F32, shape, 2, &byte, 48, NULL, NULL, NULL),
                ONEFLOW_INVALID_ARGUMENT, "out_tensor");
-  CHECK(t == NULL); /* outputs untouched on failure */
-  CHECK(oneflow_tensor_dtype(NULL) == ONEFLOW_DTYPE_UNDEFINED);
-  CHECK(oneflow_tensor_rank(NULL) == 0 && oneflow_tensor_shape(NULL) == NULL);
-  CHECK(oneflow_tensor_element_count(NULL) == 0 && oneflow_tensor_byte_size(NULL) == 0);
-  CHECK(oneflow_tensor_data(NULL) == NULL);
+  EXPECT_TRUE(t == NULL); /* outputs untouched on failure */
+  EXPECT_TRUE(oneflow_tensor_dtype(NULL) == ONEFLOW_DTYPE_UNDEFINED);
+  EXPECT_TRUE(oneflow_tensor_rank(NULL) == 0 && oneflow_tensor_shape(NULL) == NULL);
+  EXPECT_TRUE(oneflow_tensor_element_count(NULL) == 0 && oneflow_tensor_byte_size(NULL) == 0);
+  EXPECT_TRUE(oneflow_tensor_data(NULL) == NULL);
 
   EXPECT_ERROR(oneflow_graph_load_file(NULL, &g2), ONEFLOW_INVALID_ARGUMENT, "path is NULL");
   EXPECT_ERROR(oneflow_graph_load_file("model.onnx", NULL), ONEFLOW_INVALID_ARGUMENT, "out_graph is NULL");
   EXPECT_ERROR(oneflow_graph_load_memory(NULL, 10, NULL, &g2), ONEFLOW_INVALID_ARGUMENT, "data is NULL");
   EXPECT_ERROR(oneflow_graph_load_memory(&byte, 1, NULL, NULL), ONEFLOW_INVALID_ARGUMENT, "out_graph is NULL");
-  CHECK(g2 == NULL);
-  CHECK(oneflow_graph_input_count(NULL) == 0 && oneflow_graph_output_count(NULL) == 0);
+  EXPECT_TRUE(g2 == NULL);
+  EXPECT_TRUE(oneflow_graph_input_count(NULL) == 0 && oneflow_graph_output_count(NULL) == 0);
   oneflow_value_info_init(&info);
   EXPECT_ERROR(oneflow_graph_get_input_info(NULL, 0, &info), ONEFLOW_INVALID_ARGUMENT, "NULL");
   EXPECT_ERROR(oneflow_graph_get_output_info(NULL, 0, &info), ONEFLOW_INVALID_ARGUMENT, "NULL");
@@ -434,8 +415,8 @@ static void test_null_pointers(void) {
 
   EXPECT_ERROR(oneflow_session_create(NULL, NULL, NULL, &s2), ONEFLOW_INVALID_ARGUMENT, "graph is NULL");
   EXPECT_ERROR(oneflow_session_create(NULL, g, NULL, NULL), ONEFLOW_INVALID_ARGUMENT, "out_session is NULL");
-  CHECK(s2 == NULL);
-  CHECK(oneflow_session_input_count(NULL) == 0 && oneflow_session_output_count(NULL) == 0);
+  EXPECT_TRUE(s2 == NULL);
+  EXPECT_TRUE(oneflow_session_input_count(NULL) == 0 && oneflow_session_output_count(NULL) == 0);
   EXPECT_ERROR(oneflow_session_get_input_info(NULL, 0, &info), ONEFLOW_INVALID_ARGUMENT, "NULL");
   EXPECT_ERROR(oneflow_session_get_output_info(NULL, 0, &info), ONEFLOW_INVALID_ARGUMENT, "NULL");
   EXPECT_ERROR(oneflow_session_get_input_info(s, 0, NULL), ONEFLOW_INVALID_ARGUMENT, "out_info");
@@ -459,7 +440,7 @@ static void test_null_pointers(void) {
                "output_names[0] is NULL");
   EXPECT_ERROR(oneflow_session_run(s, names, null_inputs, 0, NULL, 0, NULL, 2), ONEFLOW_INVALID_ARGUMENT,
                "out_outputs is NULL");
-  CHECK(out[0] == NULL && out[1] == NULL);
+  EXPECT_TRUE(out[0] == NULL && out[1] == NULL);
   oneflow_graph_release(g);
   oneflow_session_release(s);
 }
@@ -472,7 +453,7 @@ static oneflow_status_t run_with_x(oneflow_session_t* s, oneflow_dtype_t dtype, 
   const oneflow_tensor_t* in[2];
   oneflow_tensor_t* out[2] = {NULL, NULL};
   oneflow_status_t st;
-  OK(oneflow_tensor_create(dtype, shape, rank, &x));
+  REQUIRE_OK(oneflow_tensor_create(dtype, shape, rank, &x));
   in[0] = x;
   in[1] = b;
   st = oneflow_session_run(s, names, in, 2, NULL, 0, out, 2);
@@ -493,7 +474,7 @@ static void test_bad_inputs(void) {
   const char* twice[2] = {"x", "x"};
   const char* only_x[1] = {"x"};
 
-  OK(run_with_x(s, ONEFLOW_DTYPE_F32, good, 2));
+  REQUIRE_OK(run_with_x(s, ONEFLOW_DTYPE_F32, good, 2));
   EXPECT_ERROR(run_with_x(s, ONEFLOW_DTYPE_F64, good, 2), ONEFLOW_INVALID_ARGUMENT, "dtype float64");
   EXPECT_ERROR(run_with_x(s, ONEFLOW_DTYPE_F32, wrong_rank, 3), ONEFLOW_INVALID_ARGUMENT, "rank 3");
   EXPECT_ERROR(run_with_x(s, ONEFLOW_DTYPE_F32, wrong_dim, 2), ONEFLOW_INVALID_ARGUMENT, "dim 1");
@@ -503,7 +484,7 @@ static void test_bad_inputs(void) {
   EXPECT_ERROR(oneflow_session_run(s, wrong_name, in, 2, NULL, 0, out, 2), ONEFLOW_NOT_FOUND, "'nope'");
   EXPECT_ERROR(oneflow_session_run(s, twice, in, 2, NULL, 0, out, 2), ONEFLOW_INVALID_ARGUMENT, "twice");
   EXPECT_ERROR(oneflow_session_run(s, only_x, in, 1, NULL, 0, out, 2), ONEFLOW_INVALID_ARGUMENT, "'b' is missing");
-  CHECK(out[0] == NULL && out[1] == NULL);
+  EXPECT_TRUE(out[0] == NULL && out[1] == NULL);
   oneflow_tensor_release(x);
   oneflow_session_release(s);
 }
@@ -549,7 +530,7 @@ static void test_bad_models(void) {
     if (!st || oneflow_status_code(st) != ONEFLOW_INVALID_MODEL || !strstr(oneflow_status_message(st), "ONNX model")) {
       fprintf(stderr, "truncated at %zu/%zu: got %s: %s\n", cut, size, oneflow_code_name(oneflow_status_code(st)),
               oneflow_status_message(st));
-      ++g_failures;
+      ++g_fail;
     }
     oneflow_status_free(st);
     EXPECT_ERROR(oneflow_graph_load_memory(bytes, cut, NULL, &g), ONEFLOW_INVALID_MODEL, "ONNX model");
@@ -562,7 +543,7 @@ static void test_bad_models(void) {
   EXPECT_ERROR(load_path("garbage.onnx"), ONEFLOW_INVALID_MODEL, "not a valid ONNX model");
   EXPECT_ERROR(oneflow_graph_load_memory("not an onnx model", 17, NULL, &g), ONEFLOW_INVALID_MODEL,
                "not a valid ONNX model");
-  CHECK(g == NULL);
+  EXPECT_TRUE(g == NULL);
 
   EXPECT_ERROR(load_path("escape/model.onnx"), ONEFLOW_INVALID_MODEL, "escapes the model's directory");
   EXPECT_ERROR(load_path("missing_ext.onnx"), ONEFLOW_NOT_FOUND, "nonexistent_weights.bin");
@@ -593,10 +574,5 @@ int main(int argc, char** argv) {
   test_null_pointers();
   test_bad_inputs();
   test_bad_models();
-  if (g_failures) {
-    fprintf(stderr, "c_api_test: %d check(s) failed\n", g_failures);
-    return 1;
-  }
-  printf("c_api_test: all checks passed\n");
-  return 0;
+  return c_test_finish("c_api_test");
 }

@@ -230,6 +230,5 @@ int main(int argc, char** argv) {
   test_session_arguments();
   test_training_arguments();
   test_save_arguments();
-  printf("c_api_enum_args: %d passed, %d failed\n", g_pass, g_fail);
-  return g_fail ? 1 : 0;
+  return c_test_finish("c_api_enum_args");
 }

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "../cpu_kernel_call.h"
+#include "../graph_builder.h"
 #include "base/thread_pool.h"
 #include "engine/session.h"
 #include "graph/op_schema.h"
@@ -101,45 +102,27 @@ TEST(AttentionReference, CpuKernelMatchesComposition) {
   }
 }
 
-// The transformer's spelling: K^T from a Transpose (perm 0,2,3,1 of [B, S, H, D]) or fed directly,
-// scores divided (or multiplied) by a scalar, Softmax over the last axis.
-struct AttentionGraph {
-  Graph g;
-  int Add(const std::string& op, std::vector<int> inputs, AttrMap attrs = {}) {
-    Node n;
-    n.op_type = op;
-    n.opset = 17;
-    n.name = op + std::to_string(g.nodes.size());
-    n.inputs = std::move(inputs);
-    n.attrs = std::move(attrs);
-    n.outputs = {g.AddValue(n.name + "_out")};
-    g.nodes.push_back(std::move(n));
-    return g.nodes.back().outputs[0];
-  }
-};
-
 constexpr int64_t kB = 2, kH = 3, kS = 10, kD = 8;
 
+// The transformer's spelling: K^T from a Transpose (perm 0,2,3,1 of [B, S, H, D]) or fed directly,
+// scores divided (or multiplied) by a scalar, Softmax over the last axis.
 Graph BuildAttention(bool k_from_transpose, bool divide, float c) {
-  AttentionGraph b;
-  b.g.opset_imports[""] = 17;
-  const int q = b.g.AddValue("Q", TensorType::Of(DType::kFloat32, Shape{kB, kH, kS, kD}));
-  const int k = b.g.AddValue("K", TensorType::Of(DType::kFloat32, k_from_transpose ? Shape{kB, kS, kH, kD}
-                                                                                      : Shape{kB, kH, kD, kS}));
-  const int v = b.g.AddValue("V", TensorType::Of(DType::kFloat32, Shape{kB, kH, kS, kD}));
-  b.g.inputs = {q, k, v};
+  test_util::GraphBuilder b;
+  const int q = b.Input("Q", DType::kFloat32, {kB, kH, kS, kD});
+  const int k = b.Input("K", DType::kFloat32, k_from_transpose ? Shape{kB, kS, kH, kD} : Shape{kB, kH, kD, kS});
+  const int v = b.Input("V", DType::kFloat32, {kB, kH, kS, kD});
   int kt = k;
   if (k_from_transpose) {
     AttrMap perm;
     perm.set("perm", Attribute::Ints({0, 2, 3, 1}));
-    kt = b.Add("Transpose", {k}, perm);
+    kt = b.Node("Transpose", {k}, perm);
   }
   Tensor ct(DType::kFloat32, Shape{});
   ct.data<float>()[0] = c;
-  const int s = b.Add(divide ? "Div" : "Mul", {b.Add("MatMul", {q, kt}), b.g.AddConstant("c", ct)});
+  const int s = b.Node(divide ? "Div" : "Mul", {b.Node("MatMul", {q, kt}), b.Const("c", ct)});
   AttrMap axis;
   axis.set("axis", Attribute::Int(-1));
-  b.g.outputs = {b.Add("MatMul", {b.Add("Softmax", {s}, axis), v})};
+  b.g.outputs = {b.Node("MatMul", {b.Node("Softmax", {s}, axis), v})};
   return b.g;
 }
 

@@ -223,6 +223,5 @@ int main(int argc, char** argv) {
   test_f16_loss_scale();
   test_bad_input();
   test_device_options();
-  printf("%d passed, %d failed\n", g_pass, g_fail);
-  return g_fail ? 1 : 0;
+  return c_test_finish("mixed_precision_c_api");
 }

@@ -5,22 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../c_test_check.h"
 #include "oneflow_c.h"
-
-#define CHECK(cond, ...)                                              \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);            \
-      fprintf(stderr, __VA_ARGS__);                                   \
-      fprintf(stderr, "\n");                                          \
-      exit(1);                                                        \
-    }                                                                 \
-  } while (0)
-#define OK(call)                                                                      \
-  do {                                                                                \
-    oneflow_status_t st_ = (call);                                                    \
-    CHECK(st_ == NULL, "%s: %s", #call, st_ ? oneflow_status_message(st_) : "");      \
-  } while (0)
 
 int main(int argc, char** argv) {
   char path[4096];
@@ -41,45 +27,46 @@ int main(int argc, char** argv) {
   const float* b;
   double num = 0, den = 0;
   int i;
-  CHECK(argc == 2, "usage: dist_c_api_test MODELS_DIR");
+  REQUIRE(argc == 2, "usage: dist_c_api_test MODELS_DIR");
   snprintf(path, sizeof path, "%s/mlp.onnx", argv[1]);
-  OK(oneflow_graph_load_file(path, &graph));
+  REQUIRE_OK(oneflow_graph_load_file(path, &graph));
 
   oneflow_plan_options_init(&po);
   po.placement = "cpu:0-3";
   po.mode = "auto";
   po.shape_specs = shapes;
   po.num_shape_specs = 1;
-  OK(oneflow_plan_explain(graph, &po, &json));
-  CHECK(strstr(json, "\"mode\":\"auto\"") != NULL && strstr(json, "\"estimated_seconds\"") != NULL, "json: %s", json);
-  CHECK(strstr(json, "\"collective\":\"") != NULL, "no collective in %s", json);
+  REQUIRE_OK(oneflow_plan_explain(graph, &po, &json));
+  REQUIRE(strstr(json, "\"mode\":\"auto\"") != NULL && strstr(json, "\"estimated_seconds\"") != NULL, "json: %s", json);
+  REQUIRE(strstr(json, "\"collective\":\"") != NULL, "no collective in %s", json);
   oneflow_string_free(json);
 
-  OK(oneflow_tensor_create(ONEFLOW_DTYPE_F32, shape, 2, &x));
+  REQUIRE_OK(oneflow_tensor_create(ONEFLOW_DTYPE_F32, shape, 2, &x));
   xd = (float*)oneflow_tensor_data(x);
   for (i = 0; i < 6 * 784; ++i) xd[i] = (float)sin(0.37 * i);
-  OK(oneflow_session_create(NULL, graph, NULL, &single));
-  OK(oneflow_session_run(single, names, (const oneflow_tensor_t* const*)&x, 1, NULL, 0, &want, 1));
-  OK(oneflow_dist_session_create(graph, NULL, &po, &dist));
-  OK(oneflow_dist_session_run(dist, names, (const oneflow_tensor_t* const*)&x, 1, NULL, 0, &got, 1));
+  REQUIRE_OK(oneflow_session_create(NULL, graph, NULL, &single));
+  REQUIRE_OK(oneflow_session_run(single, names, (const oneflow_tensor_t* const*)&x, 1, NULL, 0, &want, 1));
+  REQUIRE_OK(oneflow_dist_session_create(graph, NULL, &po, &dist));
+  REQUIRE_OK(oneflow_dist_session_run(dist, names, (const oneflow_tensor_t* const*)&x, 1, NULL, 0, &got, 1));
   a = (const float*)oneflow_tensor_data(got);
   b = (const float*)oneflow_tensor_data(want);
   for (i = 0; i < 6 * 10; ++i) {
     if (fabs((double)a[i] - b[i]) > num) num = fabs((double)a[i] - b[i]);
     if (fabs((double)b[i]) > den) den = fabs((double)b[i]);
   }
-  CHECK(num <= 1e-5 * den, "distributed output differs: max abs error %g, max |ref| %g", num, den);
+  REQUIRE(num <= 1e-5 * den, "distributed output differs: max abs error %g, max |ref| %g", num, den);
 
   /* Bad input comes back as a status naming the problem. */
   po.placement = "cpu:0-5";
   po.num_devices = 4;
   st = oneflow_plan_explain(graph, &po, &json);
-  CHECK(st != NULL && oneflow_status_code(st) == ONEFLOW_INVALID_ARGUMENT &&
-            strstr(oneflow_status_message(st), "4, 5") != NULL, "missing devices not reported");
+  REQUIRE(st != NULL && oneflow_status_code(st) == ONEFLOW_INVALID_ARGUMENT &&
+              strstr(oneflow_status_message(st), "4, 5") != NULL,
+          "missing devices not reported");
   oneflow_status_free(st);
   po.placement = NULL;
   st = oneflow_plan_explain(graph, &po, &json);
-  CHECK(st != NULL, "NULL placement accepted");
+  REQUIRE(st != NULL, "NULL placement accepted");
   oneflow_status_free(st);
 
   oneflow_tensor_release(got);
@@ -88,6 +75,5 @@ int main(int argc, char** argv) {
   oneflow_dist_session_release(dist);
   oneflow_session_release(single);
   oneflow_graph_release(graph);
-  printf("ok\n");
-  return 0;
+  return c_test_finish("dist_c_api");
 }

@@ -9,29 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../c_test_check.h"
 #include "oneflow_c.h"
 
 #define BATCH 8
 #define STEPS 5
-
-static int failures = 0;
-#define CHECK(cond, ...)                              \
-  do {                                                \
-    if (!(cond)) {                                    \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                   \
-      fprintf(stderr, "\n");                          \
-      ++failures;                                     \
-    }                                                 \
-  } while (0)
-
-static int ok(oneflow_status_t st, const char* what) {
-  if (!st) return 1;
-  fprintf(stderr, "FAIL %s: %s\n", what, oneflow_status_message(st));
-  oneflow_status_free(st);
-  ++failures;
-  return 0;
-}
 
 static oneflow_code_t code_of(oneflow_status_t st) {
   oneflow_code_t c = oneflow_status_code(st);
@@ -42,8 +24,8 @@ static oneflow_code_t code_of(oneflow_status_t st) {
 /* A deterministic batch: inputs in [-1, 1), labels in [0, 10). */
 static void make_batch(int step, oneflow_tensor_t** x, oneflow_tensor_t** y) {
   const int64_t xs[2] = {BATCH, 784}, ys[1] = {BATCH};
-  ok(oneflow_tensor_create(ONEFLOW_DTYPE_F32, xs, 2, x), "input");
-  ok(oneflow_tensor_create(ONEFLOW_DTYPE_I64, ys, 1, y), "labels");
+  expect_ok(oneflow_tensor_create(ONEFLOW_DTYPE_F32, xs, 2, x), "input");
+  expect_ok(oneflow_tensor_create(ONEFLOW_DTYPE_I64, ys, 1, y), "labels");
   float* xd = (float*)oneflow_tensor_data(*x);
   int64_t* yd = (int64_t*)oneflow_tensor_data(*y);
   uint32_t s = 12345u + 977u * (uint32_t)step;
@@ -81,10 +63,10 @@ static void compare(const oneflow_graph_t* graph, const oneflow_plan_options_t* 
   oneflow_dist_training_options_t d;
   oneflow_dist_training_options_init(&d);
   oneflow_dist_trainer_t* trainer = NULL;
-  if (!ok(oneflow_dist_trainer_create(graph, &t, plan, &d, &trainer), what)) return;
+  if (!expect_ok(oneflow_dist_trainer_create(graph, &t, plan, &d, &trainer), what)) return;
   char* text = NULL;
-  CHECK(code_of(oneflow_dist_trainer_explain(trainer, 0, &text)) == ONEFLOW_INVALID_ARGUMENT,
-        "%s: explain before the first step must fail", what);
+  EXPECT(code_of(oneflow_dist_trainer_explain(trainer, 0, &text)) == ONEFLOW_INVALID_ARGUMENT,
+         "%s: explain before the first step must fail", what);
   const char* names[2] = {"input", "labels"};
   for (int step = 0; step < STEPS; ++step) {
     oneflow_tensor_t *x, *y;
@@ -92,36 +74,36 @@ static void compare(const oneflow_graph_t* graph, const oneflow_plan_options_t* 
     const oneflow_tensor_t* in[2] = {x, y};
     double loss = 0;
     int32_t applied = 0;
-    if (ok(oneflow_dist_trainer_step(trainer, names, in, 2, &loss, &applied), what)) {
-      CHECK(applied == 1, "%s: step %d not applied", what, step);
-      CHECK(fabs(loss - ref_loss[step]) <= 1e-5 * fabs(ref_loss[step]), "%s: step %d loss %.8f vs %.8f", what, step,
-            loss, ref_loss[step]);
+    if (expect_ok(oneflow_dist_trainer_step(trainer, names, in, 2, &loss, &applied), what)) {
+      EXPECT(applied == 1, "%s: step %d not applied", what, step);
+      EXPECT(fabs(loss - ref_loss[step]) <= 1e-5 * fabs(ref_loss[step]), "%s: step %d loss %.8f vs %.8f", what, step,
+             loss, ref_loss[step]);
     }
     oneflow_tensor_release(x);
     oneflow_tensor_release(y);
   }
   oneflow_tensor_t* w = NULL;
-  if (ok(oneflow_dist_trainer_get_parameter(trainer, "fc2.weight", &w), what)) {
+  if (expect_ok(oneflow_dist_trainer_get_parameter(trainer, "fc2.weight", &w), what)) {
     double e = rel((const float*)oneflow_tensor_data(w), ref_w, 1024 * 1024);
-    CHECK(e <= 1e-5, "%s: fc2.weight differs by %.3g", what, e);
+    EXPECT(e <= 1e-5, "%s: fc2.weight differs by %.3g", what, e);
     oneflow_tensor_release(w);
   }
   oneflow_tensor_t *x, *y, *out = NULL;
   make_batch(99, &x, &y);
   const oneflow_tensor_t* in[1] = {x};
-  if (ok(oneflow_dist_trainer_run(trainer, names, in, 1, NULL, 0, &out, 1), what)) {
+  if (expect_ok(oneflow_dist_trainer_run(trainer, names, in, 1, NULL, 0, &out, 1), what)) {
     double e = rel((const float*)oneflow_tensor_data(out), ref_out, BATCH * 10);
-    CHECK(e <= 1e-5, "%s: inference differs by %.3g", what, e);
+    EXPECT(e <= 1e-5, "%s: inference differs by %.3g", what, e);
     oneflow_tensor_release(out);
   }
   oneflow_tensor_release(x);
   oneflow_tensor_release(y);
-  if (ok(oneflow_dist_trainer_explain(trainer, 1, &text), what)) {
-    CHECK(strstr(text, "\"estimated_step_seconds\"") != NULL, "%s: explain JSON lacks the estimate", what);
+  if (expect_ok(oneflow_dist_trainer_explain(trainer, 1, &text), what)) {
+    EXPECT(strstr(text, "\"estimated_step_seconds\"") != NULL, "%s: explain JSON lacks the estimate", what);
     oneflow_string_free(text);
   }
-  CHECK(code_of(oneflow_dist_trainer_get_parameter(trainer, "nope", &w)) == ONEFLOW_NOT_FOUND,
-        "%s: an unknown weight must be NOT_FOUND", what);
+  EXPECT(code_of(oneflow_dist_trainer_get_parameter(trainer, "nope", &w)) == ONEFLOW_NOT_FOUND,
+         "%s: an unknown weight must be NOT_FOUND", what);
   oneflow_dist_trainer_release(trainer);
 }
 
@@ -133,7 +115,7 @@ int main(int argc, char** argv) {
   char path[4096];
   snprintf(path, sizeof path, "%s/mlp_784_1024_1024_10.onnx", argv[1]);
   oneflow_graph_t* graph = NULL;
-  if (!ok(oneflow_graph_load_file(path, &graph), "load")) return 1;
+  if (!expect_ok(oneflow_graph_load_file(path, &graph), "load")) return 1;
 
   /* The single-device reference through the training-session ABI. */
   oneflow_training_options_t t;
@@ -142,7 +124,7 @@ int main(int argc, char** argv) {
   oneflow_session_options_init(&so);
   so.intra_op_threads = 1;
   oneflow_session_t* s = NULL;
-  if (!ok(oneflow_training_session_create(NULL, graph, &so, &t, &s), "training session")) return 1;
+  if (!expect_ok(oneflow_training_session_create(NULL, graph, &so, &t, &s), "training session")) return 1;
   const char* names[2] = {"input", "labels"};
   double ref_loss[STEPS];
   for (int step = 0; step < STEPS; ++step) {
@@ -150,24 +132,24 @@ int main(int argc, char** argv) {
     make_batch(step, &x, &y);
     const oneflow_tensor_t* in[2] = {x, y};
     const char* fetch[1] = {"loss"};
-    ok(oneflow_session_run(s, names, in, 2, fetch, 1, out, 2), "reference run");
+    expect_ok(oneflow_session_run(s, names, in, 2, fetch, 1, out, 2), "reference run");
     ref_loss[step] = *(const float*)oneflow_tensor_data(out[0]);
     oneflow_tensor_release(out[0]);
-    ok(oneflow_session_backward(s), "backward");
-    ok(oneflow_session_step(s, NULL), "step");
+    expect_ok(oneflow_session_backward(s), "backward");
+    expect_ok(oneflow_session_step(s, NULL), "step");
     oneflow_tensor_release(x);
     oneflow_tensor_release(y);
   }
   oneflow_tensor_t* w = NULL;
-  ok(oneflow_session_get_parameter(s, "fc2.weight", &w), "reference weight");
+  expect_ok(oneflow_session_get_parameter(s, "fc2.weight", &w), "reference weight");
   float* ref_w = (float*)malloc(sizeof(float) * 1024 * 1024);
   memcpy(ref_w, oneflow_tensor_data(w), sizeof(float) * 1024 * 1024);
   oneflow_tensor_release(w);
-  ok(oneflow_session_set_run_mode(s, ONEFLOW_RUN_EVAL), "eval mode");
+  expect_ok(oneflow_session_set_run_mode(s, ONEFLOW_RUN_EVAL), "eval mode");
   oneflow_tensor_t *x, *y, *out = NULL;
   make_batch(99, &x, &y);
   const oneflow_tensor_t* in[1] = {x};
-  ok(oneflow_session_run(s, names, in, 1, NULL, 0, &out, 1), "reference eval");
+  expect_ok(oneflow_session_run(s, names, in, 1, NULL, 0, &out, 1), "reference eval");
   float ref_out[BATCH * 10];
   memcpy(ref_out, oneflow_tensor_data(out), sizeof ref_out);
   oneflow_tensor_release(out);
@@ -189,23 +171,19 @@ int main(int argc, char** argv) {
   oneflow_dist_trainer_t* trainer = NULL;
   oneflow_plan_options_init(&p);
   p.placement = "cpu:0-1";
-  CHECK(code_of(oneflow_dist_trainer_create(NULL, &t, &p, NULL, &trainer)) == ONEFLOW_INVALID_ARGUMENT, "NULL graph");
-  CHECK(code_of(oneflow_dist_trainer_create(graph, NULL, &p, NULL, &trainer)) == ONEFLOW_INVALID_ARGUMENT,
-        "NULL training options");
-  CHECK(code_of(oneflow_dist_trainer_create(graph, &t, NULL, NULL, &trainer)) == ONEFLOW_INVALID_ARGUMENT,
-        "NULL plan options");
+  EXPECT(code_of(oneflow_dist_trainer_create(NULL, &t, &p, NULL, &trainer)) == ONEFLOW_INVALID_ARGUMENT, "NULL graph");
+  EXPECT(code_of(oneflow_dist_trainer_create(graph, NULL, &p, NULL, &trainer)) == ONEFLOW_INVALID_ARGUMENT,
+         "NULL training options");
+  EXPECT(code_of(oneflow_dist_trainer_create(graph, &t, NULL, NULL, &trainer)) == ONEFLOW_INVALID_ARGUMENT,
+         "NULL plan options");
   oneflow_dist_training_options_t d;
   oneflow_dist_training_options_init(&d);
   d.zero_stage = 5;
-  CHECK(code_of(oneflow_dist_trainer_create(graph, &t, &p, &d, &trainer)) == ONEFLOW_INVALID_ARGUMENT, "zero_stage 5");
-  CHECK(code_of(oneflow_dist_trainer_step(NULL, names, NULL, 0, NULL, NULL)) == ONEFLOW_INVALID_ARGUMENT, "NULL trainer");
+  EXPECT(code_of(oneflow_dist_trainer_create(graph, &t, &p, &d, &trainer)) == ONEFLOW_INVALID_ARGUMENT, "zero_stage 5");
+  EXPECT(code_of(oneflow_dist_trainer_step(NULL, names, NULL, 0, NULL, NULL)) == ONEFLOW_INVALID_ARGUMENT,
+         "NULL trainer");
   oneflow_dist_trainer_release(NULL);
   free(ref_w);
   oneflow_graph_release(graph);
-  if (failures) {
-    fprintf(stderr, "%d failure(s)\n", failures);
-    return 1;
-  }
-  printf("ok: data and tensor parallel training through the C ABI match the training session\n");
-  return 0;
+  return c_test_finish("dist_train_c_api");
 }

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../graph_builder.h"
 #include "train/lr_schedule.h"
 #include "train/optimizer.h"
 #include "train/param_select.h"
@@ -232,11 +233,7 @@ TEST(ParamSelect, GlobMatch) {
 
 TEST(ParamSelect, DefaultsAndFreezing) {
   Graph g;
-  auto param = [&](const std::string& name, DType dt) {
-    int v = g.AddConstant(name, Tensor(dt, {2}));
-    g.values[static_cast<size_t>(v)].is_parameter = true;
-    return v;
-  };
+  auto param = [&](const std::string& name, DType dt) { return test_util::AddParam(g, name, Tensor(dt, {2})); };
   int w1 = param("fc1.weight", DType::kFloat32);
   int b1 = param("fc1.bias", DType::kFloat32);
   int w2 = param("fc2.weight", DType::kFloat32);

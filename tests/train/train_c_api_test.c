@@ -478,6 +478,5 @@ int main(int argc, char** argv) {
   test_model_loss_and_freezing();
   test_nonfinite_policies();
   test_checkpoints_and_determinism();
-  printf("%d passed, %d failed\n", g_pass, g_fail);
-  return g_fail ? 1 : 0;
+  return c_test_finish("train_c_api");
 }

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "../graph_builder.h"
 #include "engine/session.h"
 #include "graph/autodiff.h"
 #include "graph/grad_context.h"
@@ -16,35 +17,9 @@ namespace {
 
 using testing::Random;
 
-struct Builder {
-  Graph g;
-  Builder() { g.opset_imports[""] = 18; }
-  int Param(const std::string& name, Tensor t) {
-    int id = g.AddConstant(name, std::move(t));
-    g.values[static_cast<size_t>(id)].is_parameter = true;
-    return id;
-  }
-  int Input(const std::string& name, DType dt, const Shape& s) {
-    int id = g.AddValue(name, TensorType::Of(dt, s));
-    g.inputs.push_back(id);
-    return id;
-  }
-  int Op(const std::string& op, std::vector<int> in, const std::string& out, AttrMap attrs = {}) {
-    Node n;
-    n.name = out;
-    n.op_type = op;
-    n.opset = 18;
-    n.inputs = std::move(in);
-    n.outputs.push_back(g.AddValue(out));
-    n.attrs = std::move(attrs);
-    g.nodes.push_back(n);
-    return n.outputs[0];
-  }
-  Graph& Done(int output) {
-    g.outputs.push_back(output);
-    PrepareGraph(g);
-    return g;
-  }
+// Opset-18 graphs whose nodes are named after their outputs (Op) with trainable parameters (Param).
+struct Builder : test_util::GraphBuilder {
+  Builder() : GraphBuilder(18) {}
 };
 
 AttrMap NoKeep() { return MakeAttrs({{"keepdims", Attribute::Int(0)}}); }
@@ -114,15 +89,7 @@ TEST(Autodiff, LossMustBeAFloatScalar) {
 }
 
 // Runs `g` (level 0, one thread) and returns the named outputs.
-std::vector<Tensor> RunGraph(const Graph& g, const std::vector<std::pair<std::string, Tensor>>& feeds,
-                        const std::vector<std::string>& fetches) {
-  SessionOptions o;
-  o.intra_op_threads = 1;
-  o.optimization_level = 0;
-  std::vector<Tensor> out;
-  for (auto& kv : Session(g, o).Run(feeds, fetches)) out.push_back(kv.second);
-  return out;
-}
+using test_util::RunGraph;
 
 TEST(Autodiff, IntegerPathsAreSkippedAndFanOutIsSummed) {
   // loss = sum(exp(w)) + sum(w * w) + sum(w * cast(argmax(w)))  (argmax: an int path, no gradient)

@@ -48,7 +48,7 @@ TEST(DirectConvNhwc, MatchesNaiveLoop) {
   relu.kind = Activation::kRelu;
   sigmoid.kind = Activation::kSigmoid;
   leaky.kind = Activation::kLeakyRelu;
-  leaky.alpha = 0.2f;
+  leaky.params[0] = 0.2f;
   int i = 0;
   for (const Case& k : cases) {
     for (int threads : {1, 2}) {

@@ -172,18 +172,18 @@ TEST(ApplyActivation, MatchesReference) {
   };
   std::vector<Case> cases = {
       {{Activation::kRelu}, [](double x, const ActivationParams&) { return std::max(x, 0.0); }},
-      {{Activation::kLeakyRelu, 0.1f}, [](double x, const ActivationParams& p) { return x < 0 ? p.alpha * x : x; }},
+      {{Activation::kLeakyRelu, {0.1f}}, [](double x, const ActivationParams& p) { return x < 0 ? p.params[0] * x : x; }},
       {{Activation::kSigmoid}, [](double x, const ActivationParams&) { return 1.0 / (1.0 + std::exp(-x)); }},
       {{Activation::kTanh}, [](double x, const ActivationParams&) { return std::tanh(x); }},
       {{Activation::kGelu}, [](double x, const ActivationParams&) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }},
-      {{Activation::kGeluTanh}, [](double x, const ActivationParams&) {
+      {{Activation::kGelu, {1.0f}}, [](double x, const ActivationParams&) {  // approximate="tanh"
          return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
        }},
-      {{Activation::kHardSigmoid, 0.2f, 0.5f},
-       [](double x, const ActivationParams& p) { return std::clamp(p.alpha * x + p.beta, 0.0, 1.0); }},
+      {{Activation::kHardSigmoid, {0.2f, 0.5f}},
+       [](double x, const ActivationParams& p) { return std::clamp(p.params[0] * x + p.params[1], 0.0, 1.0); }},
       {{Activation::kHardSwish}, [](double x, const ActivationParams&) { return x * std::clamp(x / 6 + 0.5, 0.0, 1.0); }},
-      {{Activation::kClip, 0.0f, 0.0f, -1.5f, 2.5f},
-       [](double x, const ActivationParams& p) { return std::clamp(x, double(p.min), double(p.max)); }},
+      {{Activation::kClip, {-1.5f, 2.5f}},
+       [](double x, const ActivationParams& p) { return std::clamp(x, double(p.params[0]), double(p.params[1])); }},
   };
   for (const Case& c : cases) {
     std::vector<float> y = xs;
@@ -266,20 +266,53 @@ TEST(Elementwise, CastNonFiniteToIntegerIsDefined) {
   EXPECT_EQ(i.data<int32_t>()[4], -3);
 }
 
-TEST(ApplyActivation, FromOnnxNode) {
-  ActivationParams p;
-  AttrMap attrs;
-  attrs.set("alpha", Attribute::Float(0.3f));
-  ASSERT_TRUE(ActivationFromOnnx("LeakyRelu", attrs, &p));
+// The fused ops' activation attributes name a unary row and list its parameters; absent ones take
+// the row's defaults, and a name that is no row is a model error.
+TEST(ApplyActivation, FromFusedAttributes) {
+  ActivationParams p = ActivationFromAttrs("LeakyRelu", {0.3f});
   EXPECT_EQ(p.kind, Activation::kLeakyRelu);
-  EXPECT_EQ(p.alpha, 0.3f);
-  ASSERT_TRUE(ActivationFromOnnx("HardSigmoid", AttrMap{}, &p));
-  EXPECT_EQ(p.alpha, 0.2f);
+  EXPECT_EQ(p.params[0], 0.3f);
+  p = ActivationFromAttrs("HardSigmoid", {});
+  EXPECT_EQ(p.kind, Activation::kHardSigmoid);
+  EXPECT_EQ(p.params[0], 0.2f);
+  EXPECT_EQ(p.params[1], 0.5f);
+  EXPECT_EQ(ActivationFromAttrs("None", {}).kind, Activation::kNone);
+  EXPECT_EQ(ActivationFromAttrs("", {}).kind, Activation::kNone);
+  EXPECT_STREQ(ActivationName(Activation::kHardSwish), "HardSwish");
+  try {
+    ActivationFromAttrs("Softmax", {});
+    ADD_FAILURE() << "Softmax is no unary row";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
+    EXPECT_NE(std::string(e.what()).find("Softmax"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ActivationFromAttrs("LeakyRelu", {0.1f, 0.2f, 0.3f}), Error);
+}
+
+// A row's parameters from node attributes: defaults, floats, and a string parameter by position.
+TEST(UnaryRows, ReadParams) {
+  float p[unary::kMaxParams];
+  const UnaryOpInfo* gelu = FindUnaryOp("", "Gelu");
+  ASSERT_NE(gelu, nullptr);
   AttrMap tanh_gelu;
   tanh_gelu.set("approximate", Attribute::String("tanh"));
-  ASSERT_TRUE(ActivationFromOnnx("Gelu", tanh_gelu, &p));
-  EXPECT_EQ(p.kind, Activation::kGeluTanh);
-  EXPECT_FALSE(ActivationFromOnnx("Softmax", AttrMap{}, &p));
+  ReadUnaryParams(*gelu, tanh_gelu, p, "test");
+  EXPECT_EQ(p[0], 1.0f);
+  ReadUnaryParams(*gelu, AttrMap{}, p, "test");
+  EXPECT_EQ(p[0], 0.0f);
+  AttrMap bad;
+  bad.set("approximate", Attribute::String("erf"));
+  EXPECT_THROW(ReadUnaryParams(*gelu, bad, p, "test"), Error);
+  const UnaryOpInfo* selu = FindUnaryOp("", "Selu");
+  ASSERT_NE(selu, nullptr);
+  AttrMap gamma;
+  gamma.set("gamma", Attribute::Float(2.0f));
+  ReadUnaryParams(*selu, gamma, p, "test");
+  EXPECT_FLOAT_EQ(p[0], 1.67326319217681884765625f);
+  EXPECT_EQ(p[1], 2.0f);
+  EXPECT_EQ(FindUnaryOp("", "QuickGelu"), nullptr);  // a com.microsoft op
+  EXPECT_NE(FindUnaryOp("com.microsoft", "QuickGelu"), nullptr);
+  EXPECT_EQ(FindUnaryOp("", "Softmax"), nullptr);
 }
 
 TEST(Elementwise, BitShiftEdgeCases) {

@@ -1,11 +1,11 @@
-// Fast float32 math (kernels/cpu/fast_math.h) against libm in double, and its edge cases.
+// Fast float32 math (base/fast_math.h) against libm in double, and its edge cases.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "kernels/cpu/fast_math.h"
+#include "base/fast_math.h"
 
 namespace oneflow {
 namespace {

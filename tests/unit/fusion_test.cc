@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "../graph_builder.h"
 #include "engine/session.h"
 
 namespace oneflow {
@@ -16,22 +17,7 @@ Tensor Scalar(float v) {
   return t;
 }
 
-// Appends opset-17 nodes with one output each.
-struct GraphBuilder {
-  Graph g;
-  int Add(const std::string& op, std::vector<int> inputs) {
-    Node n;
-    n.op_type = op;
-    n.opset = 17;
-    n.name = op + std::to_string(g.nodes.size());
-    n.inputs = std::move(inputs);
-    n.outputs = {g.AddValue(n.name + "_out")};
-    g.nodes.push_back(std::move(n));
-    return g.nodes.back().outputs[0];
-  }
-};
-
-struct GeluGraph : GraphBuilder {
+struct GeluGraph : test_util::GraphBuilder {
   Tensor w, bias;
 };
 
@@ -41,25 +27,23 @@ enum class Form { kDivThenHalfLast, kMulInvSqrt2ThenHalfFirst };
 // result, which must block the rewrite (the intermediate is observable).
 GeluGraph Build(Form form, bool erf_is_output) {
   GeluGraph b;
-  b.g.opset_imports[""] = 17;
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> d(-1.5f, 1.5f);
   b.w = Tensor(DType::kFloat32, {8, 16});
   b.bias = Tensor(DType::kFloat32, {16});
   for (int64_t i = 0; i < b.w.numel(); ++i) b.w.data<float>()[i] = d(rng);
   for (int64_t i = 0; i < b.bias.numel(); ++i) b.bias.data<float>()[i] = d(rng);
-  const int x = b.g.AddValue("X", TensorType::Of(DType::kFloat32, Shape{4, 8}));
-  b.g.inputs.push_back(x);
-  const int h = b.Add("Add", {b.Add("MatMul", {x, b.g.AddConstant("W", b.w)}), b.g.AddConstant("B", b.bias)});
+  const int x = b.Input("X", DType::kFloat32, {4, 8});
+  const int h = b.Node("Add", {b.Node("MatMul", {x, b.Const("W", b.w)}), b.Const("B", b.bias)});
   int erf, y;
   if (form == Form::kDivThenHalfLast) {
-    erf = b.Add("Erf", {b.Add("Div", {h, b.g.AddConstant("sqrt2", Scalar(std::sqrt(2.0f)))})});
-    const int g1 = b.Add("Add", {erf, b.g.AddConstant("one", Scalar(1.0f))});
-    y = b.Add("Mul", {b.Add("Mul", {h, g1}), b.g.AddConstant("half", Scalar(0.5f))});
+    erf = b.Node("Erf", {b.Node("Div", {h, b.Const("sqrt2", Scalar(std::sqrt(2.0f)))})});
+    const int g1 = b.Node("Add", {erf, b.Const("one", Scalar(1.0f))});
+    y = b.Node("Mul", {b.Node("Mul", {h, g1}), b.Const("half", Scalar(0.5f))});
   } else {
-    erf = b.Add("Erf", {b.Add("Mul", {b.g.AddConstant("inv_sqrt2", Scalar(0.70710678f)), h})});
-    const int g1 = b.Add("Add", {b.g.AddConstant("one", Scalar(1.0f)), erf});
-    y = b.Add("Mul", {b.Add("Mul", {h, b.g.AddConstant("half", Scalar(0.5f))}), g1});
+    erf = b.Node("Erf", {b.Node("Mul", {b.Const("inv_sqrt2", Scalar(0.70710678f)), h})});
+    const int g1 = b.Node("Add", {b.Const("one", Scalar(1.0f)), erf});
+    y = b.Node("Mul", {b.Node("Mul", {h, b.Const("half", Scalar(0.5f))}), g1});
   }
   b.g.outputs = {y};
   if (erf_is_output) b.g.outputs.push_back(erf);
@@ -116,15 +100,11 @@ TEST(Fusion, GeluPatternKeptWhenAnIntermediateIsObservable) { CheckAgainstRefere
 // A training graph feeds its parameters as inputs: the bias Add and the Relu still fuse into the
 // MatMul when the bias is a graph input of static shape [N].
 TEST(Fusion, MatMulBiasFromAGraphInputFuses) {
-  GraphBuilder b;
-  Graph& g = b.g;
-  g.opset_imports[""] = 17;
-  const int x = g.AddValue("X", TensorType::Of(DType::kFloat32, Shape{3, 5}));
-  const int w = g.AddValue("W", TensorType::Of(DType::kFloat32, Shape{5, 4}));
-  const int bias = g.AddValue("B", TensorType::Of(DType::kFloat32, Shape{4}));
-  g.inputs = {x, w, bias};
-  g.outputs = {b.Add("Relu", {b.Add("Add", {b.Add("MatMul", {x, w}), bias})})};
-  PrepareGraph(g);
+  test_util::GraphBuilder b;
+  const int x = b.Input("X", DType::kFloat32, {3, 5});
+  const int w = b.Input("W", DType::kFloat32, {5, 4});
+  const int bias = b.Input("B", DType::kFloat32, {4});
+  Graph& g = b.Done(b.Node("Relu", {b.Node("Add", {b.Node("MatMul", {x, w}), bias})}));
   Session s(g, SessionOptions{1, 2});
   ASSERT_EQ(CountOps(s.optimized(), "FusedMatMul"), 1);
   EXPECT_EQ(CountOps(s.optimized(), "Add") + CountOps(s.optimized(), "Relu"), 0);

@@ -78,3 +78,8 @@ inline bool RegisterGradCheck(const char* op) {
 #define GRADCHECK_TEST(Op, Case)                                                                        \
   static const bool gradcheck_registered_##Op##_##Case = ::oneflow::testing::RegisterGradCheck(#Op);  \
   TEST(GradCheck_##Op, Case)
+// The same for an op of another domain than ai.onnx, a string literal (the table's key is "domain::Op").
+#define GRADCHECK_TEST_IN(Domain, Op, Case)                                                             \
+  static const bool gradcheck_registered_##Op##_##Case =                                                \
+      ::oneflow::testing::RegisterGradCheck(Domain "::" #Op);                                            \
+  TEST(GradCheck_##Op, Case)

@@ -105,6 +105,15 @@ GRADCHECK_TEST(Swish, Attributes) {
   CheckUnary("Swish", Random({3, 4}, -3, 3), {}, 24);
   CheckUnary("Swish", Random({3, 4}, -3, 3), MakeAttrs({{"alpha", Attribute::Float(1.7f)}}), 24);
 }
+// ONNX Runtime's contrib op (com.microsoft, opset 1): its default alpha 1.702 and another.
+GRADCHECK_TEST_IN("com.microsoft", QuickGelu, Attributes) {
+  for (float alpha : {1.702f, 0.5f}) {
+    GradCheckCase c("QuickGelu", "com.microsoft");  // at domain version 1 (the gradcheck graph's other domains')
+    c.Input("X", Random({3, 4}, -3, 3));
+    if (alpha != 1.702f) c.Attr("alpha", Attribute::Float(alpha));
+    RunGradCheck(c);
+  }
+}
 GRADCHECK_TEST(Sin, Basic) { CheckUnary("Sin", Random({2, 3}, -3, 3)); }
 GRADCHECK_TEST(Cos, Basic) { CheckUnary("Cos", Random({2, 3}, -3, 3)); }
 GRADCHECK_TEST(Tan, Basic) { CheckUnary("Tan", Random({2, 3}, -1.2, 1.2)); }

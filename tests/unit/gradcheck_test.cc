@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "../graph_builder.h"
 #include "engine/session.h"
 #include "graph/autodiff.h"
 #include "graph/op_schema.h"
@@ -110,16 +111,9 @@ std::vector<std::pair<std::string, Tensor>> Feeds(const GradCheckCase& c) {
   return feeds;
 }
 
+// Node `op`(inputs) -> value `out` at the graph's default-domain opset.
 int AddNode(Graph& g, const std::string& op, std::vector<int> inputs, const std::string& out, AttrMap attrs = {}) {
-  Node n;
-  n.name = out;
-  n.op_type = op;
-  n.opset = g.opset_imports[""];
-  n.inputs = std::move(inputs);
-  n.outputs.push_back(g.AddValue(out));
-  n.attrs = std::move(attrs);
-  g.nodes.push_back(n);
-  return n.outputs[0];
+  return test_util::AddOp(g, op, std::move(inputs), out, std::move(attrs), g.opset_imports[""]);
 }
 
 }  // namespace

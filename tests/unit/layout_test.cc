@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "../graph_builder.h"
 #include "engine/session.h"
 #include "graph/op_schema.h"
 
@@ -19,27 +20,8 @@ Tensor RandomTensor(std::mt19937& rng, const Shape& s, float lo = -1.0f, float h
   return t;
 }
 
-struct Builder {
-  Graph g;
-  int next = 0;
-  Builder() { g.opset_imports[""] = 17; }
-  int Input(const std::string& name, TensorType type) {
-    int v = g.AddValue(name, std::move(type));
-    g.inputs.push_back(v);
-    return v;
-  }
-  int Const(const Tensor& t) { return g.AddConstant("c" + std::to_string(next++), t); }
-  int Node(const std::string& op, std::vector<int> inputs, AttrMap attrs = {}) {
-    oneflow::Node n;
-    n.op_type = op;
-    n.opset = 17;
-    n.name = op + std::to_string(next++);
-    n.inputs = std::move(inputs);
-    n.outputs = {g.AddValue(n.name + "_out")};
-    n.attrs = std::move(attrs);
-    g.nodes.push_back(std::move(n));
-    return g.nodes.back().outputs[0];
-  }
+// test_util::GraphBuilder plus a Conv node with random weights (and bias) and k/2 padding.
+struct Builder : test_util::GraphBuilder {
   int Conv(std::mt19937& rng, int x, int64_t cin, int64_t cout, int64_t k, int64_t stride, bool bias) {
     AttrMap a;
     const int64_t p = k / 2;

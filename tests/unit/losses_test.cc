@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "../graph_builder.h"
 #include "engine/session.h"
 #include "graph/autodiff.h"
 #include "graph/losses.h"
@@ -14,32 +15,10 @@ namespace {
 
 using testing::Random;
 
+// pred = Identity(p) for a float64 input p of `shape`.
 Graph PredictionGraph(const Shape& shape) {
-  Graph g;
-  g.opset_imports[""] = 17;
-  int p = g.AddValue("p", TensorType::Of(DType::kFloat64, shape));
-  g.inputs.push_back(p);
-  int y = g.AddValue("pred");
-  Node n;
-  n.name = "id";
-  n.op_type = "Identity";
-  n.opset = 17;
-  n.inputs = {p};
-  n.outputs = {y};
-  g.nodes.push_back(n);
-  g.outputs.push_back(y);
-  PrepareGraph(g);
-  return g;
-}
-
-std::vector<Tensor> RunAll(const Graph& g, std::vector<std::pair<std::string, Tensor>> feeds,
-                           const std::vector<std::string>& fetches) {
-  SessionOptions o;
-  o.optimization_level = 0;
-  o.intra_op_threads = 2;
-  std::vector<Tensor> out;
-  for (auto& kv : Session(g, o).Run(feeds, fetches)) out.push_back(kv.second);
-  return out;
+  test_util::GraphBuilder b;
+  return b.Done(b.Op("Identity", {b.Input("p", DType::kFloat64, shape)}, "pred"));
 }
 
 TEST(AppendLoss, RegressionLossesMatchLoops) {
@@ -52,7 +31,7 @@ TEST(AppendLoss, RegressionLossesMatchLoops) {
       EXPECT_EQ(g.values[static_cast<size_t>(lab)].type.ToString(), "float64[4,3]");
       GradientInfo info = BuildGradients(g, loss, {"p"});
       Tensor p = Random({4, 3}, -1, 1, 1), y = Random({4, 3}, -1, 1, 2);
-      auto out = RunAll(g, {{"p", p}, {"target", y}}, {loss, info.gradients.at("p")});
+      auto out = test_util::RunGraph(g, {{"p", p}, {"target", y}}, {loss, info.gradients.at("p")}, 2);
       double want = 0;
       const double scale = red == LossReduction::kMean ? 1.0 / 12 : 1.0;
       for (int i = 0; i < 12; ++i) {
@@ -74,7 +53,7 @@ TEST(AppendLoss, SoftmaxCrossEntropyMatchesLoops) {
     GradientInfo info = BuildGradients(g, loss, {"p"});
     Tensor p = Random({5, 4}, -2, 2, 3);
     Tensor labels = testing::Int64s({5}, {0, 3, 1, 1, 2});
-    auto out = RunAll(g, {{"p", p}, {"labels", labels}}, {loss, info.gradients.at("p")});
+    auto out = test_util::RunGraph(g, {{"p", p}, {"labels", labels}}, {loss, info.gradients.at("p")}, 2);
     const double scale = red == LossReduction::kMean ? 1.0 / 5 : 1.0;
     double want = 0;
     for (int i = 0; i < 5; ++i) {

@@ -22,7 +22,7 @@ inline double ActivateReference(const ActivationParams& act, double v) {
   switch (act.kind) {
     case Activation::kRelu: return v > 0 ? v : 0;
     case Activation::kSigmoid: return 1 / (1 + std::exp(-v));
-    case Activation::kLeakyRelu: return v < 0 ? act.alpha * v : v;
+    case Activation::kLeakyRelu: return v < 0 ? act.params[0] * v : v;
     default: return v;
   }
 }

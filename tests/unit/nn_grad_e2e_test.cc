@@ -10,6 +10,7 @@
 #include <memory>
 #include <random>
 
+#include "../graph_builder.h"
 #include "engine/session.h"
 #include "graph/autodiff.h"
 #include "graph/op_schema.h"
@@ -24,11 +25,7 @@ Tensor Random(const Shape& s, std::mt19937& rng, double scale = 1.0) {
   return t;
 }
 
-Tensor Ints(const std::vector<int64_t>& v) {
-  Tensor t(DType::kInt64, {static_cast<int64_t>(v.size())});
-  std::copy(v.begin(), v.end(), t.data<int64_t>());
-  return t;
-}
+using test_util::Ints;
 
 Tensor ToF32(const Tensor& t) {
   if (t.dtype() != DType::kFloat64) return t;

@@ -3,6 +3,7 @@
 // previous run's types. Results are checked against values computed here by hand.
 #include <gtest/gtest.h>
 
+#include "../graph_builder.h"
 #include "engine/executor.h"
 #include "engine/session.h"
 #include "graph/op_schema.h"
@@ -10,29 +11,10 @@
 namespace oneflow {
 namespace {
 
-struct Builder {
-  Graph g;
-  Builder() { g.opset_imports[""] = 18; }
-  int Input(const std::string& name, DType dt, std::vector<Dim> dims) {
-    int id = g.AddValue(name, TensorType::Of(dt, std::move(dims)));
-    g.inputs.push_back(id);
-    return id;
-  }
-  int Op(const std::string& op, std::vector<int> in, const std::string& out) {
-    Node n;
-    n.name = out;
-    n.op_type = op;
-    n.opset = 18;
-    n.inputs = std::move(in);
-    n.outputs.push_back(g.AddValue(out));
-    g.nodes.push_back(n);
-    return n.outputs[0];
-  }
-  std::shared_ptr<const Graph> Done(int output) {
-    g.outputs.push_back(output);
-    PrepareGraph(g);
-    return std::make_shared<const Graph>(g);
-  }
+// Opset-18 graphs for an Executor: nodes named after their outputs; Done returns the shared graph.
+struct Builder : test_util::GraphBuilder {
+  Builder() : GraphBuilder(18) {}
+  std::shared_ptr<const Graph> Done(int output) { return std::make_shared<const Graph>(GraphBuilder::Done(output)); }
 };
 
 Tensor Floats(const Shape& shape, float first) {
@@ -42,21 +24,15 @@ Tensor Floats(const Shape& shape, float first) {
   return t;
 }
 
-Tensor Int64s(const std::vector<int64_t>& v) {
-  Tensor t(DType::kInt64, Shape{static_cast<int64_t>(v.size())});
-  for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
-  return t;
-}
-
 TEST(NodeRunner, DataDependentShapeIsInferredEveryRun) {
   Builder b;
-  const int x = b.Input("x", DType::kFloat32, {Dim::Known(6)});
-  const int s = b.Input("s", DType::kInt64, {Dim::Known(2)});
+  const int x = b.Input("x", TensorType::Of(DType::kFloat32, {Dim::Known(6)}));
+  const int s = b.Input("s", TensorType::Of(DType::kInt64, {Dim::Known(2)}));
   // Relu after the Reshape: a shape-only node fed by a data-dependent one.
   Executor ex(b.Done(b.Op("Relu", {b.Op("Reshape", {x, s}, "r")}, "y")), 1);
   const Tensor in = Floats({6}, -2.0f);
   for (const auto& shape : std::vector<std::vector<int64_t>>{{2, 3}, {3, 2}, {6, 1}, {2, 3}}) {
-    std::vector<Tensor> out = ex.Run({in, Int64s(shape)});
+    std::vector<Tensor> out = ex.Run({in, test_util::Ints(shape)});
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].shape(), Shape(shape.begin(), shape.end()));
     for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(out[0].data<float>()[i], std::max(0.0f, -2.0f + static_cast<float>(i)));
@@ -65,8 +41,8 @@ TEST(NodeRunner, DataDependentShapeIsInferredEveryRun) {
 
 TEST(NodeRunner, NewInputShapesAreInferredAgain) {
   Builder b;
-  const int x = b.Input("x", DType::kFloat32, {Dim::Symbol("n"), Dim::Known(3)});
-  const int w = b.Input("w", DType::kFloat32, {Dim::Known(3), Dim::Symbol("m")});
+  const int x = b.Input("x", TensorType::Of(DType::kFloat32, {Dim::Symbol("n"), Dim::Known(3)}));
+  const int w = b.Input("w", TensorType::Of(DType::kFloat32, {Dim::Known(3), Dim::Symbol("m")}));
   Executor ex(b.Done(b.Op("MatMul", {x, w}, "y")), 2);
   for (const auto& [n, m] : std::vector<std::pair<int64_t, int64_t>>{{1, 2}, {4, 2}, {4, 5}, {1, 2}}) {
     const Tensor a = Floats({n, 3}, 1.0f), bw = Floats({3, m}, -1.0f);

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <random>
 
+#include "../graph_builder.h"
 #include "engine/node_runner.h"
 #include "graph/op_schema.h"
 
@@ -20,11 +21,7 @@ Tensor RandomFloats(const Shape& shape, uint32_t seed, float lo = -3.0f, float h
   return t;
 }
 
-Tensor Int64s(const std::vector<int64_t>& v) {
-  Tensor t(DType::kInt64, {static_cast<int64_t>(v.size())});
-  std::copy(v.begin(), v.end(), t.data<int64_t>());
-  return t;
-}
+using test_util::Ints;
 
 // Runs one node through the same NodeRunner the executor uses (runtime infer + kernel).
 std::vector<Tensor> RunOp(const std::string& op, int opset, const std::vector<Tensor>& inputs, AttrMap attrs,
@@ -104,7 +101,7 @@ TEST(Reduce, SumMaxLogSumExpOverAxisCombinations) {
     for (int64_t a : axes) red[a] = true;
     struct Case { const char* op; int kind; double rtol; };
     for (const Case c : {Case{"ReduceSum", 0, 1e-4}, Case{"ReduceMax", 1, 0}, Case{"ReduceLogSumExp", 2, 1e-5}}) {
-      auto out = RunOp(c.op, 18, {x, Int64s(axes)}, Attrs({{"keepdims", Attribute::Int(0)}}), 1, pool);
+      auto out = RunOp(c.op, 18, {x, Ints(axes)}, Attrs({{"keepdims", Attribute::Int(0)}}), 1, pool);
       SCOPED_TRACE(std::string(c.op) + " axes " + std::to_string(axes.size()));
       ExpectClose(out[0], NaiveReduce3(x, red, c.kind), c.rtol, c.kind == 0 ? 2e-3 : 1e-5);
     }
@@ -119,7 +116,7 @@ TEST(Reduce, FullReductionOfLongVectorSplitsAcrossThreads) {
   auto out = RunOp("ReduceMean", 18, {x}, AttrMap(), 1, pool);
   ASSERT_EQ(out[0].rank(), 1);
   ExpectClose(out[0], {want / x.numel()}, 1e-5, 0);
-  auto sum = RunOp("ReduceSum", 13, {x, Int64s({0})}, Attrs({{"keepdims", Attribute::Int(0)}}), 1, pool);
+  auto sum = RunOp("ReduceSum", 13, {x, Ints({0})}, Attrs({{"keepdims", Attribute::Int(0)}}), 1, pool);
   ExpectClose(sum[0], {want}, 1e-5, 0);
 }
 
@@ -127,16 +124,16 @@ TEST(Reduce, IntegerSumAndEmptySet) {
   ThreadPool pool(2);
   Tensor x(DType::kInt64, {40, 3000});
   for (int64_t i = 0; i < x.numel(); ++i) x.data<int64_t>()[i] = (i * 7919) % 1000 - 500;
-  auto out = RunOp("ReduceSum", 13, {x, Int64s({0})}, AttrMap(), 1, pool);
+  auto out = RunOp("ReduceSum", 13, {x, Ints({0})}, AttrMap(), 1, pool);
   for (int64_t j = 0; j < 3000; ++j) {
     int64_t s = 0;
     for (int64_t i = 0; i < 40; ++i) s += x.data<int64_t>()[i * 3000 + j];
     ASSERT_EQ(out[0].data<int64_t>()[j], s);
   }
   Tensor empty(DType::kFloat32, {2, 0, 4});
-  auto p = RunOp("ReduceProd", 18, {empty, Int64s({1})}, AttrMap(), 1, pool);
+  auto p = RunOp("ReduceProd", 18, {empty, Ints({1})}, AttrMap(), 1, pool);
   ExpectClose(p[0], std::vector<double>(8, 1.0), 0, 0);
-  auto m = RunOp("ReduceMin", 18, {empty, Int64s({1})}, AttrMap(), 1, pool);
+  auto m = RunOp("ReduceMin", 18, {empty, Ints({1})}, AttrMap(), 1, pool);
   EXPECT_TRUE(std::isinf(m[0].data<float>()[0]) && m[0].data<float>()[0] > 0);
 }
 
@@ -195,8 +192,8 @@ TEST(ArgTopKCumSum, MatchNaive) {
   for (int64_t i = 0; i < x.numel(); i += 3) x.data<float>()[i] = std::round(x.data<float>()[i]);  // ties
   const float* p = x.data<float>();
   auto am = RunOp("ArgMax", 13, {x}, Attrs({{"axis", Attribute::Int(1)}, {"select_last_index", Attribute::Int(1)}}), 1, pool);
-  auto tk = RunOp("TopK", 13, {x, Int64s({7})}, Attrs({{"axis", Attribute::Int(1)}}), 2, pool);
-  auto cs = RunOp("CumSum", 14, {x, Int64s({1})}, Attrs({{"reverse", Attribute::Int(1)}}), 1, pool);
+  auto tk = RunOp("TopK", 13, {x, Ints({7})}, Attrs({{"axis", Attribute::Int(1)}}), 2, pool);
+  auto cs = RunOp("CumSum", 14, {x, Ints({1})}, Attrs({{"reverse", Attribute::Int(1)}}), 1, pool);
   for (int64_t o = 0; o < 40; ++o)
     for (int64_t c = 0; c < 33; ++c) {
       std::vector<int64_t> order(500);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 
+#include "../graph_builder.h"
 #include "engine/node_runner.h"
 #include "engine/session.h"
 #include "graph/op_schema.h"
@@ -402,33 +403,19 @@ TEST(SpatialErrors, BadInputsFailCleanly) {
 // Static inference keeps a symbolic batch dim through Resize with constant scales, and pooling
 // computes spatial dims statically.
 TEST(SpatialInfer, StaticShapesWithSymbolicBatch) {
-  Graph g;
+  test_util::GraphBuilder b(13);
   std::vector<Dim> dims = {Dim::Symbol("N"), Dim::Known(3), Dim::Known(10), Dim::Unknown()};
-  int x = g.AddValue("x", TensorType::Of(DType::kFloat32, dims));
-  g.inputs.push_back(x);
+  int x = b.Input("x", TensorType::Of(DType::kFloat32, dims));
   Tensor scales(DType::kFloat32, {4});
   float sc[4] = {1, 1, 2, 1};
   for (int i = 0; i < 4; ++i) scales.data<float>()[i] = sc[i];
-  int roi = g.AddConstant("roi", Tensor(DType::kFloat32, {0}));
-  int s = g.AddConstant("scales", scales);
-  int y = g.AddValue("y");
-  int z = g.AddValue("z");
-  Node resize;
-  resize.op_type = "Resize";
-  resize.opset = 13;
-  resize.inputs = {x, roi, s};
-  resize.outputs = {y};
-  Node pool;
-  pool.op_type = "MaxPool";
-  pool.opset = 13;
-  pool.inputs = {y};
-  pool.outputs = {z};
-  pool.attrs.set("kernel_shape", Attribute::Ints({3, 3}));
-  pool.attrs.set("strides", Attribute::Ints({2, 2}));
-  g.nodes = {resize, pool};
-  g.outputs = {z};
-  g.opset_imports[""] = 13;
-  PrepareGraph(g);
+  int roi = b.Const("roi", Tensor(DType::kFloat32, {0}));
+  int s = b.Const("scales", scales);
+  int y = b.Op("Resize", {x, roi, s}, "y");
+  AttrMap pool;
+  pool.set("kernel_shape", Attribute::Ints({3, 3}));
+  pool.set("strides", Attribute::Ints({2, 2}));
+  Graph& g = b.Done(b.Op("MaxPool", {y}, "z", pool));
   const TensorType& ty = g.values[g.FindValue("y")].type;
   ASSERT_TRUE(ty.has_rank);
   EXPECT_EQ(ty.dims[0].symbol, "N");

@@ -3,10 +3,13 @@
 // later revisions that only widened the type lists (Add-14, Relu-14, Elu-22, Mod-28, ...) are
 // covered by the same schema since the kernels accept the wider types.
 #include <cmath>
+#include <cstring>
 
 #include "graph/infer_util.h"
 #include "graph/ops/all_ops.h"
 #include "graph/ops/grad_rules.h"
+#include "graph/ops/sbp_rules.h"
+#include "graph/ops/unary_ops.h"
 
 namespace oneflow {
 namespace {
@@ -84,7 +87,47 @@ void InferDropout(InferContext& ctx) {
 }
 
 OpSchema Unary(const char* name, int since = 13) {
-  return std::move(OpSchema(name).Since(since).Input("X").Output("Y").Infer(InferSameAsInput0).Grad(UnaryGradRule(name)));
+  return std::move(OpSchema(name).Since(since).Input("X").Output("Y").Infer(InferSameAsInput0));
+}
+
+// The row's parameters as attributes with their defaults.
+void AddParamAttrs(OpSchema& s, const unary::ParamList& params) {
+  for (int i = 0; i < params.count; ++i) {
+    const unary::Param& p = params.items[i];
+    if (p.choices) {
+      const char* bar = std::strchr(p.choices, '|');
+      s.Attr(p.name, Attribute::String(bar ? std::string(p.choices, bar) : std::string(p.choices)));
+    } else {
+      s.Attr(p.name, Attribute::Float(p.value));
+    }
+  }
+}
+
+// dX = dY * f'(input 1): dY and the saved forward value (X, or Y where the row says so) share a shape.
+void InferDerivative(InferContext& ctx) {
+  CheckSameDType(ctx);
+  ctx.set_output(0, ctx.input_type(0));
+}
+
+// The schema of a unary row (graph/ops/unary_ops.h) and, when it has Bwd, of its ai.oneflow
+// <Op>Grad op (inputs dY and the saved X or Y; the forward op's attributes).
+void RegisterUnaryRow(OpRegistry& r, const UnaryOpInfo& op) {
+  OpSchema s(op.name, op.domain);
+  s.Since(op.since).Input("X").Output("Y").Infer(InferSameAsInput0);
+  AddParamAttrs(s, op.params);
+  s.Sbp(ElementwiseSbp(op.linearity == unary::Linearity::kLinear ? Linear::kAll : Linear::kNone));
+  if (op.grad == unary::GradFrom::kNone) {
+    s.Grad(UnaryGradRule(op.name));
+  } else {
+    const bool from_y = op.grad == unary::GradFrom::kY;
+    s.Grad(DerivativeOpRule(UnaryGradOpName(op), from_y));
+    OpSchema g(UnaryGradOpName(op), kOneflowDomain);
+    g.Since(1).Input("dY").Input(from_y ? "Y" : "X").Output("dX").Infer(InferDerivative);
+    AddParamAttrs(g, op.params);
+    g.Sbp(ElementwiseSbp(Linear::kFirst));  // linear in dY
+    r.Register(std::move(g));
+  }
+  r.Register(std::move(s));
 }
 
 OpSchema Binary(const char* name, InferFn fn, int since = 13) {
@@ -109,29 +152,13 @@ void RegisterElementwiseOps(OpRegistry& r) {
     r.Register(OpSchema(op).Since(13).VariadicInput("data_0").Output("result").Infer(InferBroadcast).Grad(grad));
   }
 
-  // ---- Unary math -------------------------------------------------------------------------------
-  for (const char* op : {"Sqrt", "Exp", "Log", "Abs", "Neg", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Erf",
-                         "Tanh", "Sigmoid", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",
-                         "Acosh", "Atanh", "Relu", "Softplus", "Softsign"}) {
-    r.Register(Unary(op));
-  }
+  // ---- Unary math and activations: the rows of unary_ops.h -----------------------------------------
+  for (const UnaryOpInfo& op : kUnaryOps)
+    if (op.standalone) RegisterUnaryRow(r, op);
 
-  // ---- Activations with attributes --------------------------------------------------------------
-  r.Register(Unary("LeakyRelu").Attr("alpha", Attribute::Float(0.01f)));
-  r.Register(Unary("Elu").Attr("alpha", Attribute::Float(1.0f)));
-  r.Register(Unary("Selu")
-                 .Attr("alpha", Attribute::Float(1.67326319217681884765625f))
-                 .Attr("gamma", Attribute::Float(1.05070102214813232421875f)));
-  r.Register(Unary("Celu").Attr("alpha", Attribute::Float(1.0f)));  // Celu-12
-  r.Register(Unary("Gelu", 20).Attr("approximate", Attribute::String("none")));
-  r.Register(Unary("HardSigmoid").Attr("alpha", Attribute::Float(0.2f)).Attr("beta", Attribute::Float(0.5f)));
-  r.Register(Unary("HardSwish", 14));
-  r.Register(Unary("Mish", 18));
-  r.Register(Unary("ThresholdedRelu").Attr("alpha", Attribute::Float(1.0f)));
   r.Register(OpSchema("Shrink").Since(13).Input("input").Output("output")
                  .Attr("bias", Attribute::Float(0.0f)).Attr("lambd", Attribute::Float(0.5f)).Infer(InferSameAsInput0)
                  .Grad(GradShrink));
-  r.Register(Unary("Swish", 24).Attr("alpha", Attribute::Float(1.0f)));
   r.Register(OpSchema("Clip").Since(13).Input("input").OptionalInput("min").OptionalInput("max").Output("output")
                  .Infer(InferSameAsInput0SameDType).Grad(GradClip));
 

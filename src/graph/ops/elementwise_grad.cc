@@ -3,6 +3,7 @@
 #include <map>
 
 #include "graph/ops/grad_rules.h"
+#include "graph/ops/unary_ops.h"
 
 namespace oneflow {
 namespace {
@@ -10,20 +11,20 @@ namespace {
 std::string Zero(GradContext& c, DType t) { return c.Scalar(0.0, t); }
 
 // dX = dY * f(saved) via an ai.oneflow <Op>Grad kernel; `use_output` saves Y instead of X.
-GradFn ActivationRule(const std::string& grad_op, bool use_output) {
-  return [grad_op, use_output](GradContext& c) {
-    c.SetInputGrad(0, c.EmitOneflow(grad_op, {c.output_grad(0), use_output ? c.output(0) : c.input(0)}, c.attrs()));
-  };
-}
-
 // a + b x^2 for input 0 (the denominators of the inverse trigonometric derivatives).
 std::string SquareTerm(GradContext& c, double a, double b) {
   const DType t = c.input_type(0).dtype;
   return c.Add(c.Scalar(a, t), c.Mul(c.Scalar(b, t), c.Mul(c.input(0), c.input(0))));
 }
-std::string SqrtOf(GradContext& c, double a, double b) { return c.Emit1("Sqrt", {SquareTerm(c, a, b)}); }
+std::string SqrtOf(GradContext& c, double a, double b) { return c.Emit1(unary::Sqrt::kName, {SquareTerm(c, a, b)}); }
 
 }  // namespace
+
+GradFn DerivativeOpRule(const std::string& grad_op, bool use_output) {
+  return [grad_op, use_output](GradContext& c) {
+    c.SetInputGrad(0, c.EmitOneflow(grad_op, {c.output_grad(0), use_output ? c.output(0) : c.input(0)}, c.attrs()));
+  };
+}
 
 void GradAdd(GradContext& c) {
   for (size_t i = 0; i < 2; ++i)
@@ -145,56 +146,40 @@ void GradCast(GradContext& c) {
 
 GradFn UnaryGradRule(const std::string& op) {
   static const std::map<std::string, GradFn> rules = {
-      {"Neg", [](GradContext& c) { c.SetInputGrad(0, c.Neg(c.output_grad(0))); }},
-      {"Exp", [](GradContext& c) { c.SetInputGrad(0, c.Mul(c.output_grad(0), c.output(0))); }},
-      {"Log", [](GradContext& c) { c.SetInputGrad(0, c.Div(c.output_grad(0), c.input(0))); }},
-      {"Sqrt",  // dy / (2 sqrt(x))
+      {unary::Neg::kName, [](GradContext& c) { c.SetInputGrad(0, c.Neg(c.output_grad(0))); }},
+      {unary::Exp::kName, [](GradContext& c) { c.SetInputGrad(0, c.Mul(c.output_grad(0), c.output(0))); }},
+      {unary::Log::kName, [](GradContext& c) { c.SetInputGrad(0, c.Div(c.output_grad(0), c.input(0))); }},
+      {unary::Sqrt::kName,  // dy / (2 sqrt(x))
        [](GradContext& c) {
          const std::string two_y = c.Mul(c.output(0), c.Scalar(2.0, c.input_type(0).dtype));
          c.SetInputGrad(0, c.Div(c.output_grad(0), two_y));
        }},
-      {"Abs", [](GradContext& c) { c.SetInputGrad(0, c.Mul(c.output_grad(0), c.Emit1("Sign", {c.input(0)}))); }},
-      {"Reciprocal",  // -dy * y^2
+      {unary::Abs::kName, [](GradContext& c) { c.SetInputGrad(0, c.Mul(c.output_grad(0), c.Emit1(unary::Sign::kName, {c.input(0)}))); }},
+      {unary::Reciprocal::kName,  // -dy * y^2
        [](GradContext& c) {
          c.SetInputGrad(0, c.Neg(c.Mul(c.output_grad(0), c.Mul(c.output(0), c.output(0)))));
        }},
-      {"Relu", ActivationRule("ReluGrad", true)},
-      {"Sigmoid", ActivationRule("SigmoidGrad", true)},
-      {"Tanh", ActivationRule("TanhGrad", true)},
-      {"Erf", ActivationRule("ErfGrad", false)},
-      {"LeakyRelu", ActivationRule("LeakyReluGrad", false)},
-      {"Elu", ActivationRule("EluGrad", false)},
-      {"Gelu", ActivationRule("GeluGrad", false)},
-      {"HardSigmoid", ActivationRule("HardSigmoidGrad", false)},
-      {"HardSwish", ActivationRule("HardSwishGrad", false)},
-      {"Softplus", ActivationRule("SoftplusGrad", false)},
-      {"Softsign", ActivationRule("SoftsignGrad", false)},
-      {"Mish", ActivationRule("MishGrad", false)},
-      {"Selu", ActivationRule("SeluGrad", false)},
-      {"Celu", ActivationRule("CeluGrad", false)},
-      {"ThresholdedRelu", ActivationRule("ThresholdedReluGrad", false)},
-      {"Swish", ActivationRule("SwishGrad", false)},
       // Trigonometric and hyperbolic functions, as formulas of ONNX ops.
-      {"Sin", [](GradContext& c) { c.SetInputGrad(0, c.Mul(c.output_grad(0), c.Emit1("Cos", {c.input(0)}))); }},
-      {"Cos", [](GradContext& c) { c.SetInputGrad(0, c.Neg(c.Mul(c.output_grad(0), c.Emit1("Sin", {c.input(0)})))); }},
-      {"Tan",  // 1 + tan^2
+      {unary::Sin::kName, [](GradContext& c) { c.SetInputGrad(0, c.Mul(c.output_grad(0), c.Emit1(unary::Cos::kName, {c.input(0)}))); }},
+      {unary::Cos::kName, [](GradContext& c) { c.SetInputGrad(0, c.Neg(c.Mul(c.output_grad(0), c.Emit1(unary::Sin::kName, {c.input(0)})))); }},
+      {unary::Tan::kName,  // 1 + tan^2
        [](GradContext& c) {
          const std::string one = c.Scalar(1.0, c.input_type(0).dtype);
          c.SetInputGrad(0, c.Mul(c.output_grad(0), c.Add(one, c.Mul(c.output(0), c.output(0)))));
        }},
-      {"Sinh", [](GradContext& c) { c.SetInputGrad(0, c.Mul(c.output_grad(0), c.Emit1("Cosh", {c.input(0)}))); }},
-      {"Cosh", [](GradContext& c) { c.SetInputGrad(0, c.Mul(c.output_grad(0), c.Emit1("Sinh", {c.input(0)}))); }},
-      {"Asin", [](GradContext& c) { c.SetInputGrad(0, c.Div(c.output_grad(0), SqrtOf(c, 1.0, -1.0))); }},
-      {"Acos", [](GradContext& c) { c.SetInputGrad(0, c.Neg(c.Div(c.output_grad(0), SqrtOf(c, 1.0, -1.0)))); }},
-      {"Asinh", [](GradContext& c) { c.SetInputGrad(0, c.Div(c.output_grad(0), SqrtOf(c, 1.0, 1.0))); }},
-      {"Acosh", [](GradContext& c) { c.SetInputGrad(0, c.Div(c.output_grad(0), SqrtOf(c, -1.0, 1.0))); }},
-      {"Atan", [](GradContext& c) { c.SetInputGrad(0, c.Div(c.output_grad(0), SquareTerm(c, 1.0, 1.0))); }},
-      {"Atanh", [](GradContext& c) { c.SetInputGrad(0, c.Div(c.output_grad(0), SquareTerm(c, 1.0, -1.0))); }},
+      {unary::Sinh::kName, [](GradContext& c) { c.SetInputGrad(0, c.Mul(c.output_grad(0), c.Emit1(unary::Cosh::kName, {c.input(0)}))); }},
+      {unary::Cosh::kName, [](GradContext& c) { c.SetInputGrad(0, c.Mul(c.output_grad(0), c.Emit1(unary::Sinh::kName, {c.input(0)}))); }},
+      {unary::Asin::kName, [](GradContext& c) { c.SetInputGrad(0, c.Div(c.output_grad(0), SqrtOf(c, 1.0, -1.0))); }},
+      {unary::Acos::kName, [](GradContext& c) { c.SetInputGrad(0, c.Neg(c.Div(c.output_grad(0), SqrtOf(c, 1.0, -1.0)))); }},
+      {unary::Asinh::kName, [](GradContext& c) { c.SetInputGrad(0, c.Div(c.output_grad(0), SqrtOf(c, 1.0, 1.0))); }},
+      {unary::Acosh::kName, [](GradContext& c) { c.SetInputGrad(0, c.Div(c.output_grad(0), SqrtOf(c, -1.0, 1.0))); }},
+      {unary::Atan::kName, [](GradContext& c) { c.SetInputGrad(0, c.Div(c.output_grad(0), SquareTerm(c, 1.0, 1.0))); }},
+      {unary::Atanh::kName, [](GradContext& c) { c.SetInputGrad(0, c.Div(c.output_grad(0), SquareTerm(c, 1.0, -1.0))); }},
       // Piecewise constant: the derivative is zero wherever it exists.
-      {"Sign", [](GradContext& c) { c.ZeroGradient(0); }},
-      {"Floor", [](GradContext& c) { c.ZeroGradient(0); }},
-      {"Ceil", [](GradContext& c) { c.ZeroGradient(0); }},
-      {"Round", [](GradContext& c) { c.ZeroGradient(0); }},
+      {unary::Sign::kName, [](GradContext& c) { c.ZeroGradient(0); }},
+      {unary::Floor::kName, [](GradContext& c) { c.ZeroGradient(0); }},
+      {unary::Ceil::kName, [](GradContext& c) { c.ZeroGradient(0); }},
+      {unary::Round::kName, [](GradContext& c) { c.ZeroGradient(0); }},
   };
   auto it = rules.find(op);
   return it == rules.end() ? GradFn() : it->second;

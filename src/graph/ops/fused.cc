@@ -1,7 +1,7 @@
 // Op family: fused (domain ai.oneflow): ops produced by the fusion pass (graph/passes/fusion.cc).
 // Each is its base op plus an epilogue: optional bias/residual and an activation named by the
-// "activation" attribute (Relu, LeakyRelu, Sigmoid, Tanh, Gelu, GeluTanh, Clip, HardSwish) with
-// its parameters in "activation_params" (LeakyRelu: [alpha]; Clip: [min, max]).
+// "activation" attribute, the name of a unary row of graph/ops/unary_ops.h, with the row's
+// parameters in "activation_params" (LeakyRelu: [alpha]; Gelu: [0 none / 1 tanh]; Clip: [min, max]).
 // The layout pass (graph/passes/layout.cc) adds channels-last forms: FusedConv with layout "NHWC"
 // and NhwcMaxPool / NhwcAveragePool / NhwcGlobalAveragePool, whose X and Y are [N, H, W, C].
 // FusedAttention is scaled dot-product attention over [B, H, S, D] tensors (kernels: cpu/attention.cc,

@@ -29,7 +29,7 @@ void InferReduceSumToShape(InferContext& ctx) { InferFromShapeInput(ctx, 0, 1); 
 void InferScatterToShape(InferContext& ctx) { InferFromShapeInput(ctx, 0, 2); }
 void InferSliceGrad(InferContext& ctx) { InferFromShapeInput(ctx, 0, 1); }
 
-// dX = dY * f'(input 1): dY and the saved forward value (X, or Y where the rule says so) share a shape.
+// dX = dY * f'(input 1): dY and the saved forward value share a shape.
 void InferActivationGrad(InferContext& ctx) {
   CheckSameDType(ctx);
   ctx.set_output(0, ctx.input_type(0));
@@ -47,27 +47,8 @@ void RegisterGradOps(OpRegistry& r) {
                  .Doc("Sums X over the dims broadcasting expanded: Y has `shape`, X is a broadcast of it.")
                  .Input("X").ShapeInput("shape").Output("Y").Infer(InferReduceSumToShape));
 
-  // Activation derivatives (dX = dY * f'(.)), attributes as the forward op.
-  r.Register(ActivationGrad("ReluGrad", "Y"));        // Y > 0
-  r.Register(ActivationGrad("SigmoidGrad", "Y"));     // Y (1 - Y)
-  r.Register(ActivationGrad("TanhGrad", "Y"));        // 1 - Y^2
-  r.Register(ActivationGrad("ErfGrad", "X"));         // 2/sqrt(pi) exp(-X^2)
-  r.Register(ActivationGrad("LeakyReluGrad", "X").Attr("alpha", Attribute::Float(0.01f)));
-  r.Register(ActivationGrad("EluGrad", "X").Attr("alpha", Attribute::Float(1.0f)));
-  r.Register(ActivationGrad("GeluGrad", "X").Attr("approximate", Attribute::String("none")));
-  r.Register(ActivationGrad("HardSigmoidGrad", "X")
-                 .Attr("alpha", Attribute::Float(0.2f)).Attr("beta", Attribute::Float(0.5f)));
-  r.Register(ActivationGrad("HardSwishGrad", "X"));
-  r.Register(ActivationGrad("SoftplusGrad", "X"));
-  r.Register(ActivationGrad("SoftsignGrad", "X"));
-  r.Register(ActivationGrad("MishGrad", "X"));
-  r.Register(ActivationGrad("SeluGrad", "X")
-                 .Attr("alpha", Attribute::Float(1.67326319217681884765625f))
-                 .Attr("gamma", Attribute::Float(1.05070102214813232421875f)));
-  r.Register(ActivationGrad("CeluGrad", "X").Attr("alpha", Attribute::Float(1.0f)));
-  r.Register(ActivationGrad("ThresholdedReluGrad", "X").Attr("alpha", Attribute::Float(1.0f)));
+  // The derivatives of the unary rows (<Op>Grad) are registered beside their ops (elementwise.cc).
   r.Register(ActivationGrad("ShrinkGrad", "X").Attr("bias", Attribute::Float(0.0f)).Attr("lambd", Attribute::Float(0.5f)));
-  r.Register(ActivationGrad("SwishGrad", "X").Attr("alpha", Attribute::Float(1.0f)));
 
   // Scatter-adds undoing gathers/slices into zeros of `shape`.
   r.Register(OpSchema("GatherGrad", kOneflowDomain).Since(1)

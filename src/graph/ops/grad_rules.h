@@ -23,8 +23,11 @@ void GradCast(GradContext& c);
 void GradCastLike(GradContext& c);
 void GradPRelu(GradContext& c);
 void GradShrink(GradContext& c);
-// Unary math; the activation ones call an ai.oneflow <Op>Grad kernel with the forward attributes.
-GradFn UnaryGradRule(const std::string& op);  // empty when the op has no rule
+// Unary rows without a derivative op (unary_ops.h): a formula of other ops; empty when none.
+GradFn UnaryGradRule(const std::string& op);
+// dX = grad_op(dY, X or Y when `use_output`), with the forward node's attributes: the rule of
+// every unary row with Bwd, and of Shrink.
+GradFn DerivativeOpRule(const std::string& grad_op, bool use_output);
 
 // ops/reduction_grad.cc
 GradFn ReduceGradRule(const std::string& op);  // Reduce* (both axes forms); empty when none

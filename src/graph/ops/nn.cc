@@ -1,4 +1,4 @@
-// Op family: nn (MatMul, Gemm, Conv, ConvTranspose): schemas and shape inference.
+// Op family: nn (MatMul, Gemm, Conv, ConvTranspose, Det): schemas and shape inference.
 #include "graph/infer_util.h"
 #include "graph/ops/all_ops.h"
 #include "graph/ops/grad_rules.h"
@@ -141,7 +141,23 @@ void InferConvTranspose(InferContext& ctx) {
   SetConvOutput(ctx, m, KnownOrUnknown(m), g.out);
 }
 
+// Det: X[..., M, M] -> Y[...], floating types.
+void InferDet(InferContext& ctx) {
+  const TensorType& x = ctx.input_type(0);
+  if (!IsFloatDType(x.dtype)) ctx.Error("Det takes floating-point matrices, got ", DTypeName(x.dtype));
+  if (!x.has_rank) {
+    ctx.set_output(0, TensorType::UnknownShape(x.dtype));
+    return;
+  }
+  if (x.rank() < 2) ctx.Error("Det needs a tensor of rank >= 2 ([..., M, M]), got ", x.ToString());
+  const Dim& rows = x.dims[x.rank() - 2];
+  const Dim& cols = x.dims[x.rank() - 1];
+  if (rows.known() && cols.known() && rows.value != cols.value) ctx.Error("Det needs square matrices, got ", x.ToString());
+  ctx.set_output(0, TensorType::Of(x.dtype, std::vector<Dim>(x.dims.begin(), x.dims.end() - 2)));
+}
+
 void RegisterNnOps(OpRegistry& r) {
+  r.Register(OpSchema("Det").Since(13).Input("X").Output("Y").Infer(InferDet));
   r.Register(OpSchema("MatMul").Since(13).Input("A").Input("B").Output("Y").Infer(InferMatMul).Grad(GradMatMul));
   r.Register(OpSchema("Gemm").Since(13).Input("A").Input("B").OptionalInput("C").Output("Y")
                  .Attr("alpha", Attribute::Float(1.0f)).Attr("beta", Attribute::Float(1.0f))

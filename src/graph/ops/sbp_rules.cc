@@ -5,6 +5,7 @@
 
 #include "graph/op_schema.h"
 #include "graph/ops/all_ops.h"
+#include "graph/ops/sbp_rules.h"
 
 namespace oneflow {
 namespace {
@@ -18,10 +19,6 @@ int64_t AlignedAxis(const Shape& in, const Shape& out, int64_t k) {
   if (a < 0 || (in[static_cast<size_t>(a)] == 1 && out[static_cast<size_t>(k)] != 1)) return -1;
   return a;
 }
-
-// How P passes through an elementwise op: not at all (Relu), on every input at once (Add: the
-// sum of partial sums), or on one input with the others B (Mul by a replicated factor).
-enum class Linear { kNone, kAll, kAny, kFirst };
 
 Sigs Elementwise(const SbpContext& c, Linear linear) {
   Sigs sigs;
@@ -56,9 +53,6 @@ Sigs Elementwise(const SbpContext& c, Linear linear) {
   return sigs;
 }
 
-SbpFn ElementwiseRule(Linear linear) {
-  return [linear](const SbpContext& c) { return Elementwise(c, linear); };
-}
 
 // Maps input axis -> output axis of a shape-only op (Reshape, Flatten, Squeeze, Unsqueeze) where a
 // split carries over unchanged: equal prefix products, and either equal sizes or the input axis
@@ -305,17 +299,20 @@ Sigs ReduceSumToShapeRule(const SbpContext& c) {
 
 }  // namespace
 
+SbpFn ElementwiseSbp(Linear linear) {
+  return [linear](const SbpContext& c) { return Elementwise(c, linear); };
+}
+
 void AttachSbpRules(OpRegistry& r) {
   // Elementwise: linear ops pass partial sums through.
-  for (const char* op : {"Add", "Sub", "Sum"}) r.SetSbp("", op, ElementwiseRule(Linear::kAll));
-  r.SetSbp("", "Mul", ElementwiseRule(Linear::kAny));
-  r.SetSbp("", "Div", ElementwiseRule(Linear::kFirst));
-  for (const char* op : {"Neg", "Identity"}) r.SetSbp("", op, ElementwiseRule(Linear::kAll));
-  for (const char* op : {"Pow", "PRelu", "Min", "Max", "Mean", "Where", "Mod", "Sqrt", "Exp", "Log", "Abs",
-                         "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Erf", "Tanh", "Sigmoid", "Sin", "Cos",
-                         "Relu", "Softplus", "Softsign", "LeakyRelu", "Elu", "Selu", "Celu", "Gelu", "HardSigmoid",
-                         "HardSwish", "Mish", "Swish", "Clip", "Cast", "Equal", "Less", "Greater", "Not"})
-    r.SetSbp("", op, ElementwiseRule(Linear::kNone));
+  for (const char* op : {"Add", "Sub", "Sum"}) r.SetSbp("", op, ElementwiseSbp(Linear::kAll));
+  r.SetSbp("", "Mul", ElementwiseSbp(Linear::kAny));
+  r.SetSbp("", "Div", ElementwiseSbp(Linear::kFirst));
+  r.SetSbp("", "Identity", ElementwiseSbp(Linear::kAll));
+  // (The unary rows of unary_ops.h carry their own, from graph/ops/elementwise.cc.)
+  for (const char* op : {"Pow", "PRelu", "Min", "Max", "Mean", "Where", "Mod", "Clip", "Cast", "Equal", "Less",
+                         "Greater", "Not"})
+    r.SetSbp("", op, ElementwiseSbp(Linear::kNone));
   // Reductions.
   r.SetSbp("", "ReduceSum", ReduceRule(true));
   for (const char* op : {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2", "ReduceSumSquare"})
@@ -343,10 +340,7 @@ void AttachSbpRules(OpRegistry& r) {
   r.SetSbp("", "Concat", Concat);
   r.SetSbp("", "Gather", Gather);
   // Gradient ops.
-  for (const char* op : {"ReluGrad", "SigmoidGrad", "TanhGrad", "ErfGrad", "LeakyReluGrad", "EluGrad", "GeluGrad",
-                         "HardSigmoidGrad", "HardSwishGrad", "SoftplusGrad", "SoftsignGrad", "MishGrad", "SeluGrad",
-                         "CeluGrad", "ThresholdedReluGrad", "ShrinkGrad", "SwishGrad"})
-    r.SetSbp(kOneflowDomain, op, ElementwiseRule(Linear::kFirst));
+  r.SetSbp(kOneflowDomain, "ShrinkGrad", ElementwiseSbp(Linear::kFirst));
   for (const char* op : {"SoftmaxGrad", "LogSoftmaxGrad"}) r.SetSbp(kOneflowDomain, op, SoftmaxGradRule);
   r.SetSbp(kOneflowDomain, "LayerNormalizationGrad", LayerNormGradRule);
   r.SetSbp(kOneflowDomain, "ReduceSumToShape", ReduceSumToShapeRule);

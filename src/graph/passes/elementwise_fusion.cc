@@ -14,6 +14,7 @@
 #include <map>
 
 #include "graph/fused_elementwise_program.h"
+#include "graph/ops/unary_ops.h"
 #include "graph/op_schema.h"
 #include "graph/passes/pass_util.h"
 #include "graph/passes/passes.h"
@@ -68,26 +69,23 @@ struct Lowering {
 
 // The lowering of `n`, when it is an elementwise node this pass fuses.
 bool Lower(const Graph& g, const Node& n, Lowering* out) {
-  if (!n.domain.empty() || n.outputs.size() != 1 || !n.has_output(0) || n.inputs.empty()) return false;
-  static const std::map<std::string, EwOp> kUnary = {
-      {"Relu", EwOp::kRelu}, {"Sigmoid", EwOp::kSigmoid}, {"Tanh", EwOp::kTanh}, {"HardSwish", EwOp::kHardSwish},
-      {"Exp", EwOp::kExp}, {"Log", EwOp::kLog}, {"Neg", EwOp::kNeg}, {"Abs", EwOp::kAbs}, {"Sqrt", EwOp::kSqrt},
-      {"Reciprocal", EwOp::kReciprocal}, {"Erf", EwOp::kErf}, {"Softplus", EwOp::kSoftplus}};
+  if (n.outputs.size() != 1 || !n.has_output(0) || n.inputs.empty()) return false;
   static const std::map<std::string, EwOp> kBinary = {
       {"Add", EwOp::kAdd}, {"Sub", EwOp::kSub}, {"Mul", EwOp::kMul}, {"Div", EwOp::kDiv},
       {"Pow", EwOp::kPow}, {"Max", EwOp::kMax}, {"Min", EwOp::kMin}};
   Lowering l;
   const std::string& op = n.op_type;
-  if (auto it = kUnary.find(op); it != kUnary.end()) {
-    l.op = it->second;
-  } else if (op == "LeakyRelu") {
-    l = {EwOp::kLeakyRelu, {n.attrs.GetFloat("alpha", 0.01f)}};
-  } else if (op == "HardSigmoid") {
-    l = {EwOp::kHardSigmoid, {n.attrs.GetFloat("alpha", 0.2f), n.attrs.GetFloat("beta", 0.5f)}};
-  } else if (op == "Gelu") {
-    const std::string approx = n.attrs.GetString("approximate", "none");
-    if (approx != "none" && approx != "tanh") return false;
-    l.op = approx == "tanh" ? EwOp::kGeluTanh : EwOp::kGelu;
+  if (const UnaryOpInfo* row = FindUnaryOp(n.domain, op); row && row->standalone) {  // graph/ops/unary_ops.h
+    l.op = EwOpOfRow(row->id);
+    float p[unary::kMaxParams];
+    try {
+      ReadUnaryParams(*row, n.attrs, p, op);
+    } catch (const Error&) {
+      return false;  // e.g. an unknown Gelu approximation: left to the op's own kernel to reject
+    }
+    l.params.assign(p, p + row->params.count);
+  } else if (!n.domain.empty()) {
+    return false;
   } else if (op == "Clip") {
     float b[2] = {-INFINITY, INFINITY};
     for (size_t i = 1; i < 3; ++i)

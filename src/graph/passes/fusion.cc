@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "graph/op_schema.h"
+#include "graph/ops/unary_ops.h"
 #include "graph/passes/passes.h"
 
 namespace oneflow {
@@ -231,15 +232,11 @@ bool FuseActivation(Graph& g, const Uses& u, Node& base, std::vector<char>& remo
   if (!fused || base.attrs.GetString("activation", "None") != "None") return false;
   if (!FusableDType(ValueDType(g, base.outputs[0]))) return false;
   Node* act = SoleConsumer(g, u, base.outputs[0]);
-  if (!act || !act->domain.empty() || act->inputs.empty() || act->inputs[0] != base.outputs[0]) return false;
-  std::string name = act->op_type;
+  if (!act || act->inputs.empty() || act->inputs[0] != base.outputs[0]) return false;
+  // Any unary row (graph/ops/unary_ops.h) can be an epilogue: the activation attribute names the
+  // row, activation_params holds its parameters in the row's order.
   std::vector<float> params;
-  if (name == "Relu" || name == "Sigmoid" || name == "Tanh" || name == "HardSwish") {
-  } else if (name == "LeakyRelu") {
-    params.push_back(act->attrs.GetFloat("alpha", 0.01f));
-  } else if (name == "Gelu") {
-    if (act->attrs.GetString("approximate", "none") == "tanh") name = "GeluTanh";
-  } else if (name == "Clip") {
+  if (IsOp(*act, "Clip")) {
     float lo = -3.4028234663852886e38f, hi = 3.4028234663852886e38f;
     for (size_t i = 1; i < 3; ++i) {
       if (!act->has_input(i)) continue;
@@ -249,8 +246,17 @@ bool FuseActivation(Graph& g, const Uses& u, Node& base, std::vector<char>& remo
     }
     params = {lo, hi};
   } else {
-    return false;
+    const UnaryOpInfo* row = FindUnaryOp(act->domain, act->op_type);
+    if (!row || !row->standalone) return false;
+    float p[unary::kMaxParams];
+    try {
+      ReadUnaryParams(*row, act->attrs, p, act->op_type);
+    } catch (const Error&) {
+      return false;  // e.g. an unknown Gelu approximation: left to the op's own kernel to reject
+    }
+    params.assign(p, p + row->params.count);
   }
+  const std::string name = act->op_type;
   if (act->outputs.size() != 1) return false;
   MakeFused(base, fused);
   base.attrs.set("activation", Attribute::String(name));

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "graph/op_schema.h"
+#include "graph/ops/unary_ops.h"
 #include "graph/passes/passes.h"
 
 namespace oneflow {
@@ -27,13 +28,12 @@ const Perm kToNchw{0, 3, 1, 2};
 
 bool IsOp(const Node& n, const char* op, const char* domain = "") { return n.op_type == op && n.domain == domain; }
 
-// Elementwise ops of one tensor input whose result does not depend on the layout.
+// Elementwise ops of one tensor input whose result does not depend on the layout: the unary rows
+// (graph/ops/unary_ops.h), Identity and Clip.
 bool IsLayoutFreeUnary(const Node& n) {
-  static const std::set<std::string> kOps = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Abs", "Neg", "Exp", "Log",
-                                             "Sqrt", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus",
-                                             "Softsign", "Gelu", "Erf", "Identity", "Floor", "Ceil", "Round",
-                                             "Reciprocal", "Sign", "Mish", "ThresholdedRelu", "Clip"};
-  return n.domain.empty() && kOps.count(n.op_type) && n.outputs.size() == 1;
+  if (n.outputs.size() != 1) return false;
+  if (const UnaryOpInfo* row = FindUnaryOp(n.domain, n.op_type)) return row->standalone;
+  return n.domain.empty() && (n.op_type == "Identity" || n.op_type == "Clip");
 }
 
 bool IsLayoutFreeBinary(const Node& n) {

@@ -231,8 +231,8 @@ class DnnlConv2d {
       if (ep_.residual) po.append_sum(1.0f);  // dst holds z when the primitive runs
       switch (manual_act_ ? Activation::kNone : ep_.act.kind) {
         case Activation::kRelu: po.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f); break;
-        case Activation::kLeakyRelu: po.append_eltwise(1.0f, algorithm::eltwise_relu, ep_.act.alpha, 0.0f); break;
-        case Activation::kClip: po.append_eltwise(1.0f, algorithm::eltwise_clip, ep_.act.min, ep_.act.max); break;
+        case Activation::kLeakyRelu: po.append_eltwise(1.0f, algorithm::eltwise_relu, ep_.act.params[0], 0.0f); break;
+        case Activation::kClip: po.append_eltwise(1.0f, algorithm::eltwise_clip, ep_.act.params[0], ep_.act.params[1]); break;
         default: break;
       }
       if (po.len() > 0) attr.set_post_ops(po);

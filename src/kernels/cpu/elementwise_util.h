@@ -14,7 +14,8 @@
 #include "base/tensor.h"
 #include "base/thread_pool.h"
 #include "graph/attribute.h"
-#include "kernels/cpu/fast_math.h"
+#include "base/fast_math.h"
+#include "graph/ops/unary_ops.h"
 
 // Tells GCC the loop's iterations are independent (outputs never alias inputs partially); other
 // compilers do without.
@@ -30,48 +31,29 @@ namespace oneflow {
 // Fused activation epilogue (public interface for other kernels).
 //
 //   ActivationParams act;                     // kind = kNone: ApplyActivation is a no-op
-//   act.kind = Activation::kLeakyRelu; act.alpha = 0.1f;
+//   act.kind = Activation::kLeakyRelu; act.params[0] = 0.1f;
 //   ApplyActivation(act, data, n);            // data[i] = act(data[i]) for i in [0, n), in place
 //
+// An activation is any unary row of graph/ops/unary_ops.h, with its parameters in the row's
+// order (LeakyRelu: alpha; HardSigmoid: alpha, beta; Gelu: approximate, 0 none / 1 tanh; Clip:
+// min, max): the formula is the op's own, so fused and unfused graphs agree to rounding.
 // ApplyActivation is single-threaded and allocation-free: call it from inside your own parallel
-// loop on the block you just produced (e.g. one output tile) while it is still in cache. It is
-// thread-safe (no shared state). Semantics match the ONNX ops of the same name:
-//   kRelu         max(x, 0)
-//   kLeakyRelu    x < 0 ? alpha * x : x                            (alpha)
-//   kSigmoid      1 / (1 + exp(-x))
-//   kTanh         tanh(x)
-//   kGelu         x * Phi(x) (exact, erf-based; ONNX Gelu approximate="none")
-//   kGeluTanh     ONNX Gelu approximate="tanh"
-//   kHardSigmoid  clamp(alpha * x + beta, 0, 1)                    (alpha, beta)
-//   kHardSwish    x * clamp(x / 6 + 0.5, 0, 1)
-//   kClip         clamp(x, min, max)                               (min, max; NaN stays NaN)
-// Float math uses vectorizable approximations accurate to ~2e-7 relative.
+// loop on the block you just produced (e.g. one output tile) while it is still in cache.
 // ================================================================================================
-enum class Activation { kNone, kRelu, kLeakyRelu, kSigmoid, kTanh, kGelu, kGeluTanh, kHardSigmoid, kHardSwish, kClip };
+using Activation = UnaryOpId;
 
 struct ActivationParams {
   Activation kind = Activation::kNone;
-  float alpha = 0.01f;  // kLeakyRelu slope; kHardSigmoid alpha (set it to 0.2f for ONNX's default)
-  float beta = 0.5f;    // kHardSigmoid beta
-  float min = -std::numeric_limits<float>::infinity();  // kClip bounds
-  float max = std::numeric_limits<float>::infinity();
+  float params[unary::kMaxParams] = {};
 };
 
 void ApplyActivation(const ActivationParams& p, float* data, int64_t n);
-// The same in double precision (libm math), for f64 fused kernels.
 void ApplyActivation(const ActivationParams& p, double* data, int64_t n);
 
-// The fused ops' `activation` attribute: "Relu", "LeakyRelu", ... ("" and "None" are kNone).
-// ActivationFromName fails with kInvalidModel on an unknown name.
-Activation ActivationFromName(const std::string& name);
+// The fused ops' `activation` attribute: a row's name ("" and "None" are kNone) and its
+// `activation_params` (defaults where absent). Fails with kInvalidModel on an unknown name.
+ActivationParams ActivationFromAttrs(const std::string& name, const std::vector<float>& params);
 const char* ActivationName(Activation a);
-
-// Maps an ONNX activation node (default domain) to ActivationParams, for fusion passes and fused
-// kernels: Relu, LeakyRelu, Sigmoid, Tanh, Gelu (either `approximate`), HardSigmoid, HardSwish.
-// Returns false for anything else. Clip is not handled here because its bounds are inputs: the
-// caller builds {kClip, .min = ..., .max = ...} from the constant min/max tensors itself.
-// `attrs` may lack attributes (defaults are the ONNX ones).
-bool ActivationFromOnnx(const std::string& op_type, const AttrMap& attrs, ActivationParams* out);
 
 // Approximate cycles per element, for ParallelFor's inline-or-fork decision.
 constexpr double kCheapCost = 1.0;

@@ -1,9 +1,9 @@
 // CPU kernel: ai.oneflow FusedElementwise. The output is cut into tiles of kTile elements; each
 // instruction of the program runs over a whole tile of f32 registers on the stack (one simple
 // loop per instruction, which GCC vectorizes), so the interpretation costs one switch per
-// instruction per tile. The math is that of the unfused CPU kernels (kernels/cpu/unary.cc,
-// binary.cc: fastmath for exp/tanh/erf/sigmoid/gelu, libm for the rest), so fused and unfused
-// graphs agree to rounding; f16/bf16 are widened on load and rounded once on store.
+// instruction per tile. Unary instructions are the rows' own formulas (graph/ops/unary_ops.h) and
+// binary ones those of kernels/cpu/binary.cc, so fused and unfused graphs agree to rounding;
+// f16/bf16 are widened on load and rounded once on store.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -52,9 +52,6 @@ void Load(const Operand<T>& op, int64_t e, int64_t len, float* dst) {
   }
 }
 
-// log(1 + exp(x)) without overflow (as the Softplus kernel).
-inline float Softplus(float v) { return v > 0.0f ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v)); }
-
 // d[i] = f(a[i]) / f(a[i], b[i]) over a tile; d may be a or b (same index only).
 template <typename F>
 inline void Map1(float* d, const float* a, int64_t n, F f) {
@@ -67,38 +64,24 @@ inline void Map2(float* d, const float* a, const float* b, int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i) d[i] = f(a[i], b[i]);
 }
 
+// A unary row over a tile; its parameters are c[param ...] (FromAttrs checked that they exist).
+template <class Op>
+inline void MapRow(float* d, const float* a, int64_t n, const std::vector<float>& c, int32_t param) {
+  float p[unary::kMaxParams] = {};
+  for (int i = 0; i < Op::kParams.count; ++i) p[i] = c[static_cast<size_t>(param + i)];
+  Map1(d, a, n, [p0 = p[0], p1 = p[1]](float v) {
+    const float q[unary::kMaxParams] = {p0, p1};
+    return Op::Fwd(v, q);
+  });
+}
+
 // Runs one arithmetic instruction over a tile of n elements.
 void Execute(const EwInstr& in, const std::vector<float>& c, float* d, const float* a, const float* b, int64_t n) {
-  // Parameters of kLeakyRelu, kHardSigmoid, kClip (FromAttrs checked that they exist).
-  auto param = [&](int k) { return c[static_cast<size_t>(in.b + k)]; };
   switch (in.op) {
-    case EwOp::kRelu: return Map1(d, a, n, [](float v) { return v > 0.0f ? v : 0.0f; });
-    case EwOp::kLeakyRelu: return Map1(d, a, n, [p0 = param(0)](float v) { return v < 0.0f ? p0 * v : v; });
-    case EwOp::kSigmoid: return Map1(d, a, n, [](float v) { return fastmath::Sigmoid(v); });
-    case EwOp::kTanh: return Map1(d, a, n, [](float v) { return fastmath::Tanh(v); });
-    case EwOp::kGelu: return Map1(d, a, n, [](float v) { return fastmath::Gelu(v); });
-    case EwOp::kGeluTanh: return Map1(d, a, n, [](float v) { return fastmath::GeluTanh(v); });
-    case EwOp::kHardSigmoid:
-      return Map1(d, a, n, [p0 = param(0), p1 = param(1)](float v) { return std::min(std::max(p0 * v + p1, 0.0f), 1.0f); });
-    case EwOp::kHardSwish:
-      return Map1(d, a, n, [](float v) { return v * std::min(std::max(v * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f); });
-    case EwOp::kClip:
-      return Map1(d, a, n, [p0 = param(0), p1 = param(1)](float v) {
-        v = v < p0 ? p0 : v;  // NaN passes through both selects, as the Clip kernel
-        return v > p1 ? p1 : v;
-      });
-    case EwOp::kExp: return Map1(d, a, n, [](float v) { return fastmath::Exp(v); });
-    case EwOp::kLog: return Map1(d, a, n, [](float v) { return std::log(v); });
-    case EwOp::kNeg: return Map1(d, a, n, [](float v) { return -v; });
-    case EwOp::kAbs: return Map1(d, a, n, [](float v) { return std::fabs(v); });
-    case EwOp::kSqrt: return Map1(d, a, n, [](float v) { return std::sqrt(v); });
-    case EwOp::kReciprocal: return Map1(d, a, n, [](float v) { return 1.0f / v; });
-    case EwOp::kErf: return Map1(d, a, n, [](float v) { return fastmath::Erf(v); });
-    case EwOp::kSoftplus: return Map1(d, a, n, [](float v) { return Softplus(v); });
-    case EwOp::kSquare: return Map1(d, a, n, [](float v) { return v * v; });
-    case EwOp::kCube: return Map1(d, a, n, [](float v) { return v * v * v; });
-    case EwOp::kPowHalf:
-      return Map1(d, a, n, [](float v) { return v == -INFINITY ? INFINITY : std::sqrt(v) + 0.0f; });
+#define OF_EW_ROW(Op) \
+  case EwOp::k##Op: return MapRow<unary::Op>(d, a, n, c, in.b);
+    ONEFLOW_UNARY_OPS(OF_EW_ROW)
+#undef OF_EW_ROW
     case EwOp::kAdd: return Map2(d, a, b, n, [](float x, float y) { return x + y; });
     case EwOp::kSub: return Map2(d, a, b, n, [](float x, float y) { return x - y; });
     case EwOp::kMul: return Map2(d, a, b, n, [](float x, float y) { return x * y; });

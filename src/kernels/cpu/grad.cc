@@ -33,122 +33,32 @@ void ActivationGrad(KernelContext& ctx, F f, double cost) {
   });
 }
 
-constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2 / pi)
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;   // 1 / sqrt(2 pi)
-constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
-
-void ReluGradKernel(KernelContext& ctx) {
-  ActivationGrad(ctx, [](auto d, auto y) { return y > decltype(y)(0) ? d : decltype(d)(0); }, kCheapCost);
-}
-void SigmoidGradKernel(KernelContext& ctx) {
-  ActivationGrad(ctx, [](auto d, auto y) { return d * y * (decltype(y)(1) - y); }, kCheapCost);
-}
-void TanhGradKernel(KernelContext& ctx) {
-  ActivationGrad(ctx, [](auto d, auto y) { return d * (decltype(y)(1) - y * y); }, kCheapCost);
-}
-void ErfGradKernel(KernelContext& ctx) {
-  ActivationGrad(ctx, [](auto d, auto x) { return d * decltype(x)(kTwoOverSqrtPi) * std::exp(-x * x); }, kLibmCost);
-}
-void LeakyReluGradKernel(KernelContext& ctx) {
-  const float alpha = ctx.attrs().GetFloat("alpha");
-  ActivationGrad(ctx, [alpha](auto d, auto x) { return x > decltype(x)(0) ? d : d * decltype(d)(alpha); }, kCheapCost);
-}
-void EluGradKernel(KernelContext& ctx) {
-  const float alpha = ctx.attrs().GetFloat("alpha");
-  ActivationGrad(ctx, [alpha](auto d, auto x) {
-    using C = decltype(x);
-    return x > C(0) ? d : d * C(alpha) * std::exp(x);
-  }, kLibmCost);
-}
-void GeluGradKernel(KernelContext& ctx) {
-  const std::string& approx = ctx.attrs().GetString("approximate");
-  OF_CHECK(approx == "none" || approx == "tanh", kUnsupported, ctx.node_desc(), ": approximate='", approx, "'");
-  if (approx == "tanh") {
-    ActivationGrad(ctx, [](auto d, auto x) {
-      using C = decltype(x);
-      const C inner = C(kSqrt2OverPi) * (x + C(0.044715) * x * x * x);
-      const C t = std::tanh(inner);
-      const C dinner = C(kSqrt2OverPi) * (C(1) + C(3 * 0.044715) * x * x);
-      return d * (C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * dinner);
-    }, kLibmCost);
-  } else {
-    ActivationGrad(ctx, [](auto d, auto x) {
-      using C = decltype(x);
-      const C cdf = C(0.5) * (C(1) + std::erf(x * C(0.70710678118654752440)));
-      return d * (cdf + x * C(kInvSqrt2Pi) * std::exp(C(-0.5) * x * x));
-    }, kLibmCost);
-  }
-}
-void HardSigmoidGradKernel(KernelContext& ctx) {
-  const float alpha = ctx.attrs().GetFloat("alpha"), beta = ctx.attrs().GetFloat("beta");
-  ActivationGrad(ctx, [alpha, beta](auto d, auto x) {
-    using C = decltype(x);
-    const C v = C(alpha) * x + C(beta);
-    return v > C(0) && v < C(1) ? d * C(alpha) : C(0);
-  }, kCheapCost);
-}
-void HardSwishGradKernel(KernelContext& ctx) {
-  ActivationGrad(ctx, [](auto d, auto x) {
-    using C = decltype(x);
-    return x < C(-3) ? C(0) : (x > C(3) ? d : d * (x / C(3) + C(0.5)));
-  }, kCheapCost);
-}
-void SoftplusGradKernel(KernelContext& ctx) {
-  ActivationGrad(ctx, [](auto d, auto x) {
-    using C = decltype(x);
-    return d / (C(1) + std::exp(-x));
-  }, kLibmCost);
+// <Op>Grad of a unary row (graph/ops/unary_ops.h): dX = Bwd(dY, saved X or Y) with the
+// forward op's attributes.
+template <UnaryOpId kId, class Op>
+void DerivativeKernel(KernelContext& ctx) {
+  float p[unary::kMaxParams];
+  ReadUnaryParams(UnaryInfo(kId), ctx.attrs(), p, ctx.node_desc());
+  const float p0 = p[0], p1 = p[1];
+  ActivationGrad(ctx, [p0, p1](auto d, auto s) {
+    const float q[unary::kMaxParams] = {p0, p1};
+    return Op::Bwd(d, s, q);
+  }, Op::kCost);
 }
 
-void SoftsignGradKernel(KernelContext& ctx) {
-  ActivationGrad(ctx, [](auto d, auto x) {
-    using C = decltype(x);
-    const C s = C(1) + std::fabs(x);
-    return d / (s * s);
-  }, kCheapCost);
+// Rows without Bwd register nothing (a template, so their missing Bwd is never instantiated).
+template <UnaryOpId kId, class Op>
+void RegisterDerivative(KernelRegistry& r) {
+  if constexpr (Op::kStandalone && Op::kGrad != unary::GradFrom::kNone)
+    r.RegisterFn(UnaryGradOpName(UnaryInfo(kId)), DerivativeKernel<kId, Op>, kOneflowDomain);
 }
-// d/dx x tanh(softplus(x)) = tanh(sp) + x (1 - tanh(sp)^2) sigmoid(x)
-void MishGradKernel(KernelContext& ctx) {
-  ActivationGrad(ctx, [](auto d, auto x) {
-    using C = decltype(x);
-    const C sp = x > C(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
-    const C t = std::tanh(sp);
-    return d * (t + x * (C(1) - t * t) / (C(1) + std::exp(-x)));
-  }, kLibmCost);
-}
-void SeluGradKernel(KernelContext& ctx) {
-  const float alpha = ctx.attrs().GetFloat("alpha"), gamma = ctx.attrs().GetFloat("gamma");
-  ActivationGrad(ctx, [alpha, gamma](auto d, auto x) {
-    using C = decltype(x);
-    return d * (x > C(0) ? C(gamma) : C(gamma) * C(alpha) * std::exp(x));
-  }, kLibmCost);
-}
-void CeluGradKernel(KernelContext& ctx) {
-  const float alpha = ctx.attrs().GetFloat("alpha");
-  ActivationGrad(ctx, [alpha](auto d, auto x) {
-    using C = decltype(x);
-    return x > C(0) ? d : d * std::exp(x / C(alpha));
-  }, kLibmCost);
-}
-void ThresholdedReluGradKernel(KernelContext& ctx) {
-  const float alpha = ctx.attrs().GetFloat("alpha");
-  ActivationGrad(ctx, [alpha](auto d, auto x) { return x > decltype(x)(alpha) ? d : decltype(d)(0); }, kCheapCost);
-}
+
 void ShrinkGradKernel(KernelContext& ctx) {
   const float lambd = ctx.attrs().GetFloat("lambd");
   ActivationGrad(ctx, [lambd](auto d, auto x) {
     using C = decltype(x);
     return x < -C(lambd) || x > C(lambd) ? d : C(0);
   }, kCheapCost);
-}
-// d/dx x sigmoid(a x) = s + a x s (1 - s)
-void SwishGradKernel(KernelContext& ctx) {
-  const float alpha = ctx.attrs().GetFloat("alpha");
-  ActivationGrad(ctx, [alpha](auto d, auto x) {
-    using C = decltype(x);
-    const C s = C(1) / (C(1) + std::exp(-C(alpha) * x));
-    return d * (s + C(alpha) * x * s * (C(1) - s));
-  }, kLibmCost);
 }
 
 // Y (of `shape`) = X summed over the dims where X broadcasts Y (numpy alignment from the right).
@@ -286,23 +196,10 @@ void SliceGradKernel(KernelContext& ctx) {
 
 void RegisterCpuGradKernels(KernelRegistry& r) {
   r.RegisterFn("ReduceSumToShape", ReduceSumToShapeKernel, kOneflowDomain);
-  r.RegisterFn("ReluGrad", ReluGradKernel, kOneflowDomain);
-  r.RegisterFn("SigmoidGrad", SigmoidGradKernel, kOneflowDomain);
-  r.RegisterFn("TanhGrad", TanhGradKernel, kOneflowDomain);
-  r.RegisterFn("ErfGrad", ErfGradKernel, kOneflowDomain);
-  r.RegisterFn("LeakyReluGrad", LeakyReluGradKernel, kOneflowDomain);
-  r.RegisterFn("EluGrad", EluGradKernel, kOneflowDomain);
-  r.RegisterFn("GeluGrad", GeluGradKernel, kOneflowDomain);
-  r.RegisterFn("HardSigmoidGrad", HardSigmoidGradKernel, kOneflowDomain);
-  r.RegisterFn("HardSwishGrad", HardSwishGradKernel, kOneflowDomain);
-  r.RegisterFn("SoftplusGrad", SoftplusGradKernel, kOneflowDomain);
-  r.RegisterFn("SoftsignGrad", SoftsignGradKernel, kOneflowDomain);
-  r.RegisterFn("MishGrad", MishGradKernel, kOneflowDomain);
-  r.RegisterFn("SeluGrad", SeluGradKernel, kOneflowDomain);
-  r.RegisterFn("CeluGrad", CeluGradKernel, kOneflowDomain);
-  r.RegisterFn("ThresholdedReluGrad", ThresholdedReluGradKernel, kOneflowDomain);
+#define OF_REGISTER_DERIVATIVE(Op) RegisterDerivative<UnaryOpId::k##Op, unary::Op>(r);
+  ONEFLOW_UNARY_OPS(OF_REGISTER_DERIVATIVE)
+#undef OF_REGISTER_DERIVATIVE
   r.RegisterFn("ShrinkGrad", ShrinkGradKernel, kOneflowDomain);
-  r.RegisterFn("SwishGrad", SwishGradKernel, kOneflowDomain);
   r.RegisterFn("GatherGrad", GatherGradKernel, kOneflowDomain);
   r.RegisterFn("SliceGrad", SliceGradKernel, kOneflowDomain);
 }

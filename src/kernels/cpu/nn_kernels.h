@@ -30,6 +30,9 @@ struct ConvPlan {
 // spatial dim); `op` names the op in errors.
 void SetConvPlanSpatial(ConvPlan& p, const ConvGeometry& g, const int64_t* out_spatial, const char* op);
 
+// Det (cpu/det.cc), registered with the family.
+void RegisterCpuDetKernel(KernelRegistry& r);
+
 // The fused activation of a node (kNone for plain ops).
 ActivationParams ReadActivation(const AttrMap& attrs);
 

@@ -10,7 +10,7 @@
 #include <type_traits>
 
 #include "base/tensor.h"
-#include "kernels/cpu/fast_math.h"
+#include "base/fast_math.h"
 
 namespace oneflow {
 

@@ -351,8 +351,7 @@ void ConvFn(KernelContext& ctx) {
   LaunchConvEpilogue(y.dtype(), y.raw(), bias ? bias->raw() : nullptr, z ? z->raw() : nullptr, y.numel(), ys[1], inner,
                      relu, stream);
   if (act.kind != Activation::kNone && !relu)
-    LaunchActivationInPlace(y.dtype(), y.raw(), y.numel(), static_cast<int>(act.kind), act.alpha, act.beta, act.min,
-                            act.max, stream);
+    LaunchActivationInPlace(y.dtype(), y.raw(), y.numel(), act, stream);
 }
 
 // ConvTranspose(X, W[C, M/group, k...], B) -> Y[N, M, ...]: the data gradient of the Conv that maps

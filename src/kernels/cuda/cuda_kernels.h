@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/tensor.h"
+#include "kernels/cpu/elementwise_util.h"
 #include "kernels/kernel.h"
 
 namespace oneflow {
@@ -51,8 +52,7 @@ void RegisterCudaFn(KernelRegistry& r, const std::string& op, void (*fn)(KernelC
 
 // The unary activations the fused MatMul/Gemm epilogues may need after cuBLASLt (codes of
 // kernels/cpu/elementwise_util.h's Activation): applied in place to `n` elements of dtype `dt`.
-void LaunchActivationInPlace(DType dt, void* data, int64_t n, int activation, float alpha, float beta, float lo,
-                             float hi, cudaStream_t stream);
+void LaunchActivationInPlace(DType dt, void* data, int64_t n, const ActivationParams& act, cudaStream_t stream);
 // dst (shape dst_shape) = src broadcast numpy-style from src_shape; same dtype.
 void LaunchBroadcastTo(DType dt, const void* src, const Shape& src_shape, void* dst, const Shape& dst_shape,
                        cudaStream_t stream);

@@ -17,21 +17,21 @@ namespace {
 
 // y = op(x) over n elements; kVec elements per access (16 bytes when the pointers allow).
 template <typename T, int kVec>
-__global__ void UnaryKernel(const T* __restrict__ x, T* __restrict__ y, int64_t n, UnaryParams p) {
+__global__ void UnaryKernel(const T* __restrict__ x, T* __restrict__ y, int64_t n, UnaryArgs p) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t start = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t nvec = n / kVec;
   for (int64_t i = start; i < nvec; i += stride) {
     Pack<T, kVec> a = reinterpret_cast<const Pack<T, kVec>*>(x)[i];
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) a.v[k] = Convert<T>(ApplyUnary(p, Convert<float>(a.v[k])));
+    for (int k = 0; k < kVec; ++k) a.v[k] = Convert<T>(EvalUnary(p, Convert<float>(a.v[k])));
     reinterpret_cast<Pack<T, kVec>*>(y)[i] = a;
   }
-  for (int64_t i = nvec * kVec + start; i < n; i += stride) y[i] = Convert<T>(ApplyUnary(p, Convert<float>(x[i])));
+  for (int64_t i = nvec * kVec + start; i < n; i += stride) y[i] = Convert<T>(EvalUnary(p, Convert<float>(x[i])));
 }
 
 template <typename T>
-void LaunchUnary(const T* x, T* y, int64_t n, const UnaryParams& p, cudaStream_t stream) {
+void LaunchUnary(const T* x, T* y, int64_t n, const UnaryArgs& p, cudaStream_t stream) {
   if (n == 0) return;
   constexpr int kVec = 16 / sizeof(T);
   if (Aligned16(x) && Aligned16(y)) {
@@ -42,7 +42,7 @@ void LaunchUnary(const T* x, T* y, int64_t n, const UnaryParams& p, cudaStream_t
   OF_CUDA_CHECK_LAUNCH("UnaryKernel");
 }
 
-void RunUnary(KernelContext& ctx, UnaryParams p) {
+void RunUnary(KernelContext& ctx, const UnaryArgs& p) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.output(0);
   DispatchFloat(x.dtype(), ctx.node_desc().c_str(), [&](auto tag) {
@@ -51,19 +51,13 @@ void RunUnary(KernelContext& ctx, UnaryParams p) {
   });
 }
 
-template <int kOp>
-void UnaryFn(KernelContext& ctx) {
-  UnaryParams p;
-  p.op = kOp;
-  if constexpr (kOp == kLeakyRelu) p.alpha = ctx.attrs().GetFloat("alpha", 0.01f);
-  if constexpr (kOp == kHardSigmoid) {
-    p.alpha = ctx.attrs().GetFloat("alpha", 0.2f);
-    p.beta = ctx.attrs().GetFloat("beta", 0.5f);
-  }
-  if constexpr (kOp == kGelu) {
-    if (ctx.attrs().has("approximate") && ctx.attrs().GetString("approximate") == "tanh") p.op = kGeluTanh;
-  }
-  RunUnary(ctx, p);
+// A standalone unary row with its parameters from the node's attributes.
+template <UnaryOpId kId>
+void UnaryRowFn(KernelContext& ctx) {
+  UnaryArgs a;
+  a.op = static_cast<int>(kId);
+  ReadUnaryParams(UnaryInfo(kId), ctx.attrs(), a.p, ctx.node_desc());
+  RunUnary(ctx, a);
 }
 
 // ---- Binary -----------------------------------------------------------------------------------
@@ -245,17 +239,13 @@ __global__ void BroadcastCopyKernel(const U* __restrict__ src, U* __restrict__ d
 
 }  // namespace
 
-void LaunchActivationInPlace(DType dt, void* data, int64_t n, int activation, float alpha, float beta, float lo,
-                             float hi, cudaStream_t stream) {
-  // Activation codes (kernels/cpu/elementwise_util.h) are our UnaryOp shifted by one (static_assert above).
-  if (activation == 0) return;
-  OF_CHECK(activation >= 1 && activation <= 9, kInternal, "unknown activation code ", activation);
-  UnaryParams p;
-  p.op = activation - 1;
-  p.alpha = alpha;
-  p.beta = beta;
-  p.lo = lo;
-  p.hi = hi;
+void LaunchActivationInPlace(DType dt, void* data, int64_t n, const ActivationParams& act, cudaStream_t stream) {
+  if (act.kind == Activation::kNone) return;
+  OF_CHECK(act.kind > Activation::kNone && act.kind < Activation::kCount, kInternal, "unknown activation code ",
+           static_cast<int>(act.kind));
+  UnaryArgs p;
+  p.op = static_cast<int>(act.kind);
+  for (int i = 0; i < unary::kMaxParams; ++i) p.p[i] = act.params[i];
   DispatchFloat(dt, "fused activation", [&](auto tag) {
     using T = decltype(tag);
     LaunchUnary<T>(static_cast<const T*>(data), static_cast<T*>(data), n, p, stream);
@@ -288,21 +278,11 @@ namespace oneflow {
 
 void RegisterCudaElementwiseKernels(KernelRegistry& r) {
   using namespace cuda;
-  RegisterCudaFn(r, "Relu", UnaryFn<kRelu>);
-  RegisterCudaFn(r, "LeakyRelu", UnaryFn<kLeakyRelu>);
-  RegisterCudaFn(r, "Sigmoid", UnaryFn<kSigmoid>);
-  RegisterCudaFn(r, "Tanh", UnaryFn<kTanh>);
-  RegisterCudaFn(r, "Gelu", UnaryFn<kGelu>);
-  RegisterCudaFn(r, "HardSigmoid", UnaryFn<kHardSigmoid>);
-  RegisterCudaFn(r, "HardSwish", UnaryFn<kHardSwish>);
-  RegisterCudaFn(r, "Exp", UnaryFn<kExp>);
-  RegisterCudaFn(r, "Log", UnaryFn<kLog>);
-  RegisterCudaFn(r, "Neg", UnaryFn<kNeg>);
-  RegisterCudaFn(r, "Abs", UnaryFn<kAbs>);
-  RegisterCudaFn(r, "Sqrt", UnaryFn<kSqrt>);
-  RegisterCudaFn(r, "Reciprocal", UnaryFn<kReciprocal>);
-  RegisterCudaFn(r, "Erf", UnaryFn<kErf>);
-  RegisterCudaFn(r, "Softplus", UnaryFn<kSoftplus>);
+#define OF_REGISTER_ROW(Op)                                                                         \
+  if constexpr (unary::Op::kStandalone)                                                             \
+    RegisterCudaFn(r, unary::Op::kName, UnaryRowFn<UnaryOpId::k##Op>, unary::Op::kDomain);
+  ONEFLOW_UNARY_OPS(OF_REGISTER_ROW)
+#undef OF_REGISTER_ROW
   RegisterCudaFn(r, "Add", BinaryFn<kAdd>);
   RegisterCudaFn(r, "Sub", BinaryFn<kSub>);
   RegisterCudaFn(r, "Mul", BinaryFn<kMul>);

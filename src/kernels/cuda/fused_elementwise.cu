@@ -42,37 +42,23 @@ __device__ __forceinline__ void Lanes2(float* d, const float* a, const float* b,
   for (int j = 0; j < kVec; ++j) d[j * kBlock] = f(a[j * kBlock], b[j * kBlock]);
 }
 
-// One of the shared unary ops with its op fixed at compile time (the switch inside folds away).
-template <int kVec, int kOp>
-__device__ __forceinline__ void UnaryLanes(float* d, const float* a, const float* c, int param) {
-  UnaryParams up;
-  up.op = kOp;
-  if constexpr (kOp == kLeakyRelu) up.alpha = c[param];
-  if constexpr (kOp == kHardSigmoid) {
-    up.alpha = c[param];
-    up.beta = c[param + 1];
-  }
-  if constexpr (kOp == kClip) {
-    up.lo = c[param];
-    up.hi = c[param + 1];
-  }
-  Lanes1<kVec>(d, a, [&](float x) { return ApplyUnary(up, x); });
+// A unary row with its op fixed at compile time; its parameters are constants[param ...].
+template <int kVec, class Op>
+__device__ __forceinline__ void RowLanes(float* d, const float* a, const float* c, int param) {
+  constexpr int kParams = Op::kParams.count;
+  float p[unary::kMaxParams] = {};
+#pragma unroll
+  for (int i = 0; i < kParams; ++i) p[i] = c[param + i];
+  Lanes1<kVec>(d, a, [&](float x) { return RowFwd<Op>(x, p); });
 }
 
 template <int kVec>
 __device__ __forceinline__ void Arithmetic(int op, float* d, const float* a, const float* b, const float* c, int param) {
-#define OF_EW_UNARY(Op) \
-  case static_cast<int>(EwOp::k##Op): return UnaryLanes<kVec, k##Op>(d, a, c, param);
   switch (op) {
-    OF_EW_UNARY(Relu) OF_EW_UNARY(LeakyRelu) OF_EW_UNARY(Sigmoid) OF_EW_UNARY(Tanh) OF_EW_UNARY(Gelu)
-    OF_EW_UNARY(GeluTanh) OF_EW_UNARY(HardSigmoid) OF_EW_UNARY(HardSwish) OF_EW_UNARY(Clip) OF_EW_UNARY(Exp)
-    OF_EW_UNARY(Log) OF_EW_UNARY(Neg) OF_EW_UNARY(Abs) OF_EW_UNARY(Sqrt) OF_EW_UNARY(Reciprocal) OF_EW_UNARY(Erf)
-    OF_EW_UNARY(Softplus)
+#define OF_EW_UNARY(Op) \
+  case static_cast<int>(EwOp::k##Op): return RowLanes<kVec, unary::Op>(d, a, c, param);
+    ONEFLOW_UNARY_OPS(OF_EW_UNARY)
 #undef OF_EW_UNARY
-    case static_cast<int>(EwOp::kSquare): return Lanes1<kVec>(d, a, [](float x) { return x * x; });
-    case static_cast<int>(EwOp::kCube): return Lanes1<kVec>(d, a, [](float x) { return x * x * x; });
-    case static_cast<int>(EwOp::kPowHalf):
-      return Lanes1<kVec>(d, a, [](float x) { return x == -INFINITY ? INFINITY : sqrtf(x) + 0.0f; });
     case static_cast<int>(EwOp::kAdd): return Lanes2<kVec>(d, a, b, [](float x, float y) { return x + y; });
     case static_cast<int>(EwOp::kSub): return Lanes2<kVec>(d, a, b, [](float x, float y) { return x - y; });
     case static_cast<int>(EwOp::kMul): return Lanes2<kVec>(d, a, b, [](float x, float y) { return x * y; });

@@ -11,103 +11,30 @@
 #include "graph/op_schema.h"
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/unary_math.cuh"
 
 namespace oneflow::cuda {
 namespace {
 
-enum GradOp : int {
-  kReluG, kSigmoidG, kTanhG, kErfG, kLeakyReluG, kEluG, kGeluG, kGeluTanhG, kHardSigmoidG, kHardSwishG,
-  kSoftplusG, kSoftsignG, kMishG, kSeluG, kCeluG, kThresholdedReluG, kShrinkG, kSwishG,
-};
-
-struct GradParams {
-  int op = kReluG;
-  float a = 0.0f, b = 0.0f;  // the forward op's attributes (alpha/beta, alpha/gamma, bias/lambd)
-};
-
-// dX = f(dY, S), S the saved forward value (Y for Relu/Sigmoid/Tanh, X otherwise); the formulas
-// mirror kernels/cpu/grad.cc.
-__device__ __forceinline__ float ApplyGrad(const GradParams& p, float d, float s) {
-  switch (p.op) {
-    case kReluG: return s > 0.0f ? d : 0.0f;
-    case kSigmoidG: return d * s * (1.0f - s);
-    case kTanhG: return d * (1.0f - s * s);
-    case kErfG: return d * 1.1283791670955126f * expf(-s * s);
-    case kLeakyReluG: return s > 0.0f ? d : d * p.a;
-    case kEluG: return s > 0.0f ? d : d * p.a * expf(s);
-    case kGeluG: {
-      const float cdf = 0.5f * (1.0f + erff(s * 0.70710678118654752f));
-      return d * (cdf + s * 0.3989422804014327f * expf(-0.5f * s * s));
-    }
-    case kGeluTanhG: {
-      const float t = tanhf(0.7978845608028654f * (s + 0.044715f * s * s * s));
-      const float dinner = 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * s * s);
-      return d * (0.5f * (1.0f + t) + 0.5f * s * (1.0f - t * t) * dinner);
-    }
-    case kHardSigmoidG: {
-      const float v = p.a * s + p.b;
-      return v > 0.0f && v < 1.0f ? d * p.a : 0.0f;
-    }
-    case kHardSwishG: return s < -3.0f ? 0.0f : (s > 3.0f ? d : d * (s / 3.0f + 0.5f));
-    case kSoftplusG: return d / (1.0f + expf(-s));
-    case kSoftsignG: {
-      const float q = 1.0f + fabsf(s);
-      return d / (q * q);
-    }
-    case kMishG: {
-      const float sp = s > 0.0f ? s + log1pf(expf(-s)) : log1pf(expf(s));
-      const float t = tanhf(sp);
-      return d * (t + s * (1.0f - t * t) / (1.0f + expf(-s)));
-    }
-    case kSeluG: return d * (s > 0.0f ? p.b : p.b * p.a * expf(s));
-    case kCeluG: return s > 0.0f ? d : d * expf(s / p.a);
-    case kThresholdedReluG: return s > p.a ? d : 0.0f;
-    case kShrinkG: return s < -p.b || s > p.b ? d : 0.0f;
-    case kSwishG: {
-      const float sg = 1.0f / (1.0f + expf(-p.a * s));
-      return d * (sg + p.a * s * sg * (1.0f - sg));
-    }
-    default: return d;
-  }
+// op < 0: ShrinkGrad (p = bias, lambd); otherwise a unary row's Bwd (unary_math.cuh).
+__device__ __forceinline__ float ApplyGrad(const UnaryArgs& a, float d, float s) {
+  if (a.op < 0) return s < -a.p[1] || s > a.p[1] ? d : 0.0f;
+  return EvalUnaryGrad(a, d, s);
 }
 
 template <typename T>
 __global__ void ActivationGradKernel(const T* __restrict__ dy, const T* __restrict__ s, T* __restrict__ dx, int64_t n,
-                                     GradParams p) {
+                                     UnaryArgs p) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     dx[i] = Convert<T>(ApplyGrad(p, Convert<float>(dy[i]), Convert<float>(s[i])));
 }
 
-GradParams ParamsFor(KernelContext& ctx, int op) {
-  GradParams p;
-  p.op = op;
-  const AttrMap& at = ctx.attrs();
-  switch (op) {
-    case kLeakyReluG: case kEluG: case kCeluG: case kThresholdedReluG: case kSwishG:
-      p.a = at.GetFloat("alpha");
-      break;
-    case kHardSigmoidG: p.a = at.GetFloat("alpha"); p.b = at.GetFloat("beta"); break;
-    case kSeluG: p.a = at.GetFloat("alpha"); p.b = at.GetFloat("gamma"); break;
-    case kShrinkG: p.a = at.GetFloat("bias"); p.b = at.GetFloat("lambd"); break;
-    case kGeluG: {
-      const std::string& approx = at.GetString("approximate");
-      OF_CHECK(approx == "none" || approx == "tanh", kUnsupported, ctx.node_desc(), ": approximate='", approx, "'");
-      if (approx == "tanh") p.op = kGeluTanhG;
-      break;
-    }
-    default: break;
-  }
-  return p;
-}
-
-template <int kOp>
-void ActivationGradFn(KernelContext& ctx) {
+void LaunchActivationGrad(KernelContext& ctx, const UnaryArgs& p) {
   const Tensor& dy = ctx.input(0);
   const Tensor& s = ctx.input(1);
   OF_REQUIRE(dy.shape() == s.shape() && dy.dtype() == s.dtype(), ctx.node_desc(), ": dY ", ShapeToString(dy.shape()),
              " and the saved value ", ShapeToString(s.shape()), " differ");
-  const GradParams p = ParamsFor(ctx, kOp);
   const int64_t n = dy.numel();
   if (n == 0) return;
   cudaStream_t st = CurrentStream();
@@ -116,6 +43,23 @@ void ActivationGradFn(KernelContext& ctx) {
     ActivationGradKernel<T><<<GridFor(n), kThreads, 0, st>>>(dy.data<T>(), s.data<T>(), ctx.output(0).data<T>(), n, p);
   });
   OF_CUDA_CHECK_LAUNCH("ActivationGradKernel");
+}
+
+// <Op>Grad of a unary row, with the forward op's attributes.
+template <UnaryOpId kId>
+void DerivativeFn(KernelContext& ctx) {
+  UnaryArgs p;
+  p.op = static_cast<int>(kId);
+  ReadUnaryParams(UnaryInfo(kId), ctx.attrs(), p.p, ctx.node_desc());
+  LaunchActivationGrad(ctx, p);
+}
+
+void ShrinkGradFn(KernelContext& ctx) {
+  UnaryArgs p;
+  p.op = -1;
+  p.p[0] = ctx.attrs().GetFloat("bias");
+  p.p[1] = ctx.attrs().GetFloat("lambd");
+  LaunchActivationGrad(ctx, p);
 }
 
 // ---- ReduceSumToShape ---------------------------------------------------------------------------
@@ -320,23 +264,12 @@ void RegisterCudaGradKernels(KernelRegistry& r) {
   using namespace cuda;
   RegisterCudaFn(r, "ReduceSumToShape", ReduceSumToShapeFn, kOneflowDomain);
   RegisterCudaFn(r, "Sum", SumFn);
-  RegisterCudaFn(r, "ReluGrad", ActivationGradFn<kReluG>, kOneflowDomain);
-  RegisterCudaFn(r, "SigmoidGrad", ActivationGradFn<kSigmoidG>, kOneflowDomain);
-  RegisterCudaFn(r, "TanhGrad", ActivationGradFn<kTanhG>, kOneflowDomain);
-  RegisterCudaFn(r, "ErfGrad", ActivationGradFn<kErfG>, kOneflowDomain);
-  RegisterCudaFn(r, "LeakyReluGrad", ActivationGradFn<kLeakyReluG>, kOneflowDomain);
-  RegisterCudaFn(r, "EluGrad", ActivationGradFn<kEluG>, kOneflowDomain);
-  RegisterCudaFn(r, "GeluGrad", ActivationGradFn<kGeluG>, kOneflowDomain);
-  RegisterCudaFn(r, "HardSigmoidGrad", ActivationGradFn<kHardSigmoidG>, kOneflowDomain);
-  RegisterCudaFn(r, "HardSwishGrad", ActivationGradFn<kHardSwishG>, kOneflowDomain);
-  RegisterCudaFn(r, "SoftplusGrad", ActivationGradFn<kSoftplusG>, kOneflowDomain);
-  RegisterCudaFn(r, "SoftsignGrad", ActivationGradFn<kSoftsignG>, kOneflowDomain);
-  RegisterCudaFn(r, "MishGrad", ActivationGradFn<kMishG>, kOneflowDomain);
-  RegisterCudaFn(r, "SeluGrad", ActivationGradFn<kSeluG>, kOneflowDomain);
-  RegisterCudaFn(r, "CeluGrad", ActivationGradFn<kCeluG>, kOneflowDomain);
-  RegisterCudaFn(r, "ThresholdedReluGrad", ActivationGradFn<kThresholdedReluG>, kOneflowDomain);
-  RegisterCudaFn(r, "ShrinkGrad", ActivationGradFn<kShrinkG>, kOneflowDomain);
-  RegisterCudaFn(r, "SwishGrad", ActivationGradFn<kSwishG>, kOneflowDomain);
+#define OF_REGISTER_DERIVATIVE(Op)                                                                  \
+  if constexpr (unary::Op::kStandalone && unary::Op::kGrad != unary::GradFrom::kNone)               \
+    RegisterCudaFn(r, UnaryGradOpName(UnaryInfo(UnaryOpId::k##Op)), DerivativeFn<UnaryOpId::k##Op>, kOneflowDomain);
+  ONEFLOW_UNARY_OPS(OF_REGISTER_DERIVATIVE)
+#undef OF_REGISTER_DERIVATIVE
+  RegisterCudaFn(r, "ShrinkGrad", ShrinkGradFn, kOneflowDomain);
 }
 
 }  // namespace oneflow

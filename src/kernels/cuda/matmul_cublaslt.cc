@@ -244,14 +244,13 @@ namespace {
 // The epilogue cuBLASLt can fuse for `act`; anything else runs afterwards as its own pass.
 LtEpilogue FusableEpilogue(const ActivationParams& act) {
   if (act.kind == Activation::kRelu) return LtEpilogue::kRelu;
-  if (act.kind == Activation::kGeluTanh) return LtEpilogue::kGeluTanh;
+  if (act.kind == Activation::kGelu && act.params[0] == 1.0f) return LtEpilogue::kGeluTanh;  // approximate="tanh"
   return LtEpilogue::kNone;
 }
 
 void ApplyRemainingActivation(const ActivationParams& act, LtEpilogue fused, Tensor& y, cudaStream_t s) {
   if (act.kind == Activation::kNone || fused != LtEpilogue::kNone) return;
-  LaunchActivationInPlace(y.dtype(), y.raw(), y.numel(), static_cast<int>(act.kind), act.alpha, act.beta, act.min,
-                          act.max, s);
+  LaunchActivationInPlace(y.dtype(), y.raw(), y.numel(), act, s);
 }
 
 // MatMul (numpy semantics, batch dims broadcast) and FusedMatMul (+ bias[N] + activation).
