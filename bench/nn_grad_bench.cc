@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/node_runner.h"
+#include "kernels/node_runner.h"
 #include "engine/session.h"
 #include "graph/op_schema.h"
 

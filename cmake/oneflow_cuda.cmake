@@ -90,7 +90,7 @@ endif()
 if(ONEFLOW_HAVE_NCCL)
   target_include_directories(oneflow_core PUBLIC ${NCCL_INCLUDE_DIR})
   target_compile_definitions(oneflow_core PUBLIC ONEFLOW_HAVE_NCCL=1)
-  # The NCCL communicator (src/engine/comm/nccl*.cc) loads NCCL with dlopen rather than linking it,
+  # The NCCL communicator (src/comm/nccl*.cc) loads NCCL with dlopen rather than linking it,
   # so a process that also loads PyTorch's own libnccl keeps it (see nccl_api.h).
   get_filename_component(_nccl_real ${NCCL_LIBRARY} REALPATH)
   target_compile_definitions(oneflow_core PRIVATE ONEFLOW_NCCL_LIBRARY="${_nccl_real}")

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/comm/communicator.h"
+#include "comm/communicator.h"
 #include "graph/placement.h"
 
 namespace oneflow {

@@ -11,10 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "engine/comm/communicator.h"
+#include "comm/communicator.h"
 #include "engine/device_group.h"
 #include "engine/executor.h"
-#include "engine/plan/plan.h"
+#include "plan/plan.h"
 #include "engine/session.h"
 
 namespace oneflow {

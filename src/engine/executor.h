@@ -11,7 +11,7 @@
 #include "base/thread_pool.h"
 #include "engine/device_placement.h"
 #include "engine/memory_plan.h"
-#include "engine/node_runner.h"
+#include "kernels/node_runner.h"
 
 namespace oneflow {
 

@@ -9,7 +9,7 @@
 #include <mutex>
 
 #include "engine/executor.h"
-#include "engine/op_profile.h"
+#include "kernels/op_profile.h"
 
 #ifdef ONEFLOW_HAVE_CUDA
 #include "device/cuda/cuda_check.h"

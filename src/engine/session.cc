@@ -4,6 +4,7 @@
 #include <map>
 
 #include "graph/passes/passes.h"
+#include "kernels/node_runner.h"
 
 namespace oneflow {
 
@@ -20,12 +21,12 @@ void OptimizeGraph(Graph& g, int level, ThreadPool& pool, DeviceType device) {
 
 void OptimizeGraph(Graph& g, int level, ThreadPool& pool, DeviceType device, bool fuse_elementwise) {
   if (level <= 0) return;
-  FoldConstants(g, pool);
+  FoldConstants(g, pool, EvaluateOnCpu);
   if (level >= 2) {
     if (FuseOps(g) > 0) {
       ResolveSchemas(g);
       InferShapes(g);
-      FoldConstants(g, pool);
+      FoldConstants(g, pool, EvaluateOnCpu);
     }
     // Before elementwise fusion, which would otherwise take the scale Div into a chain.
     if (device == DeviceType::kCuda && FuseAttention(g) > 0) {
@@ -35,7 +36,7 @@ void OptimizeGraph(Graph& g, int level, ThreadPool& pool, DeviceType device, boo
     if (device == DeviceType::kCpu && OptimizeLayout(g) > 0) {
       ResolveSchemas(g);
       InferShapes(g);
-      FoldConstants(g, pool);  // transposes of constant residuals
+      FoldConstants(g, pool, EvaluateOnCpu);  // transposes of constant residuals
     }
     // Last: the layout pass pushes transposes through single elementwise ops, not fused ones.
     if (fuse_elementwise) EliminateDeadCode(g);  // a dead reader must not keep a value unfused

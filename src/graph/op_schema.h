@@ -98,7 +98,7 @@ struct OpSchema {
   InferFn infer;
   GradFn grad;  // empty: the op is not differentiable (autodiff names it when a path needs it)
   // Valid SBP signatures (global tensors, graph/sbp_signature.h); empty: only "all B"
-  // (replicated compute). Costs are the planner's (engine/plan/cost_model.h), from shapes.
+  // (replicated compute). Costs are the planner's (plan/cost_model.h), from shapes.
   SbpFn sbp;
   // Inputs whose data (not only their type) sets an output's shape, e.g. ReduceSumToShape's
   // `shape`: inference reads them at run time, so a device session keeps a host copy of each

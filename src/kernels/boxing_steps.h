@@ -10,8 +10,8 @@
 
 #include "base/error.h"
 #include "base/tensor.h"
-#include "engine/comm/communicator.h"
-#include "engine/comm/nccl_layout.h"
+#include "comm/communicator.h"
+#include "comm/nccl_layout.h"
 #include "kernels/kernel.h"
 
 namespace oneflow {

@@ -1,6 +1,6 @@
 // Training over a placement: the training graph (train/training_graph.h) run as global tensors.
 // Two strategies behind one interface:
-//  * planned (train/planned_trainer.cc): one plan (engine/plan) of the whole forward + backward
+//  * planned (train/planned_trainer.cc): one plan (plan/) of the whole forward + backward
 //    graph: data parallel, ZeRO-1/2, tensor parallel (manual SBP of weights), n-D data x tensor,
 //    or the auto planner's choice. Gradients leave the graph as partial sums and are reduced in
 //    buckets; the optimizer runs on each device's block (ZeRO: each device's slice of it).

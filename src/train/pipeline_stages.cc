@@ -7,7 +7,7 @@
 #include <map>
 
 #include "base/error.h"
-#include "engine/plan/plan_internal.h"
+#include "plan/plan.h"
 #include "graph/autodiff.h"
 #include "graph/op_schema.h"
 #include "graph/passes/passes.h"

@@ -7,7 +7,8 @@
 #include <cstring>
 
 #include "base/error.h"
-#include "engine/plan/plan_internal.h"
+#include "base/hash.h"
+#include "plan/plan.h"
 #include "train/lr_schedule.h"
 #include "train/training_graph.h"
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "graph/passes/passes.h"
+#include "kernels/node_runner.h"
 
 namespace oneflow::train {
 
@@ -97,7 +98,7 @@ PipelineEstimate EstimatePipeline(const std::vector<PipelineStage>& stages, cons
     const Plan fwd = PlanOnOneDevice(fg, shapes, cost);
     {
       ThreadPool pool(1);
-      FoldConstants(fg, pool);  // shapes forward computes and backward reads (Shape of an activation)
+      FoldConstants(fg, pool, EvaluateOnCpu);  // shapes forward computes and backward reads (Shape of an activation)
     }
     std::map<std::string, Shape> bwd_shapes;
     for (const Value& v : fg.values)

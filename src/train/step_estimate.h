@@ -1,4 +1,4 @@
-// Estimated training step time and memory under the planner's cost model (engine/plan/plan.h's
+// Estimated training step time and memory under the planner's cost model (plan/plan.h's
 // CostModel), for the two strategies of DistributedTrainer, so that the auto mode compares them
 // on one scale (docs/distributed.md, docs/pipeline.md):
 //  * the optimizer update, common to both: a memory-bound pass over the elements a device updates;
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/plan/plan.h"
+#include "plan/plan.h"
 #include "train/pipeline_stages.h"
 
 namespace oneflow::train {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/device_placement.h"
-#include "engine/op_profile.h"
+#include "kernels/op_profile.h"
 #include "engine/session.h"
 #include "graph/op_schema.h"
 #include "../graph_builder.h"

@@ -8,6 +8,7 @@
 #include "../cuda/cuda_test_util.h"
 #include "graph/grad_context.h"
 #include "graph/op_schema.h"
+#include "graph/ops/unary_ops.h"
 
 namespace oneflow {
 namespace {
@@ -67,6 +68,25 @@ TEST(CudaTrainKernels, ActivationGradsMatchCpu) {
       }
     }
   }
+}
+
+// The derivative op of every unary row with Bwd (graph/ops/unary_ops.h), default attributes.
+TEST(CudaTrainKernels, EveryRowDerivativeMatchesCpu) {
+  OF_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(33);
+  int rows = 0;
+  for (const UnaryOpInfo& row : kUnaryOps) {
+    if (!row.standalone || row.grad == unary::GradFrom::kNone) continue;
+    ++rows;
+    // Saved Y of Sigmoid/Tanh lies in (-1, 1); saved X anywhere.
+    const bool saved_y = row.grad == unary::GradFrom::kY;
+    for (DType dt : {DType::kFloat32, DType::kBFloat16}) {
+      OpCall c = GradOp(UnaryGradOpName(row), RandomTensor(dt, {2049}, rng),
+                        RandomTensor(dt, {2049}, rng, saved_y ? 0.0f : -4.0f, saved_y ? 1.0f : 4.0f));
+      ExpectGpuMatchesCpu(c, Tol(dt), UnaryGradOpName(row) + " " + DTypeName(dt));
+    }
+  }
+  EXPECT_GE(rows, 17);  // the rows with Bwd when this test was written
 }
 
 TEST(CudaTrainKernels, ReduceSumToShapeMatchesCpu) {

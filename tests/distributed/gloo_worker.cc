@@ -12,7 +12,7 @@
 #include <string>
 
 #include "base/error.h"
-#include "engine/comm/communicator.h"
+#include "comm/communicator.h"
 #include "engine/distributed_session.h"
 #include "serialize/onnx_import.h"
 

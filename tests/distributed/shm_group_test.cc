@@ -1,4 +1,4 @@
-// The shared-memory transport (engine/comm/shm_group.h) with its members as threads of this
+// The shared-memory transport (comm/shm_group.h) with its members as threads of this
 // process (and, for a member that dies, a forked process): every collective against a reference
 // computed here in plain loops, on odd sizes, uneven splits and slots small enough that every call
 // runs in several chunks; every member must get bit-identical results. Also: a member that never
@@ -19,8 +19,8 @@
 #include <thread>
 
 #include "base/error.h"
-#include "engine/comm/communicator.h"
-#include "engine/comm/shm_group.h"
+#include "comm/communicator.h"
+#include "comm/shm_group.h"
 
 namespace oneflow {
 namespace {

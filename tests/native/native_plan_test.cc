@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "engine/plan/plan.h"
+#include "plan/plan.h"
 #include "graph/passes/passes.h"
 #include "ofm_generated.h"
 #include "serialize/checksum.h"

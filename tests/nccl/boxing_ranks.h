@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "../unit/boxing_reference.h"
-#include "engine/comm/communicator.h"
-#include "engine/plan/plan.h"
+#include "comm/communicator.h"
+#include "plan/plan.h"
 
 namespace oneflow::boxing_ref {
 

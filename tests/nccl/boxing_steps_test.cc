@@ -12,8 +12,8 @@
 #include "../unit/boxing_reference.h"
 #include "boxing_ranks.h"
 #include "base/error.h"
-#include "engine/comm/communicator.h"
-#include "engine/plan/plan.h"
+#include "comm/communicator.h"
+#include "plan/plan.h"
 #include "graph/op_schema.h"
 #include "kernels/boxing_steps.h"
 

@@ -14,8 +14,8 @@
 #include "../unit/boxing_reference.h"
 #include "boxing_ranks.h"
 #include "base/error.h"
-#include "engine/comm/nccl.h"
-#include "engine/plan/plan.h"
+#include "comm/nccl.h"
+#include "plan/plan.h"
 #include "graph/op_schema.h"
 
 namespace oneflow {

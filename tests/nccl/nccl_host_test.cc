@@ -12,15 +12,15 @@
 #include <thread>
 
 #include "base/error.h"
-#include "engine/comm/launch_env.h"
-#include "engine/comm/nccl.h"
-#include "engine/comm/nccl_layout.h"
+#include "comm/launch_env.h"
+#include "comm/nccl.h"
+#include "comm/nccl_layout.h"
 
 #ifdef ONEFLOW_HAVE_CUDA
 #include "device/cuda/cuda_device.h"
 #endif
 #ifdef ONEFLOW_HAVE_NCCL
-#include "engine/comm/nccl_api.h"
+#include "comm/nccl_api.h"
 #endif
 
 namespace oneflow {

@@ -10,7 +10,7 @@
 #include <memory>
 #include <random>
 
-#include "engine/node_runner.h"
+#include "kernels/node_runner.h"
 #include "engine/session.h"
 #include "graph/op_schema.h"
 

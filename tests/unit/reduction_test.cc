@@ -7,7 +7,7 @@
 #include <random>
 
 #include "../graph_builder.h"
-#include "engine/node_runner.h"
+#include "kernels/node_runner.h"
 #include "graph/op_schema.h"
 
 namespace oneflow {

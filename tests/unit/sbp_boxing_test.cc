@@ -6,9 +6,9 @@
 #include <thread>
 
 #include "base/error.h"
-#include "engine/comm/communicator.h"
+#include "comm/communicator.h"
 #include "engine/executor.h"
-#include "engine/plan/plan.h"
+#include "plan/plan.h"
 #include "boxing_reference.h"
 
 namespace oneflow {

@@ -8,7 +8,7 @@
 #include <random>
 
 #include "../graph_builder.h"
-#include "engine/node_runner.h"
+#include "kernels/node_runner.h"
 #include "engine/session.h"
 #include "graph/op_schema.h"
 

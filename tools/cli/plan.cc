@@ -3,7 +3,7 @@
 #include <cstdlib>
 
 #include "cli.h"
-#include "engine/plan/plan.h"
+#include "plan/plan.h"
 #include "engine/session.h"
 #include "train/distributed_trainer.h"
 #include "serialize/onnx_import.h"

@@ -1,7 +1,6 @@
 // Constant folding: evaluate constant subgraphs once at session creation with the CPU kernels.
 #include <algorithm>
 
-#include "engine/node_runner.h"
 #include "graph/op_schema.h"
 #include "graph/passes/passes.h"
 
@@ -32,7 +31,7 @@ static bool FoldShapeOf(Graph& g, const Node& n) {
   return true;
 }
 
-int FoldConstants(Graph& g, ThreadPool& pool, size_t max_bytes) {
+int FoldConstants(Graph& g, ThreadPool& pool, const NodeEvaluator& evaluate, size_t max_bytes) {
   int folded = 0;
   std::vector<char> remove(g.nodes.size(), 0);
   for (int idx : g.TopologicalOrder()) {
@@ -58,8 +57,7 @@ int FoldConstants(Graph& g, ThreadPool& pool, size_t max_bytes) {
     for (int v : n.inputs) inputs.push_back(v == kNoValue ? nullptr : &g.values[static_cast<size_t>(v)].constant);
     std::vector<Tensor> outputs;
     try {
-      NodeRunner runner(g, n);
-      runner.Run(inputs, outputs, pool, nullptr);
+      evaluate(g, n, inputs, outputs, pool);
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kUnsupported) continue;  // no kernel: leave it to the run (which reports)
       throw Error(e.code(), std::string("while folding constants: ") + e.what());

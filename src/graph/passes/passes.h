@@ -2,6 +2,8 @@
 // place; the order is fixed by OptimizeGraph (engine/session.cc).
 #pragma once
 
+#include <functional>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,9 +33,16 @@ int AppendTypedNode(Graph& g, const std::string& op, std::vector<int> inputs, co
 // Removes nodes whose outputs nobody uses and constants nobody reads. Returns nodes removed.
 int EliminateDeadCode(Graph& g);
 
-// Evaluates nodes whose inputs are all constant (and Shape/Size of fully known types) with the
-// CPU kernels, replacing them by constants. Outputs larger than `max_bytes` are left alone.
-int FoldConstants(Graph& g, ThreadPool& pool, size_t max_bytes = size_t{64} << 20);
+// Computes node `n` of `g` on concrete inputs (nullptr: an omitted optional input) into `outputs`,
+// one per node output; throws kUnsupported when it has no kernel for the node. Passes get it
+// injected because running kernels is a layer above the graph: the engine, planner and trainer
+// pass EvaluateOnCpu (kernels/node_runner.h).
+using NodeEvaluator = std::function<void(const Graph& g, const Node& n, const std::vector<const Tensor*>& inputs,
+                                         std::vector<Tensor>& outputs, ThreadPool& pool)>;
+
+// Evaluates nodes whose inputs are all constant (and Shape/Size of fully known types) with
+// `evaluate`, replacing them by constants. Outputs larger than `max_bytes` are left alone.
+int FoldConstants(Graph& g, ThreadPool& pool, const NodeEvaluator& evaluate, size_t max_bytes = size_t{64} << 20);
 
 // Fusions (graph/passes/fusion.cc): Conv+BatchNormalization folding, MatMul/Gemm + bias +
 // activation, Conv + activation. Returns the number of rewrites.

@@ -1,6 +1,6 @@
 // Loading NCCL at run time (see nccl_api.h).
 #ifdef ONEFLOW_HAVE_NCCL
-#include "engine/comm/nccl_api.h"
+#include "comm/nccl_api.h"
 
 #include <dlfcn.h>
 

@@ -3,7 +3,8 @@
 
 #include <vector>
 
-#include "engine/plan/plan.h"
+#include "base/hash.h"
+#include "plan/plan.h"
 
 namespace oneflow {
 
@@ -23,8 +24,6 @@ struct Candidate {
 // constants keep their annotation when some candidate allows it).
 std::vector<Candidate> NodeCandidates(const Graph& g, const Node& n, const PlanOptions& o, bool data, bool manual);
 
-// Estimated floating-point operations of a node on local shapes.
-double EstimateFlops(const Node& n, const std::vector<Shape>& in, const std::vector<Shape>& out);
 
 // Fills plan.nodes, value_sbp, output boxing and the totals from the chosen candidates.
 void ReplayPlan(Plan& plan, const std::vector<int>& fed, const std::vector<NdSbp>& fed_sbp,
@@ -33,7 +32,5 @@ void ReplayPlan(Plan& plan, const std::vector<int>& fed, const std::vector<NdSbp
 // `s` with every B replaced by P: how a reduce_outputs entry is routed before its all-reduce.
 NdSbp PartialOnBroadcastAxes(const NdSbp& s);
 
-// FNV-1a over bytes, continuing from `seed` (the offset basis for a fresh hash).
-uint64_t Fnv1a(const void* data, size_t bytes, uint64_t seed = 0xcbf29ce484222325ull);
 
 }  // namespace oneflow

@@ -1,5 +1,5 @@
 // Runs one node on concrete tensors: runtime shape inference, output allocation, kernel call.
-// Shared by the executor and by constant folding so both compute exactly the same thing.
+// Shared by the executor and by constant folding (EvaluateOnCpu) so both compute exactly the same thing.
 #pragma once
 
 #include <functional>
@@ -51,5 +51,10 @@ class NodeRunner {
   std::unique_ptr<OpKernel> kernel_;
   mutable std::shared_ptr<const InferCache> infer_cache_;  // std::atomic_load/store: runs may overlap
 };
+
+// Runs `node` of `graph` once on the CPU with heap outputs: the evaluator constant folding is given
+// (graph/passes/passes.h, NodeEvaluator).
+void EvaluateOnCpu(const Graph& graph, const Node& node, const std::vector<const Tensor*>& inputs,
+                   std::vector<Tensor>& outputs, ThreadPool& pool);
 
 }  // namespace oneflow

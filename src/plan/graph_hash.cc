@@ -2,15 +2,10 @@
 // different ranks fail at plan time instead of deadlocking in a collective.
 #include <cstring>
 
-#include "engine/plan/plan_internal.h"
+#include "base/hash.h"
+#include "plan/plan_internal.h"
 
 namespace oneflow {
-
-uint64_t Fnv1a(const void* data, size_t bytes, uint64_t seed) {
-  const unsigned char* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < bytes; ++i) seed = (seed ^ p[i]) * 0x100000001b3ull;
-  return seed;
-}
 
 namespace {
 

@@ -1,5 +1,5 @@
 // The launcher's environment for multi-process backends, and the in-memory rendezvous store.
-#include "engine/comm/launch_env.h"
+#include "comm/launch_env.h"
 
 #include <signal.h>
 #include <unistd.h>

@@ -11,7 +11,7 @@
 #include <mutex>
 
 #include "base/error.h"
-#include "engine/comm/communicator.h"
+#include "comm/communicator.h"
 
 namespace oneflow {
 namespace {

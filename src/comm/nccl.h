@@ -16,8 +16,8 @@
 #include <memory>
 #include <vector>
 
-#include "engine/comm/communicator.h"
-#include "engine/comm/launch_env.h"
+#include "comm/communicator.h"
+#include "comm/launch_env.h"
 
 namespace oneflow {
 

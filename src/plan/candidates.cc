@@ -3,7 +3,7 @@
 #include <set>
 
 #include "base/error.h"
-#include "engine/plan/plan_internal.h"
+#include "plan/plan_internal.h"
 #include "graph/op_schema.h"
 #include "kernels/kernel.h"
 

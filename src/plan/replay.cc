@@ -4,7 +4,7 @@
 #include <set>
 
 #include "base/error.h"
-#include "engine/plan/plan_internal.h"
+#include "plan/plan_internal.h"
 
 namespace oneflow {
 

@@ -44,7 +44,7 @@ class RendezvousStore {
 
 // For ranks that are threads of one process.
 std::shared_ptr<RendezvousStore> CreateInMemoryStore();
-// Gloo's FileStore on `dir` (engine/comm/gloo.cc); kUnsupported when built without Gloo.
+// Gloo's FileStore on `dir` (comm/gloo.cc); kUnsupported when built without Gloo.
 std::shared_ptr<RendezvousStore> CreateFileStore(const std::string& dir);
 
 }  // namespace oneflow

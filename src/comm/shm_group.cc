@@ -4,7 +4,7 @@
 // counters: a member bumps its counter and wakes its waiters (a futex on the shared word); it
 // waits for each peer's counter to reach its own, sleeping in slices so that it notices an abort,
 // a peer's exit or the deadline.
-#include "engine/comm/shm_group.h"
+#include "comm/shm_group.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -25,7 +25,7 @@
 #include <random>
 
 #include "base/error.h"
-#include "engine/comm/launch_env.h"
+#include "comm/launch_env.h"
 
 namespace oneflow {
 

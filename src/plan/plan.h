@@ -132,4 +132,8 @@ Tensor LocalFeed(const Plan& plan, size_t input_index, int position, const Tenso
 // A hash of a graph's structure, types, attributes and constant bytes (FNV-1a, 64-bit).
 uint64_t GraphHash(const Graph& g);
 
+// Estimated floating-point operations of a node on local shapes: the cost model's compute term,
+// also what the pipeline trainer balances stages by.
+double EstimateFlops(const Node& n, const std::vector<Shape>& in, const std::vector<Shape>& out);
+
 }  // namespace oneflow

@@ -1,9 +1,9 @@
 // NodeRunner implementation.
-#include "engine/node_runner.h"
+#include "kernels/node_runner.h"
 
 #include <chrono>
 
-#include "engine/op_profile.h"
+#include "kernels/op_profile.h"
 #include "graph/op_schema.h"
 
 namespace oneflow {
@@ -97,6 +97,11 @@ void NodeRunner::Run(const std::vector<const Tensor*>& inputs, const std::vector
   kernel_->Compute(ctx);
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   RecordOpTime(node_.op_type, desc_, ns);
+}
+
+void EvaluateOnCpu(const Graph& graph, const Node& node, const std::vector<const Tensor*>& inputs,
+                   std::vector<Tensor>& outputs, ThreadPool& pool) {
+  NodeRunner(graph, node).Run(inputs, outputs, pool, nullptr);
 }
 
 }  // namespace oneflow

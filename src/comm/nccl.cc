@@ -1,7 +1,7 @@
 // The NCCL Communicator (see nccl.h): per-group NCCL communicators created lazily with
 // non-blocking init, collectives enqueued on the current stream and polled to completion with
 // async-error checks, and ncclCommAbort on timeout, peer failure or Abort().
-#include "engine/comm/nccl.h"
+#include "comm/nccl.h"
 
 #include <algorithm>
 #include <atomic>
@@ -13,12 +13,12 @@
 #include <thread>
 
 #include "base/error.h"
-#include "engine/comm/nccl_layout.h"
+#include "comm/nccl_layout.h"
 
 #ifdef ONEFLOW_HAVE_NCCL
 #include <nccl.h>
 
-#include "engine/comm/nccl_api.h"
+#include "comm/nccl_api.h"
 
 #include "device/cuda/cuda_check.h"
 #include "device/cuda/cuda_device.h"

@@ -1,6 +1,6 @@
 // Host-side layout logic of the NCCL backend (see nccl_layout.h): segment padding, block copies
 // as 2-D copies, NCCL result names.
-#include "engine/comm/nccl_layout.h"
+#include "comm/nccl_layout.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // The Gloo backend: one process per rank, TCP pairs, rendezvous through a Gloo FileStore. Each
 // group of ranks gets its own Gloo context, connected on first use (every member reaches its
 // first collective on a group in the same order, so the lazy rendezvous is SPMD-safe). A group
-// whose members share a host also joins a shared-memory segment (engine/comm/shm_group.h) at that
+// whose members share a host also joins a shared-memory segment (comm/shm_group.h) at that
 // point, agreed over its Gloo context; its collectives then run there; TCP carries send/recv and
 // every group spanning hosts.
 #include <sys/stat.h>
@@ -16,9 +16,9 @@
 #include <mutex>
 
 #include "base/error.h"
-#include "engine/comm/communicator.h"
-#include "engine/comm/launch_env.h"
-#include "engine/comm/shm_group.h"
+#include "comm/communicator.h"
+#include "comm/launch_env.h"
+#include "comm/shm_group.h"
 
 #ifdef ONEFLOW_WITH_GLOO
 #include <gloo/allgatherv.h>

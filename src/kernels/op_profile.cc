@@ -1,4 +1,4 @@
-#include "engine/op_profile.h"
+#include "kernels/op_profile.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -75,6 +75,6 @@ std::vector<std::shared_ptr<Communicator>> CreateInProcessGroup(int world_size, 
 // Throws kUnsupported when the library was built without Gloo. The rendezvous runs once per
 // process and job: later calls return the same communicator (sessions and trainers share it).
 std::shared_ptr<Communicator> CreateGlooCommunicatorFromEnv(int64_t timeout_ms = 300000);
-// NCCL (device buffers): CreateNcclCommunicatorFromEnv and CreateNcclGroup in engine/comm/nccl.h.
+// NCCL (device buffers): CreateNcclCommunicatorFromEnv and CreateNcclGroup in comm/nccl.h.
 
 }  // namespace oneflow

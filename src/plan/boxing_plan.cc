@@ -1,7 +1,7 @@
 // Boxing planning: the per-placement-axis steps (and their cost) that turn one n-D SBP into
 // another, following the table in docs/distributed.md.
 #include "base/error.h"
-#include "engine/plan/plan.h"
+#include "plan/plan.h"
 
 namespace oneflow {
 namespace {

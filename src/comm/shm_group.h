@@ -2,7 +2,7 @@
 // loopback TCP): one POSIX shared-memory segment per group of ranks, one slot in it per member.
 // A collective is every member copying what its peers need into its own slot, a barrier, each
 // member reducing its share straight out of the peers' slots, and a second barrier. The Gloo
-// communicator selects it for groups whose members share a host (engine/comm/gloo.cc).
+// communicator selects it for groups whose members share a host (comm/gloo.cc).
 //
 // Guarantees: every member gets bit-identical results (each element is summed by exactly one
 // member, always in group order); a wait never outlasts the timeout, and a member whose process
@@ -35,7 +35,7 @@ struct ShmFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-struct ShmSegmentHeader;  // engine/comm/shm_group.cc
+struct ShmSegmentHeader;  // comm/shm_group.cc
 
 class ShmGroup {
  public:
@@ -48,7 +48,7 @@ class ShmGroup {
   ShmGroup(const ShmGroup&) = delete;
   ShmGroup& operator=(const ShmGroup&) = delete;
 
-  // The Communicator's semantics (engine/comm/communicator.h), for this group.
+  // The Communicator's semantics (comm/communicator.h), for this group.
   void AllReduceSum(void* buf, int64_t count, DType dtype);
   void ReduceScatterSum(const void* send, void* recv, const std::vector<int64_t>& counts, DType dtype);
   void AllGather(const void* send, void* recv, const std::vector<size_t>& sizes);

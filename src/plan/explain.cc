@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "base/json_text.h"
-#include "engine/plan/plan.h"
+#include "plan/plan.h"
 
 namespace oneflow {
 namespace {

@@ -10,10 +10,11 @@
 #include <unordered_map>
 
 #include "base/error.h"
-#include "engine/plan/plan.h"
-#include "engine/plan/plan_internal.h"
+#include "plan/plan.h"
+#include "plan/plan_internal.h"
 #include "graph/op_schema.h"
 #include "graph/passes/passes.h"
+#include "kernels/node_runner.h"
 
 namespace oneflow {
 
@@ -134,7 +135,7 @@ static Graph PrepareLogical(const Graph& model, const PlanOptions& o) {
   InferShapes(g);
   {
     ThreadPool pool(1);
-    FoldConstants(g, pool);
+    FoldConstants(g, pool, EvaluateOnCpu);
   }
   // Folding turns shape computations (Shape -> Reshape, as gradient graphs have) into constants:
   // infer again so the values they shape become static.
