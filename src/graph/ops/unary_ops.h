@@ -404,6 +404,23 @@ struct QuickGelu : RowDefaults {
 
 }  // namespace unary
 
+namespace unary {
+
+// Calls body(first) with `first` the row's first parameter: for a row whose first parameter is a
+// choice (Gelu's approximate), a std::integral_constant of its value, so that inside the body's
+// loop the formula's branch on it folds away at compile time and the loop vectorizes; otherwise
+// p[0] itself. The CPU loops build their parameter array as {float(first), p[1]}.
+template <class Op, class Body>
+inline void WithFirstParam(const float* p, Body&& body) {
+  if constexpr (Op::kParams.count > 0 && Op::kParams.items[0].choices != nullptr) {
+    if (p[0] == 0.0f) return body(std::integral_constant<int, 0>{});
+    if (p[0] == 1.0f) return body(std::integral_constant<int, 1>{});
+  }
+  body(p[0]);
+}
+
+}  // namespace unary
+
 // Every row, once. The order is the order of UnaryOpId and of FusedElementwise's unary
 // instructions; append new rows anywhere (programs are built and run by the same library).
 #define ONEFLOW_UNARY_OPS(X)                                                                          \

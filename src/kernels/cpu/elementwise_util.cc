@@ -48,8 +48,14 @@ namespace {
 
 template <class Op, typename T>
 void ApplyRow(const float* params, T* x, int64_t n) {
-  OF_IVDEP
-  for (int64_t i = 0; i < n; ++i) x[i] = Op::Fwd(x[i], params);
+  const float p1 = params[1];
+  unary::WithFirstParam<Op>(params, [&](auto first) {
+    OF_IVDEP
+    for (int64_t i = 0; i < n; ++i) {
+      const float q[unary::kMaxParams] = {static_cast<float>(first), p1};
+      x[i] = Op::Fwd(x[i], q);
+    }
+  });
 }
 
 template <typename T>

@@ -69,9 +69,11 @@ template <class Op>
 inline void MapRow(float* d, const float* a, int64_t n, const std::vector<float>& c, int32_t param) {
   float p[unary::kMaxParams] = {};
   for (int i = 0; i < Op::kParams.count; ++i) p[i] = c[static_cast<size_t>(param + i)];
-  Map1(d, a, n, [p0 = p[0], p1 = p[1]](float v) {
-    const float q[unary::kMaxParams] = {p0, p1};
-    return Op::Fwd(v, q);
+  unary::WithFirstParam<Op>(p, [&, p1 = p[1]](auto first) {
+    Map1(d, a, n, [first, p1](float v) {
+      const float q[unary::kMaxParams] = {static_cast<float>(first), p1};
+      return Op::Fwd(v, q);
+    });
   });
 }
 

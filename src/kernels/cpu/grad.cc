@@ -39,11 +39,13 @@ template <UnaryOpId kId, class Op>
 void DerivativeKernel(KernelContext& ctx) {
   float p[unary::kMaxParams];
   ReadUnaryParams(UnaryInfo(kId), ctx.attrs(), p, ctx.node_desc());
-  const float p0 = p[0], p1 = p[1];
-  ActivationGrad(ctx, [p0, p1](auto d, auto s) {
-    const float q[unary::kMaxParams] = {p0, p1};
-    return Op::Bwd(d, s, q);
-  }, Op::kCost);
+  const float p1 = p[1];
+  unary::WithFirstParam<Op>(p, [&](auto first) {
+    ActivationGrad(ctx, [first, p1](auto d, auto s) {
+      const float q[unary::kMaxParams] = {static_cast<float>(first), p1};
+      return Op::Bwd(d, s, q);
+    }, Op::kCost);
+  });
 }
 
 // Rows without Bwd register nothing (a template, so their missing Bwd is never instantiated).

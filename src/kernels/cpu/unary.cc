@@ -33,13 +33,15 @@ template <UnaryOpId kId, class Op>
 void RowKernel(KernelContext& ctx) {
   float p[unary::kMaxParams];
   ReadUnaryParams(UnaryInfo(kId), ctx.attrs(), p, ctx.node_desc());
-  const float p0 = p[0], p1 = p[1];
-  auto f = [p0, p1](auto v) {
-    const float q[unary::kMaxParams] = {p0, p1};
-    return Op::Fwd(v, q);
-  };
-  if constexpr (Op::kTypes == unary::Types::kNumeric) NumericUnary(ctx, f, Op::kCost);
-  else FloatUnary(ctx, f, Op::kCost);
+  const float p1 = p[1];
+  unary::WithFirstParam<Op>(p, [&](auto first) {
+    auto f = [first, p1](auto v) {
+      const float q[unary::kMaxParams] = {static_cast<float>(first), p1};
+      return Op::Fwd(v, q);
+    };
+    if constexpr (Op::kTypes == unary::Types::kNumeric) NumericUnary(ctx, f, Op::kCost);
+    else FloatUnary(ctx, f, Op::kCost);
+  });
 }
 
 template <UnaryOpId kId, class Op>
