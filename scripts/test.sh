@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The CI entry point: installs dependencies, builds build/ (Release, ccache), runs every ctest
 # (unit, C ABI, CLI, ONNX conformance) and a fuzz smoke run. Exits non-zero on any failure.
-#   usage: scripts/test.sh            (FUZZ_SECONDS=0 skips the fuzzer; JOBS sets parallelism)
+# Then the unit and C ABI tests again in an ASan + UBSan build (scripts/sanitize.sh asan).
+#   usage: scripts/test.sh            (FUZZ_SECONDS=0 skips the fuzzer, SANITIZE=1 adds the sanitizer
+#                                      build; JOBS sets parallelism)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 JOBS=${JOBS:-2}
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+SANITIZE=${SANITIZE:-0}  # 1 once the sanitized build is cached and green in CI (docs/architecture.md, "Sanitizers")
 
 echo "== setup"
 bash scripts/setup.sh
@@ -39,5 +42,9 @@ fi
 if [ "$FUZZ_SECONDS" != 0 ]; then
   echo "== fuzz smoke (${FUZZ_SECONDS}s)"
   bash scripts/fuzz-smoke.sh "$FUZZ_SECONDS"
+fi
+if [ "$SANITIZE" != 0 ]; then
+  echo "== sanitizers (scripts/sanitize.sh asan)"
+  JOBS=$JOBS bash scripts/sanitize.sh asan
 fi
 echo "== all tests passed"

@@ -136,20 +136,15 @@ struct RowDefaults {
     (void)p;                                         \
     return __VA_ARGS__;                              \
   }
-#define OF_BWD_FROM_X(...)                             \
-  static constexpr GradFrom kGrad = GradFrom::kX;      \
-  template <class C>                                   \
-  OF_HD static C Bwd(C d, C x, const float* p) {       \
-    (void)p;                                           \
-    return __VA_ARGS__;                                \
+#define OF_BWD(From, s, ...)                       \
+  static constexpr GradFrom kGrad = GradFrom::From; \
+  template <class C>                                \
+  OF_HD static C Bwd(C d, C s, const float* p) {    \
+    (void)p;                                        \
+    return __VA_ARGS__;                             \
   }
-#define OF_BWD_FROM_Y(...)                             \
-  static constexpr GradFrom kGrad = GradFrom::kY;      \
-  template <class C>                                   \
-  OF_HD static C Bwd(C d, C y, const float* p) {       \
-    (void)p;                                           \
-    return __VA_ARGS__;                                \
-  }
+#define OF_BWD_FROM_X(...) OF_BWD(kX, x, __VA_ARGS__)
+#define OF_BWD_FROM_Y(...) OF_BWD(kY, y, __VA_ARGS__)
 
 // ---- The rows ------------------------------------------------------------------------------------
 // Rows with no Bwd have their gradient rule in graph/ops/elementwise_grad.cc (a formula of other
@@ -401,6 +396,7 @@ struct QuickGelu : RowDefaults {
 #undef OF_FWD
 #undef OF_BWD_FROM_X
 #undef OF_BWD_FROM_Y
+#undef OF_BWD
 
 }  // namespace unary
 
@@ -469,6 +465,15 @@ const UnaryOpInfo* FindUnaryOp(const std::string& domain, const std::string& nam
 // The row's parameters from a node's attributes (defaults where absent). A string parameter
 // outside its choices throws kUnsupported naming `what`. `out` gets kMaxParams values.
 void ReadUnaryParams(const UnaryOpInfo& info, const AttrMap& attrs, float* out, const std::string& what);
+// ReadUnaryParams, then body(first, p1) as unary::WithFirstParam gives `first`, with p1 the second
+// parameter: how the CPU kernels of a row start.
+template <class Op, class Body>
+inline void WithRowParams(const UnaryOpInfo& info, const AttrMap& attrs, const std::string& what, Body&& body) {
+  float p[unary::kMaxParams];
+  ReadUnaryParams(info, attrs, p, what);
+  const float p1 = p[1];
+  unary::WithFirstParam<Op>(p, [&](auto first) { body(first, p1); });
+}
 // The name of the ai.oneflow op computing a row's derivative (rows with kGrad != kNone).
 std::string UnaryGradOpName(const UnaryOpInfo& info);
 

@@ -37,10 +37,7 @@ void ActivationGrad(KernelContext& ctx, F f, double cost) {
 // forward op's attributes.
 template <UnaryOpId kId, class Op>
 void DerivativeKernel(KernelContext& ctx) {
-  float p[unary::kMaxParams];
-  ReadUnaryParams(UnaryInfo(kId), ctx.attrs(), p, ctx.node_desc());
-  const float p1 = p[1];
-  unary::WithFirstParam<Op>(p, [&](auto first) {
+  WithRowParams<Op>(UnaryInfo(kId), ctx.attrs(), ctx.node_desc(), [&](auto first, float p1) {
     ActivationGrad(ctx, [first, p1](auto d, auto s) {
       const float q[unary::kMaxParams] = {static_cast<float>(first), p1};
       return Op::Bwd(d, s, q);

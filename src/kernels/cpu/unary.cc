@@ -31,10 +31,7 @@ void NumericUnary(KernelContext& ctx, G g, double cost) {
 // row's parameters, computed in float for 16-bit floats and, for kNumeric rows, in each integer type.
 template <UnaryOpId kId, class Op>
 void RowKernel(KernelContext& ctx) {
-  float p[unary::kMaxParams];
-  ReadUnaryParams(UnaryInfo(kId), ctx.attrs(), p, ctx.node_desc());
-  const float p1 = p[1];
-  unary::WithFirstParam<Op>(p, [&](auto first) {
+  WithRowParams<Op>(UnaryInfo(kId), ctx.attrs(), ctx.node_desc(), [&](auto first, float p1) {
     auto f = [first, p1](auto v) {
       const float q[unary::kMaxParams] = {static_cast<float>(first), p1};
       return Op::Fwd(v, q);

@@ -54,10 +54,7 @@ void RunUnary(KernelContext& ctx, const UnaryArgs& p) {
 // A standalone unary row with its parameters from the node's attributes.
 template <UnaryOpId kId>
 void UnaryRowFn(KernelContext& ctx) {
-  UnaryArgs a;
-  a.op = static_cast<int>(kId);
-  ReadUnaryParams(UnaryInfo(kId), ctx.attrs(), a.p, ctx.node_desc());
-  RunUnary(ctx, a);
+  RunUnary(ctx, RowArgs(kId, ctx.attrs(), ctx.node_desc()));
 }
 
 // ---- Binary -----------------------------------------------------------------------------------

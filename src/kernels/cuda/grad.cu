@@ -48,10 +48,7 @@ void LaunchActivationGrad(KernelContext& ctx, const UnaryArgs& p) {
 // <Op>Grad of a unary row, with the forward op's attributes.
 template <UnaryOpId kId>
 void DerivativeFn(KernelContext& ctx) {
-  UnaryArgs p;
-  p.op = static_cast<int>(kId);
-  ReadUnaryParams(UnaryInfo(kId), ctx.attrs(), p.p, ctx.node_desc());
-  LaunchActivationGrad(ctx, p);
+  LaunchActivationGrad(ctx, RowArgs(kId, ctx.attrs(), ctx.node_desc()));
 }
 
 void ShrinkGradFn(KernelContext& ctx) {

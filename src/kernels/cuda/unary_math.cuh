@@ -14,6 +14,14 @@ struct UnaryArgs {
   float p[unary::kMaxParams] = {};
 };
 
+// Row `id` with its parameters read from a node's attributes (host side).
+inline UnaryArgs RowArgs(UnaryOpId id, const AttrMap& attrs, const std::string& what) {
+  UnaryArgs a;
+  a.op = static_cast<int>(id);
+  ReadUnaryParams(UnaryInfo(id), attrs, a.p, what);
+  return a;
+}
+
 template <class Op>
 __device__ __forceinline__ float RowFwd(float x, const float* p) {
   return Op::template Fwd<float>(x, p);
