@@ -10,7 +10,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 JOBS=${JOBS:-2}
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
-SANITIZE=${SANITIZE:-0}  # 1 once the sanitized build is cached and green in CI (docs/architecture.md, "Sanitizers")
+SANITIZE=${SANITIZE:-0}  # off in CI until scripts/sanitize.sh has run green there (issue 13)
 
 echo "== setup"
 bash scripts/setup.sh
