@@ -2,7 +2,7 @@
 # The CI entry point: installs dependencies, builds build/ (Release, ccache), runs every ctest
 # (unit, C ABI, CLI, ONNX conformance) and a fuzz smoke run. Exits non-zero on any failure.
 # Then the unit and C ABI tests again in an ASan + UBSan build (scripts/sanitize.sh asan).
-#   usage: scripts/test.sh            (FUZZ_SECONDS=0 skips the fuzzer, SANITIZE=1 adds the sanitizer
+#   usage: scripts/test.sh            (FUZZ_SECONDS=0 skips the fuzzer, SANITIZE=0 the sanitizer
 #                                      build; JOBS sets parallelism)
 set -euo pipefail
 
@@ -10,7 +10,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 JOBS=${JOBS:-2}
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
-SANITIZE=${SANITIZE:-0}  # off in CI until scripts/sanitize.sh has run green there (issue 13)
+SANITIZE=${SANITIZE:-1}
 
 echo "== setup"
 bash scripts/setup.sh
