@@ -34,7 +34,7 @@ int Count(const Graph& g, const char* op) {
 std::shared_ptr<Graph> Optimize(const Graph& model, DeviceType device, bool fuse) {
   auto g = std::make_shared<Graph>(model);
   ThreadPool pool(1);
-  OptimizeGraph(*g, 2, pool, device, fuse);
+  OptimizeForDevice(*g, 2, pool, device, fuse);
   return g;
 }
 

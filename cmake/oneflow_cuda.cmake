@@ -1,5 +1,6 @@
-# The CUDA backend: option, toolkit discovery, and the sources it adds to oneflow_core.
-# Included from the top-level CMakeLists.txt after oneflow_core is defined. Sets ONEFLOW_HAVE_CUDA.
+# The CUDA backend: option and toolkit discovery. Included from the top-level CMakeLists.txt before
+# the modules are defined; sets ONEFLOW_HAVE_CUDA, ONEFLOW_HAVE_CUDNN, ONEFLOW_HAVE_NCCL (and
+# CUDNN_*/NCCL_* paths), which src/CMakeLists.txt turns into each module's CUDA sources and libraries.
 #
 # ONEFLOW_WITH_CUDA defaults to ON when nvcc is found and OFF otherwise; with it OFF (or no toolkit)
 # the engine builds exactly as before and the CUDA C API answers "built without CUDA".
@@ -13,10 +14,6 @@ endif()
 option(ONEFLOW_WITH_CUDA "Build the CUDA backend (default: ON when nvcc is found)" ${_oneflow_cuda_default})
 
 set(ONEFLOW_HAVE_CUDA OFF)
-# The host-only part of the device layer (the caching allocator's bookkeeping) is always built:
-# its logic is tested on machines without a GPU.
-target_sources(oneflow_core PRIVATE ${PROJECT_SOURCE_DIR}/src/device/caching_allocator.cc)
-
 if(NOT ONEFLOW_WITH_CUDA)
   message(STATUS "CUDA backend: off (ONEFLOW_WITH_CUDA=OFF; nvcc: ${CMAKE_CUDA_COMPILER})")
   return()
@@ -33,9 +30,6 @@ endif()
 # One CUDA runtime for the whole process: the shared libcudart that the host code links too.
 set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
 enable_language(CUDA)
-# oneflow_core exists before this file runs, so its CUDA_ARCHITECTURES was initialized from a then
-# unset variable (empty on a fresh configure): set it explicitly. Later targets take the variable.
-set_property(TARGET oneflow_core PROPERTY CUDA_ARCHITECTURES ${CMAKE_CUDA_ARCHITECTURES})
 set(CMAKE_CUDA_STANDARD 17)
 set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 if(CCACHE_PROGRAM)
@@ -71,34 +65,3 @@ set(ONEFLOW_HAVE_CUDA ON)
 message(STATUS "CUDA backend: on (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES}, "
                "cuBLASLt ${CUDAToolkit_VERSION}, cuDNN ${ONEFLOW_HAVE_CUDNN}, NCCL ${ONEFLOW_HAVE_NCCL})")
 
-# Few translation units on purpose: each .cu instantiates its templates once (CI has 2 cores).
-file(GLOB ONEFLOW_CUDA_SOURCES CONFIGURE_DEPENDS
-  ${PROJECT_SOURCE_DIR}/src/device/cuda/*.cc ${PROJECT_SOURCE_DIR}/src/kernels/cuda/*.cc
-  ${PROJECT_SOURCE_DIR}/src/kernels/cuda/*.cu ${PROJECT_SOURCE_DIR}/src/train/*.cu)
-# Sources named *_cudnn.* call cuDNN and are compiled only when it was found.
-if(NOT ONEFLOW_HAVE_CUDNN)
-  list(FILTER ONEFLOW_CUDA_SOURCES EXCLUDE REGEX "_cudnn\\.(cc|cu)$")
-endif()
-target_sources(oneflow_core PRIVATE ${ONEFLOW_CUDA_SOURCES})
-target_compile_definitions(oneflow_core PUBLIC ONEFLOW_HAVE_CUDA=1)
-target_link_libraries(oneflow_core PUBLIC CUDA::cudart CUDA::cublasLt)
-if(ONEFLOW_HAVE_CUDNN)
-  target_include_directories(oneflow_core PUBLIC ${CUDNN_INCLUDE_DIR})
-  target_compile_definitions(oneflow_core PUBLIC ONEFLOW_HAVE_CUDNN=1)
-  target_link_libraries(oneflow_core PUBLIC ${CUDNN_LIBRARY})
-endif()
-if(ONEFLOW_HAVE_NCCL)
-  target_include_directories(oneflow_core PUBLIC ${NCCL_INCLUDE_DIR})
-  target_compile_definitions(oneflow_core PUBLIC ONEFLOW_HAVE_NCCL=1)
-  # The NCCL communicator (src/comm/nccl*.cc) loads NCCL with dlopen rather than linking it,
-  # so a process that also loads PyTorch's own libnccl keeps it (see nccl_api.h).
-  get_filename_component(_nccl_real ${NCCL_LIBRARY} REALPATH)
-  target_compile_definitions(oneflow_core PRIVATE ONEFLOW_NCCL_LIBRARY="${_nccl_real}")
-  target_link_libraries(oneflow_core PUBLIC ${CMAKE_DL_LIBS})
-endif()
-# Device code: hidden symbols like the rest of the core; fast math is opted into per kernel, not globally.
-target_compile_options(oneflow_core PRIVATE
-  $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcudafe=--diag_suppress=177>)
-if(NOT ONEFLOW_SHARED_CORE)
-  target_compile_options(oneflow_core PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fvisibility=hidden>)
-endif()

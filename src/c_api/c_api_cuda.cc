@@ -69,19 +69,11 @@ bool ReadAllowRuntimeFallback(const oneflow_device_session_options_t* o) {
   return o->allow_runtime_fallback == 1;
 }
 
-// Checks that `data` is memory of CUDA device `index` (device or managed), so that a host pointer
-// is refused here instead of faulting in a kernel.
+// Checks that `data` is memory of CUDA device `index` (cuda::RequireDevicePointer); a build without
+// CUDA has no device memory to check (and no device session to hand it to).
 void RequireDevicePointer(const void* data, int32_t index) {
 #ifdef ONEFLOW_HAVE_CUDA
-  cudaPointerAttributes attr{};
-  const cudaError_t status = cudaPointerGetAttributes(&attr, data);
-  if (status != cudaSuccess) (void)cudaGetLastError();
-  const bool device_memory = status == cudaSuccess &&
-                             (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged);
-  OF_REQUIRE(device_memory, "data ", data, " is not memory of CUDA device ", index, " (",
-             status == cudaSuccess ? "host or unregistered memory" : cudaGetErrorString(status), ")");
-  OF_REQUIRE(attr.type == cudaMemoryTypeManaged || attr.device == index, "data ", data, " is memory of CUDA device ",
-             attr.device, ", not of device ", index);
+  cuda::RequireDevicePointer(data, index);
 #else
   (void)data;
   (void)index;

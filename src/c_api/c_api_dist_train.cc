@@ -44,8 +44,7 @@ oneflow_status_t oneflow_dist_trainer_create(const oneflow_graph_t* graph, const
       o.micro_batches = dist->micro_batches > 0 ? dist->micro_batches : o.pipeline_stages;
       if (dist->max_states > 0) o.max_states = dist->max_states;
     }
-    Graph g = *graph->graph;
-    PrepareGraph(g);
+    const Graph& g = *graph->graph;  // prepared when loaded
     auto t = std::make_unique<oneflow_dist_trainer_s>();
     t->trainer = train::DistributedTrainer::Create(g, o);
     *out_trainer = t.release();

@@ -120,9 +120,8 @@ oneflow_status_t Guard(Fn&& fn) noexcept {
   }
 }
 
-// Validates a loaded graph and wraps it in a handle (every graph-loading entry point ends here).
+// Wraps a loaded (so validated: serialize/model_io.h) graph in a handle.
 inline oneflow_graph_t* WrapGraph(Graph g) {
-  PrepareGraph(g);
   auto h = std::make_unique<oneflow_graph_s>();
   h->graph = std::make_shared<const Graph>(std::move(g));
   h->io.Build(*h->graph);

@@ -83,8 +83,7 @@ oneflow_status_t oneflow_plan_explain(const oneflow_graph_t* graph, const oneflo
     OF_REQUIRE(graph != nullptr, "graph is NULL");
     OF_REQUIRE(out_json != nullptr, "out_json is NULL");
     DistributedOptions d = ToDistOptions(options);
-    Graph g = *graph->graph;
-    PrepareGraph(g);
+    const Graph& g = *graph->graph;  // prepared when loaded
     std::string json = MakePlan(g, d.plan).ToJson();
     char* s = new char[json.size() + 1];
     std::memcpy(s, json.c_str(), json.size() + 1);
@@ -109,8 +108,7 @@ oneflow_status_t oneflow_dist_session_create(const oneflow_graph_t* graph, const
     OF_REQUIRE(so.optimization_level >= 0 && so.optimization_level <= 2, "optimization_level must be 0, 1 or 2, got ",
                so.optimization_level);
     DistributedOptions d = ToDistOptions(plan_options);
-    Graph g = *graph->graph;
-    PrepareGraph(g);
+    const Graph& g = *graph->graph;  // prepared when loaded
     auto s = std::make_unique<oneflow_dist_session_s>();
     s->num_outputs = g.outputs.size();
     s->session = std::make_unique<DistributedSession>(g, so, d);

@@ -13,31 +13,12 @@ namespace oneflow {
 
 namespace {
 
-// Inputs whose data sets output shapes (ONNX semantics); inference reads them at run time.
-const std::map<std::string, std::vector<size_t>>& ShapeInputTable() {
-  static const std::map<std::string, std::vector<size_t>> table = {
-      {"Reshape", {1}},       {"Expand", {1}},        {"Tile", {1}},           {"Slice", {1, 2, 3, 4}},
-      {"Pad", {1, 3}},     {"ConstantOfShape", {0}}, {"Range", {0, 1, 2}}, {"Squeeze", {1}},
-      {"Unsqueeze", {1}},     {"ReduceSum", {1}},     {"ReduceMean", {1}},     {"ReduceMax", {1}},
-      {"ReduceMin", {1}},     {"ReduceProd", {1}},    {"ReduceL1", {1}},       {"ReduceL2", {1}},
-      {"ReduceLogSum", {1}},  {"ReduceLogSumExp", {1}}, {"ReduceSumSquare", {1}}, {"TopK", {1}},
-      {"OneHot", {1}},        {"Resize", {1, 2, 3}},  {"Upsample", {1}},       {"Split", {1}},
-      {"CenterCropPad", {1}},
-  };
-  return table;
+// Nodes that read only the shape (and dtype) of these inputs, never their bytes (OpSchema::TypeOnlyInput).
+bool IsDataFreeInput(const Node& n, size_t i) {
+  if (n.schema == nullptr) return false;
+  const auto& only = n.schema->type_only_inputs;
+  return std::find(only.begin(), only.end(), i) != only.end();
 }
-
-// Inputs that set a kernel's launch configuration (loop structure) without setting a shape: a
-// device kernel needs them on the host before it launches.
-const std::map<std::string, std::vector<size_t>>& LaunchParameterTable() {
-  static const std::map<std::string, std::vector<size_t>> table = {
-      {"CumSum", {1}},
-  };
-  return table;
-}
-
-// Nodes that read only the shape (and dtype) of these inputs, never their bytes.
-bool IsDataFreeInput(const Node& n, size_t i) { return i == 0 && (n.op_type == "Shape" || n.op_type == "Size"); }
 
 // "Known or named": a dim inference can express without seeing data.
 bool DimDetermined(const Dim& d) { return d.known() || !d.symbol.empty(); }
@@ -61,15 +42,7 @@ std::vector<size_t> ShapeInputPositions(const Graph& g, const Node& n) {
       if (n.has_input(i)) out.push_back(i);
     return out;
   }
-  if (n.domain.empty() || n.domain == "ai.onnx") {
-    // Any dtype: Resize's scales and Range's bounds may be floats.
-    auto it = ShapeInputTable().find(n.op_type);
-    if (it != ShapeInputTable().end())
-      for (size_t i : it->second)
-        if (n.has_input(i)) out.push_back(i);
-  }
-  if (!out.empty()) return out;
-  // Ops outside the table: when every input type is determined by shapes alone but an output's is
+  // Ops that declare none: when every input type is determined by shapes alone but an output's is
   // not, inference must be reading data; the small integer inputs are the ones it can read.
   bool inputs_determined = true;
   for (size_t i = 0; i < n.inputs.size(); ++i)
@@ -88,10 +61,8 @@ std::vector<size_t> ShapeInputPositions(const Graph& g, const Node& n) {
 
 std::vector<size_t> HostInputPositions(const Graph& g, const Node& n) {
   std::vector<size_t> out = ShapeInputPositions(g, n);
-  if (!n.domain.empty() && n.domain != "ai.onnx") return out;
-  auto it = LaunchParameterTable().find(n.op_type);
-  if (it == LaunchParameterTable().end()) return out;
-  for (size_t i : it->second)
+  if (n.schema == nullptr) return out;
+  for (size_t i : n.schema->launch_inputs)  // OpSchema::LaunchInput
     if (n.has_input(i) && std::find(out.begin(), out.end(), i) == out.end()) out.push_back(i);
   return out;
 }

@@ -52,15 +52,16 @@ struct DevicePlacement {
   bool host_reads_computed_values(const Graph& g) const;
 };
 
-// Input positions of `node` whose data its shape inference reads (ONNX semantics: Reshape's shape,
-// Slice's starts/ends/axes/steps, Reduce*'s axes, Resize's scales/sizes, ...; plus any small integer
-// input of a node whose static output shape is not determined by input shapes). On a device node
+// Input positions of `node` whose data its shape inference reads, as its op declares them
+// (OpSchema::ShapeInput: Reshape's shape, Slice's starts/ends/axes/steps, Reduce*'s axes, Resize's
+// scales/sizes, ...); for an op that declares none, any small integer input of a node whose static
+// output shape is not determined by input shapes. On a device node
 // these inputs reach inference *and the kernel* as host tensors: they are parameters, not data.
 std::vector<size_t> ShapeInputPositions(const Graph& g, const Node& node);
 
 // Input positions a device node receives as host tensors: the shape inputs above plus the inputs
-// that set a kernel's launch configuration without setting a shape (CumSum's axis: it changes the
-// loop structure). A constant there is read from its host copy (never uploaded, no device read, no
+// that set a kernel's launch configuration without setting a shape (OpSchema::LaunchInput, e.g.
+// CumSum's axis: it changes the loop structure). A constant there is read from its host copy (never uploaded, no device read, no
 // obstacle to CUDA graph capture); a computed one makes the host wait mid-run. Scalars a kernel can
 // read in device memory (Pad's constant_value, Trilu's k) are not listed: they stay on the device.
 std::vector<size_t> HostInputPositions(const Graph& g, const Node& node);

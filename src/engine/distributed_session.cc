@@ -86,7 +86,7 @@ std::shared_ptr<DistributedSession::Compiled> DistributedSession::Compile(
   ThreadPool fold_pool(1);
   for (size_t slot = 0; slot < c->devices.size(); ++slot) {
     auto g = std::make_shared<Graph>(BuildPhysicalGraph(*c->plan, c->devices.positions[slot], c->keys[slot]));
-    OptimizeGraph(*g, options_.optimization_level, fold_pool);
+    OptimizeForDevice(*g, options_.optimization_level, fold_pool);
     c->graphs.push_back(g);
     c->executors.push_back(std::make_unique<Executor>(g, dist_.threads_per_device));
   }

@@ -40,7 +40,7 @@ std::shared_ptr<Communicator> ResolveDistributedOptions(DistributedOptions& dist
 
 class DistributedSession {
  public:
-  // `model` must be prepared (PrepareGraph). Fails early on a placement naming missing devices.
+  // `model` must be prepared (graph/prepare.h; loaded models are). Fails early on a placement naming missing devices.
   DistributedSession(const Graph& model, const SessionOptions& options, DistributedOptions dist);
   ~DistributedSession();
 

@@ -3,49 +3,18 @@
 
 #include <map>
 
-#include "graph/passes/passes.h"
+#include "passes/pipeline.h"
 #include "kernels/node_runner.h"
 
 namespace oneflow {
 
-void PrepareGraph(Graph& g) {
-  ResolveSchemas(g);
-  InferShapes(g);
-}
-
-bool FuseElementwiseByDefault(DeviceType) { return true; }
-
-void OptimizeGraph(Graph& g, int level, ThreadPool& pool, DeviceType device) {
-  OptimizeGraph(g, level, pool, device, FuseElementwiseByDefault(device));
-}
-
-void OptimizeGraph(Graph& g, int level, ThreadPool& pool, DeviceType device, bool fuse_elementwise) {
-  if (level <= 0) return;
-  FoldConstants(g, pool, EvaluateOnCpu);
-  if (level >= 2) {
-    if (FuseOps(g) > 0) {
-      ResolveSchemas(g);
-      InferShapes(g);
-      FoldConstants(g, pool, EvaluateOnCpu);
-    }
-    // Before elementwise fusion, which would otherwise take the scale Div into a chain.
-    if (device == DeviceType::kCuda && FuseAttention(g) > 0) {
-      ResolveSchemas(g);
-      InferShapes(g);
-    }
-    if (device == DeviceType::kCpu && OptimizeLayout(g) > 0) {
-      ResolveSchemas(g);
-      InferShapes(g);
-      FoldConstants(g, pool, EvaluateOnCpu);  // transposes of constant residuals
-    }
-    // Last: the layout pass pushes transposes through single elementwise ops, not fused ones.
-    if (fuse_elementwise) EliminateDeadCode(g);  // a dead reader must not keep a value unfused
-    if (fuse_elementwise && FuseElementwise(g) > 0) {
-      ResolveSchemas(g);
-      InferShapes(g);
-    }
-  }
-  EliminateDeadCode(g);
+void OptimizeForDevice(Graph& g, int level, ThreadPool& pool, DeviceType device, bool fuse_elementwise) {
+  PipelineOptions options;
+  options.level = level;
+  options.channels_last = device == DeviceType::kCpu;
+  options.fuse_attention = device == DeviceType::kCuda;
+  options.fuse_elementwise = fuse_elementwise;
+  OptimizeGraph(g, options, pool, EvaluateOnCpu);
 }
 
 Session::Session(const Graph& model, const SessionOptions& options) : model_(model), options_(options) {
@@ -56,7 +25,7 @@ Session::Session(const Graph& model, const SessionOptions& options) : model_(mod
   optimized_ = std::make_shared<Graph>(model_);
   {
     ThreadPool fold_pool(1);
-    OptimizeGraph(*optimized_, options.optimization_level, fold_pool, options.device);
+    OptimizeForDevice(*optimized_, options.optimization_level, fold_pool, options.device);
   }
   if (options.device == DeviceType::kCpu) {
     OF_REQUIRE(options.device_index == 0, "CPU device index must be 0, got ", options.device_index);

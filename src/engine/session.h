@@ -8,6 +8,7 @@
 
 #include "engine/executor.h"
 #include "graph/graph.h"
+#include "graph/prepare.h"
 
 namespace oneflow {
 
@@ -25,21 +26,17 @@ struct SessionOptions {
   bool cuda_allow_runtime_fallback = false;
 };
 
-// Validates a loaded graph (schemas, defaults, static shapes) in place. Used by loaders.
-void PrepareGraph(Graph& g);
-// Applies the optimization passes of `level` to a prepared graph, for the device it will run on:
-// the channels-last layout pass serves the CPU's conv kernels and is left out for CUDA (where it
-// would turn Conv into CPU-only NHWC ops and add transposes); attention fusion runs for CUDA only
-// (the flash kernel), and elementwise fusion where FuseElementwiseByDefault(device) says.
-void OptimizeGraph(Graph& g, int level, ThreadPool& pool, DeviceType device = DeviceType::kCpu);
-// The same with elementwise fusion (passes.h FuseElementwise) chosen explicitly (benchmarks, tests).
-void OptimizeGraph(Graph& g, int level, ThreadPool& pool, DeviceType device, bool fuse_elementwise);
-// Whether level-2 optimization fuses elementwise chains for sessions on `device`.
-bool FuseElementwiseByDefault(DeviceType device);
+// Applies the optimization pipeline (passes/pipeline.h) of `level` to a prepared graph, for the
+// device it will run on: the channels-last layout pass serves the CPU's conv kernels and is left
+// out for CUDA (where it would turn Conv into CPU-only NHWC ops and add transposes); attention
+// fusion runs for CUDA only (the flash kernel). Constant folding evaluates on the CPU kernels.
+// `fuse_elementwise` off is for benchmarks and tests that compare against the unfused graph.
+void OptimizeForDevice(Graph& g, int level, ThreadPool& pool, DeviceType device = DeviceType::kCpu,
+                       bool fuse_elementwise = true);
 
 class Session {
  public:
-  // `model` must be prepared (PrepareGraph); the session optimizes its own copy.
+  // `model` must be prepared (graph/prepare.h; loaded models are); the session optimizes its own copy.
   Session(const Graph& model, const SessionOptions& options);
 
   const Graph& model() const { return model_; }          // as loaded (for queries)

@@ -7,7 +7,7 @@
 
 #include "graph/grad_context.h"
 #include "graph/op_schema.h"
-#include "graph/passes/passes.h"
+#include "graph/prepare.h"
 
 namespace oneflow {
 namespace {

@@ -16,22 +16,21 @@ struct OpInfo {
 };
 
 constexpr OpInfo kLoadConst[] = {{"Load", 0, 1}, {"Const", 0, 0.2}};
-constexpr OpInfo kBinary[] = {{"Add", 0, 1}, {"Sub", 0, 1}, {"Mul", 0, 1}, {"Div", 0, 1},
-                              {"Pow", 0, 60}, {"Max", 0, 1}, {"Min", 0, 1}};
-static_assert(sizeof(kBinary) / sizeof(kBinary[0]) == static_cast<size_t>(EwOp::kCount) - static_cast<size_t>(EwOp::kAdd),
-              "kBinary must list every binary EwOp");
 
 OpInfo Info(EwOp op) {
   if (op <= EwOp::kConst) return kLoadConst[static_cast<size_t>(op)];
-  if (op >= EwOp::kAdd) return kBinary[static_cast<size_t>(op) - static_cast<size_t>(EwOp::kAdd)];
+  if (EwIsBinary(op)) {
+    const BinaryOpInfo& row = BinaryInfo(BinaryOfEwOp(op));
+    return OpInfo{row.name, 0, row.cost};
+  }
   const UnaryOpInfo& row = UnaryInfo(RowOfEwOp(op));
   return OpInfo{row.name, row.params.count, row.cost};
 }
 
 }  // namespace
 
-bool EwIsUnary(EwOp op) { return op > EwOp::kConst && op < EwOp::kAdd; }
-bool EwIsBinary(EwOp op) { return op >= EwOp::kAdd && op < EwOp::kCount; }
+bool EwIsUnary(EwOp op) { return op > EwOp::kConst && static_cast<int>(op) < kEwFirstBinary; }
+bool EwIsBinary(EwOp op) { return static_cast<int>(op) >= kEwFirstBinary && op < EwOp::kCount; }
 const char* EwOpName(EwOp op) { return op >= EwOp::kLoad && op < EwOp::kCount ? Info(op).name : "?"; }
 double EwOpCost(EwOp op) { return Info(op).cost; }
 

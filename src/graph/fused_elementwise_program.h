@@ -1,4 +1,4 @@
-// The program of an ai.oneflow FusedElementwise node (built by graph/passes/elementwise_fusion.cc,
+// The program of an ai.oneflow FusedElementwise node (built by passes/elementwise_fusion.cc,
 // run by kernels/cpu/fused_elementwise.cc and kernels/cuda/fused_elementwise.cu).
 //
 // A program is a straight-line list of instructions over a small file of f32 registers, evaluated
@@ -21,25 +21,34 @@
 
 #include "base/tensor.h"
 #include "graph/attribute.h"
+#include "graph/ops/binary_ops.h"
 #include "graph/ops/unary_ops.h"
 
 namespace oneflow {
 
 // kLoad, kConst, then one unary instruction per row of graph/ops/unary_ops.h (in its order; a
-// parameterized row reads its parameters from constants[b ...]), then the binary ones.
+// parameterized row reads its parameters from constants[b ...]), then one binary instruction per
+// row of graph/ops/binary_ops.h.
 enum class EwOp : int32_t {
   kLoad, kConst,
 #define OF_EW_UNARY_OP(Op) k##Op,
   ONEFLOW_UNARY_OPS(OF_EW_UNARY_OP)
 #undef OF_EW_UNARY_OP
-  // binary
-  kAdd, kSub, kMul, kDiv, kPow, kMax, kMin,
+  // binary: one per row of graph/ops/binary_ops.h, in its order
+#define OF_EW_BINARY_OP(Op) k##Op,
+  ONEFLOW_BINARY_OPS(OF_EW_BINARY_OP)
+#undef OF_EW_BINARY_OP
   kCount
 };
 // The unary instructions are the rows, shifted past kLoad (UnaryOpId::kNone sits where kConst does).
 static_assert(static_cast<int>(EwOp::kRelu) - static_cast<int>(UnaryOpId::kRelu) == static_cast<int>(EwOp::kConst));
 constexpr EwOp EwOpOfRow(UnaryOpId id) { return static_cast<EwOp>(static_cast<int>(id) + static_cast<int>(EwOp::kConst)); }
 constexpr UnaryOpId RowOfEwOp(EwOp op) { return static_cast<UnaryOpId>(static_cast<int>(op) - static_cast<int>(EwOp::kConst)); }
+// The binary instructions are the binary rows, after the unary ones.
+constexpr int kEwFirstBinary = static_cast<int>(UnaryOpId::kCount) + static_cast<int>(EwOp::kConst);
+static_assert(static_cast<int>(EwOp::kCount) - kEwFirstBinary == static_cast<int>(BinaryOpId::kCount));
+constexpr EwOp EwOpOfBinary(BinaryOpId id) { return static_cast<EwOp>(static_cast<int>(id) + kEwFirstBinary); }
+constexpr BinaryOpId BinaryOfEwOp(EwOp op) { return static_cast<BinaryOpId>(static_cast<int>(op) - kEwFirstBinary); }
 
 // Limits every kernel relies on (the pass keeps programs within them).
 constexpr int kEwMaxRegisters = 12;

@@ -1,7 +1,7 @@
 // GradContext: the forward node's view for gradient rules, and node/constant emission.
 #include "graph/grad_context.h"
 
-#include "graph/passes/passes.h"
+#include "graph/prepare.h"
 
 namespace oneflow {
 

@@ -2,7 +2,7 @@
 #include "graph/losses.h"
 
 #include "graph/op_schema.h"
-#include "graph/passes/passes.h"
+#include "graph/prepare.h"
 
 namespace oneflow {
 namespace {

@@ -73,6 +73,17 @@ using GradFn = std::function<void(GradContext&)>;
 
 enum class ParamArity { kSingle, kOptional, kVariadic };
 
+// How mixed-precision training (train/mixed_precision.h) treats an op.
+enum class PrecisionClass {
+  kKeep,    // stays in f32: the default (reductions, normalizations, losses, anything not marked)
+  kLow,     // does the heavy arithmetic: always in the low precision (MatMul, Gemm, Conv)
+  kFollow,  // cheap and exact enough: in the low precision when an input already is
+};
+
+// The planner's estimate of one run's arithmetic from the node's attributes and its input and
+// output shapes (plan/plan.h EstimateFlops). Unset: about one operation per output element.
+using FlopsFn = std::function<double(const AttrMap& attrs, const std::vector<Shape>& in, const std::vector<Shape>& out)>;
+
 struct ParamSpec {
   std::string name;
   ParamArity arity = ParamArity::kSingle;
@@ -100,10 +111,18 @@ struct OpSchema {
   // Valid SBP signatures (global tensors, graph/sbp_signature.h); empty: only "all B"
   // (replicated compute). Costs are the planner's (plan/cost_model.h), from shapes.
   SbpFn sbp;
-  // Inputs whose data (not only their type) sets an output's shape, e.g. ReduceSumToShape's
-  // `shape`: inference reads them at run time, so a device session keeps a host copy of each
+  // Inputs whose data (not only their type) sets an output's shape, e.g. Reshape's `shape`:
+  // inference reads them at run time, so a device session keeps a host copy of each
   // (engine/device_placement.h, ShapeInputPositions).
   std::vector<size_t> shape_inputs;
+  // Inputs whose data sets a kernel's launch configuration (its loop structure) without setting a
+  // shape, e.g. CumSum's `axis`: a device kernel needs them on the host before it launches.
+  std::vector<size_t> launch_inputs;
+  // Inputs of which the op reads only the type, never the bytes (Shape, Size): a device session
+  // need not move them anywhere.
+  std::vector<size_t> type_only_inputs;
+  PrecisionClass precision = PrecisionClass::kKeep;
+  FlopsFn flops;
 
   // Builder: OpSchema("Relu").Since(14).Input("X").Output("Y").Infer(SameAsInput0)
   explicit OpSchema(std::string n, std::string d = "") : name(std::move(n)), domain(std::move(d)) {}
@@ -113,8 +132,19 @@ struct OpSchema {
   OpSchema& Input(std::string n, ParamArity a = ParamArity::kSingle) { inputs.push_back({std::move(n), a}); return *this; }
   OpSchema& OptionalInput(std::string n) { return Input(std::move(n), ParamArity::kOptional); }
   // An input whose data sets an output's shape (see shape_inputs).
-  OpSchema& ShapeInput(std::string n) {
+  OpSchema& ShapeInput(std::string n, ParamArity a = ParamArity::kSingle) {
     shape_inputs.push_back(inputs.size());
+    return Input(std::move(n), a);
+  }
+  OpSchema& OptionalShapeInput(std::string n) { return ShapeInput(std::move(n), ParamArity::kOptional); }
+  // An input whose data sets the kernel's launch configuration (see launch_inputs).
+  OpSchema& LaunchInput(std::string n, ParamArity a = ParamArity::kSingle) {
+    launch_inputs.push_back(inputs.size());
+    return Input(std::move(n), a);
+  }
+  // An input read for its type only (see type_only_inputs).
+  OpSchema& TypeOnlyInput(std::string n) {
+    type_only_inputs.push_back(inputs.size());
     return Input(std::move(n));
   }
   OpSchema& VariadicInput(std::string n) { return Input(std::move(n), ParamArity::kVariadic); }
@@ -127,6 +157,8 @@ struct OpSchema {
   OpSchema& Infer(InferFn fn) { infer = std::move(fn); return *this; }
   OpSchema& Grad(GradFn fn) { grad = std::move(fn); return *this; }
   OpSchema& Sbp(SbpFn fn) { sbp = std::move(fn); return *this; }
+  OpSchema& Precision(PrecisionClass p) { precision = p; return *this; }
+  OpSchema& Flops(FlopsFn fn) { flops = std::move(fn); return *this; }
 };
 
 class OpRegistry {

@@ -53,7 +53,7 @@ class NodeRunner {
 };
 
 // Runs `node` of `graph` once on the CPU with heap outputs: the evaluator constant folding is given
-// (graph/passes/passes.h, NodeEvaluator).
+// (passes/passes.h, NodeEvaluator).
 void EvaluateOnCpu(const Graph& graph, const Node& node, const std::vector<const Tensor*>& inputs,
                    std::vector<Tensor>& outputs, ThreadPool& pool);
 

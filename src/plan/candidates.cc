@@ -10,15 +10,8 @@
 namespace oneflow {
 
 double EstimateFlops(const Node& n, const std::vector<Shape>& in, const std::vector<Shape>& out) {
-  double y = out.empty() ? 0.0 : static_cast<double>(NumElements(out[0]));
-  if (n.op_type == "MatMul" && !in[0].empty()) return 2.0 * y * static_cast<double>(in[0].back());
-  if (n.op_type == "Gemm" && in[0].size() == 2) {
-    int64_t k = n.attrs.GetInt("transA", 0) ? in[0][0] : in[0][1];
-    return 2.0 * y * static_cast<double>(k);
-  }
-  if (n.op_type == "Conv" && in.size() > 1 && in[1].size() > 1)
-    return 2.0 * y * static_cast<double>(ShapeProduct(in[1], 1, in[1].size()));
-  return y;  // elementwise-like: about one operation per output element
+  if (n.schema && n.schema->flops) return n.schema->flops(n.attrs, in, out);
+  return out.empty() ? 0.0 : static_cast<double>(NumElements(out[0]));  // about one operation per element
 }
 
 std::vector<Candidate> NodeCandidates(const Graph& g, const Node& n, const PlanOptions& o, bool data, bool manual) {

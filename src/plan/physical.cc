@@ -6,7 +6,7 @@
 #include "base/error.h"
 #include "plan/plan_internal.h"
 #include "graph/op_schema.h"
-#include "graph/passes/passes.h"
+#include "passes/passes.h"
 
 namespace oneflow {
 namespace {

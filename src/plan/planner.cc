@@ -13,7 +13,7 @@
 #include "plan/plan.h"
 #include "plan/plan_internal.h"
 #include "graph/op_schema.h"
-#include "graph/passes/passes.h"
+#include "passes/passes.h"
 #include "kernels/node_runner.h"
 
 namespace oneflow {

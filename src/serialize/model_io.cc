@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "graph/prepare.h"
 #include "serialize/onnx_export.h"
 #include "serialize/onnx_import.h"
 
@@ -44,10 +45,15 @@ ModelFormat SniffFileFormat(const std::string& path) {
   return SniffModelFormat(magic, got);
 }
 
+static Graph Validated(Graph g, const ModelLoadOptions& options) {
+  if (options.validate) PrepareGraph(g);
+  return g;
+}
+
 Graph LoadModelFile(const std::string& path, const ModelLoadOptions& options) {
   // Missing files, directories and unreadable paths get their errors from the loaders below.
-  if (SniffFileFormat(path) == ModelFormat::kNative) return ReadNativeModel(path, options.native);
-  return LoadOnnxFile(path);
+  if (SniffFileFormat(path) == ModelFormat::kNative) return Validated(ReadNativeModel(path, options.native), options);
+  return Validated(LoadOnnxFile(path), options);
 }
 
 Graph LoadModelMemory(const void* data, size_t size, const std::string& external_data_dir, bool borrow,
@@ -56,9 +62,9 @@ Graph LoadModelMemory(const void* data, size_t size, const std::string& external
   if (SniffModelFormat(data, size) == ModelFormat::kNative) {
     std::function<void()> release;
     if (borrow) release = [] {};  // the caller owns the bytes and promised they outlive the graph
-    return ReadNativeModelMemory(data, size, options.native, std::move(release), external_data_dir);
+    return Validated(ReadNativeModelMemory(data, size, options.native, std::move(release), external_data_dir), options);
   }
-  return LoadOnnxBytes(data, size, external_data_dir);
+  return Validated(LoadOnnxBytes(data, size, external_data_dir), options);
 }
 
 void SaveModel(const Graph& g, const std::string& path, ModelFormat format, const NativeWriteOptions& native_options) {

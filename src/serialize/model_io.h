@@ -24,9 +24,14 @@ ModelFormat FormatFromExtension(const std::string& path);
 
 struct ModelLoadOptions {
   NativeReadOptions native;
+  // Return the graph prepared (graph/prepare.h: schemas resolved, defaults filled, shapes
+  // inferred), failing on a model this build cannot run. Off only for tools that show or convert
+  // a model as stored (`oneflow info`, `oneflow convert`).
+  bool validate = true;
 };
 
-// Loads a model file of either format (sniffed from its first bytes, not its name).
+// Loads a model file of either format (sniffed from its first bytes, not its name), validated
+// unless options.validate is off.
 Graph LoadModelFile(const std::string& path, const ModelLoadOptions& options = {});
 // Loads a model from memory, either format. With `borrow` (native models only), weights view
 // `data` in place; the caller keeps it valid and unchanged for as long as the graph or anything

@@ -3,31 +3,19 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "engine/session.h"
 #include "graph/attribute.h"
-#include "graph/ops/unary_ops.h"
+#include "graph/op_schema.h"
 
 namespace oneflow::train {
 
 namespace {
 
-// Ops that do the heavy arithmetic: always in low precision.
-const std::set<std::string>& LowOps() {
-  static const std::set<std::string> ops{"MatMul", "Gemm", "Conv", "ConvTranspose"};
-  return ops;
-}
-
-// Cheap ops between them: in low precision when an input already is. Unary rows say so themselves
-// (kFollowsLowPrecision in graph/ops/unary_ops.h).
-bool FollowsLowPrecision(const Node& n) {
-  static const std::set<std::string> ops{"Add",     "Sub",     "Mul",       "Div",     "Transpose",
-                                         "Reshape", "Flatten", "Squeeze",   "Unsqueeze", "Identity"};
-  if (n.domain.empty() && ops.count(n.op_type)) return true;
-  const UnaryOpInfo* row = FindUnaryOp(n.domain, n.op_type);
-  return row && row->follows_low_precision;
-}
+// The op's class (OpSchema::precision, set where the op is defined).
+PrecisionClass ClassOf(const Node& n) { return n.schema ? n.schema->precision : PrecisionClass::kKeep; }
 
 class Rewriter {
  public:
@@ -88,9 +76,9 @@ class Rewriter {
   // Rewrites `n` to compute in low precision when the policy says so: input casts are emitted
   // now (before `n`), the casts of its results back to their f32 values go to `after`.
   bool Convert(Node& n, std::vector<Node>& after) {
-    const bool heavy = LowOps().count(n.op_type) > 0;
+    const bool heavy = ClassOf(n) == PrecisionClass::kLow;
     bool follow = false;
-    if (!heavy && FollowsLowPrecision(n)) {
+    if (ClassOf(n) == PrecisionClass::kFollow) {
       for (int v : n.inputs)
         if (native_low_.count(v)) follow = true;
     }
@@ -126,6 +114,7 @@ class Rewriter {
 size_t ApplyMixedPrecision(Graph& g, DType low) {
   OF_REQUIRE(low == DType::kBFloat16 || low == DType::kFloat16, "mixed precision computes in bf16 or f16, not ",
              DTypeName(low));
+  ResolveSchemas(g);  // each node's precision class is on its schema
   const size_t converted = Rewriter(g, low).Run();
   PrepareGraph(g);
   return converted;

@@ -10,7 +10,7 @@
 #include "plan/plan.h"
 #include "graph/autodiff.h"
 #include "graph/op_schema.h"
-#include "graph/passes/passes.h"
+#include "passes/passes.h"
 #include "train/graph_split.h"
 
 namespace oneflow::train {

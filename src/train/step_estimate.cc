@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "graph/passes/passes.h"
+#include "passes/passes.h"
 #include "kernels/node_runner.h"
 
 namespace oneflow::train {

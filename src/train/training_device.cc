@@ -48,7 +48,7 @@ TrainingDevice::TrainingDevice(int index, const OptimizerConfig& optimizer) : in
 TrainingDevice::~TrainingDevice() {
   if (!impl_) return;
   cuda::DeviceGuard guard(index_);
-  (void)cudaStreamSynchronize(impl_->stream.get());
+  impl_->stream.SynchronizeNoThrow();
   impl_.reset();
 }
 

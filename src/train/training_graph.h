@@ -30,7 +30,7 @@ struct TrainingGraph {
   const std::string& name(int v) const { return graph.values[static_cast<size_t>(v)].name; }
 };
 
-// `model` must be prepared (PrepareGraph); only the loss, frozen, loss-shaping and precision fields
+// `model` must be prepared (graph/prepare.h; loaded models are); only the loss, frozen, loss-shaping and precision fields
 // of `options` are read. Errors as TrainingSession's constructor: kInvalidArgument for a missing
 // loss or logits output or no trainable parameter, kUnsupported naming the op when the loss does
 // not differentiate back to the parameters.

@@ -79,7 +79,7 @@ std::unique_ptr<Part> CompilePart(Graph g, int level, const std::shared_ptr<Thre
   auto part = std::make_unique<Part>();
   {
     ThreadPool fold_pool(1);
-    OptimizeGraph(g, level, fold_pool, device.type);
+    OptimizeForDevice(g, level, fold_pool, device.type);
   }
   part->graph = std::make_shared<Graph>(std::move(g));
   part->executor = std::make_unique<Executor>(part->graph, pool, device);

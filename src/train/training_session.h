@@ -90,7 +90,7 @@ struct TrainingMemory {
 // All calls are serialized by one mutex: a training session is a state machine, not a pure function.
 class TrainingSession {
  public:
-  // `model` must be prepared (PrepareGraph). Fails with kInvalidArgument for bad options, a missing
+  // `model` must be prepared (graph/prepare.h; loaded models are). Fails with kInvalidArgument for bad options, a missing
   // loss or logits output, or no trainable parameter; kUnsupported naming the op when the loss
   // does not differentiate back to the parameters.
   TrainingSession(const Graph& model, const TrainingOptions& options);

@@ -12,7 +12,7 @@
 #include "base/thread_pool.h"
 #include "engine/session.h"
 #include "graph/op_schema.h"
-#include "graph/passes/passes.h"
+#include "passes/passes.h"
 #include "kernels/kernel.h"
 
 namespace oneflow {

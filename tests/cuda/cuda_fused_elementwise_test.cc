@@ -11,7 +11,7 @@
 #include "engine/session.h"
 #include "graph/fused_elementwise_program.h"
 #include "graph/op_schema.h"
-#include "graph/passes/passes.h"
+#include "passes/passes.h"
 
 namespace oneflow {
 namespace {

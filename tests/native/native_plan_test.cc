@@ -8,7 +8,7 @@
 #include <string>
 
 #include "plan/plan.h"
-#include "graph/passes/passes.h"
+#include "passes/passes.h"
 #include "ofm_generated.h"
 #include "serialize/checksum.h"
 #include "serialize/native_format.h"

@@ -9,7 +9,7 @@
 #include "engine/session.h"
 #include "graph/autodiff.h"
 #include "graph/grad_context.h"
-#include "graph/passes/passes.h"
+#include "passes/passes.h"
 #include "gradcheck.h"
 
 namespace oneflow {

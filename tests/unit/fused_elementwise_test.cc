@@ -1,4 +1,4 @@
-// Elementwise fusion (graph/passes/elementwise_fusion.cc) and the CPU FusedElementwise kernel:
+// Elementwise fusion (passes/elementwise_fusion.cc) and the CPU FusedElementwise kernel:
 // random chains and trees of elementwise ops run fused and unfused (the same graph optimized with
 // the pass on and off) must agree to 1e-6 in f32; f16/bf16 fused chains must be the f32 result
 // rounded once; the pass must leave observable intermediates and unindexable broadcasts alone.
@@ -14,7 +14,7 @@
 #include "engine/session.h"
 #include "graph/fused_elementwise_program.h"
 #include "graph/op_schema.h"
-#include "graph/passes/passes.h"
+#include "passes/passes.h"
 
 namespace oneflow {
 namespace {
@@ -31,7 +31,7 @@ std::shared_ptr<Graph> Optimized(const Graph& model, bool fuse, DeviceType devic
   auto g = std::make_shared<Graph>(model);
   PrepareGraph(*g);
   ThreadPool pool(1);
-  OptimizeGraph(*g, 2, pool, device, fuse);
+  OptimizeForDevice(*g, 2, pool, device, fuse);
   return g;
 }
 
@@ -345,7 +345,7 @@ TEST(FusedElementwise, CudaOrderFusesAttentionBeforeElementwise) {
   const int probs = b.Node("Softmax", {scores}, [] { AttrMap a; a.set("axis", Attribute::Int(-1)); return a; }());
   const int ctx = b.Node("MatMul", {probs, v});
   b.g.outputs = {b.Node("Relu", {b.Node("Add", {ctx, r})})};
-  auto cuda = Optimized(b.g, FuseElementwiseByDefault(DeviceType::kCuda), DeviceType::kCuda);
+  auto cuda = Optimized(b.g, /*fuse=*/true, DeviceType::kCuda);  // what a CUDA session runs
   EXPECT_EQ(CountOps(*cuda, "FusedAttention"), 1);
   EXPECT_EQ(CountOps(*cuda, "FusedElementwise"), 1);
   EXPECT_EQ(CountOps(*cuda, "Softmax") + CountOps(*cuda, "Div") + CountOps(*cuda, "Relu"), 0);

@@ -1,4 +1,4 @@
-// Fusion pass (graph/passes/fusion.cc): Gelu spelled out with Erf becomes one Gelu, then the
+// Fusion pass (passes/fusion.cc): Gelu spelled out with Erf becomes one Gelu, then the
 // epilogue of the MatMul producing its input; outputs match a double-precision reference.
 #include <gtest/gtest.h>
 

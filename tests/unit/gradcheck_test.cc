@@ -9,7 +9,7 @@
 #include "engine/session.h"
 #include "graph/autodiff.h"
 #include "graph/op_schema.h"
-#include "graph/passes/passes.h"
+#include "passes/passes.h"
 
 namespace oneflow {
 namespace testing {

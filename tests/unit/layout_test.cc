@@ -1,4 +1,4 @@
-// Layout pass (graph/passes/layout.cc): conv nets run NHWC at optimization level 2 with at most a
+// Layout pass (passes/layout.cc): conv nets run NHWC at optimization level 2 with at most a
 // transpose at the input and one at the end, and give the outputs of the unoptimized NCHW graph
 // (level 0: plain Conv/Relu/MaxPool/Add/... kernels, each tested against naive loops elsewhere).
 #include <gtest/gtest.h>

@@ -396,7 +396,7 @@ Tensor RunBothLevels(GraphBuilder& gb, int y, std::vector<std::string>& fused_op
   copy.outputs = {y};
   PrepareGraph(copy);
   Session s2(copy, SessionOptions{2, 2});
-  // The layout pass (graph/passes/layout.cc) surrounds NHWC convs with Transposes: not fusions.
+  // The layout pass (passes/layout.cc) surrounds NHWC convs with Transposes: not fusions.
   for (const Node& n : s2.optimized().nodes)
     if (n.op_type != "Transpose") fused_ops.push_back(n.op_type);
   Tensor fused = s2.Run(gb.feeds, {})[0].second;
@@ -588,7 +588,7 @@ TEST(Fusion, IntermediateWithTwoConsumersIsNotFused) {
   std::vector<std::string> ops;
   RunBothLevels(gb, y, ops, true);
   // The conv may run NHWC (a FusedConv with the layout attribute) but absorbs nothing; Relu and
-  // Add, which both read it, become one FusedElementwise (graph/passes/elementwise_fusion.cc).
+  // Add, which both read it, become one FusedElementwise (passes/elementwise_fusion.cc).
   ASSERT_EQ(ops.size(), 2u);
   EXPECT_TRUE(ops[0] == "Conv" || ops[0] == "FusedConv") << ops[0];
   EXPECT_EQ(ops[1], "FusedElementwise");

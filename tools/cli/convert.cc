@@ -20,7 +20,9 @@ int ConvertCommand(const std::vector<std::string>& args) {
   const ModelFormat in_format = SniffFileFormat(in);
   // The model is converted as stored: no validation or defaults are added, so a model this build
   // cannot run still converts, and loading either file yields the same graph.
-  Graph g = LoadModelFile(in);
+  ModelLoadOptions load;
+  load.validate = false;
+  Graph g = LoadModelFile(in, load);
   NativeWriteOptions options;
   options.external_data_file = a.Get("external-data");
   options.checksums = !a.Has("no-checksums");

@@ -44,7 +44,9 @@ int InfoCommand(const std::vector<std::string>& args) {
   ParsedArgs a = ParseArgs("info", args, {});
   if (a.positionals.size() != 1) throw UsageError("'oneflow info' takes exactly one MODEL path");
   const std::string path = a.positionals[0];
-  Graph g = LoadModelFile(path);
+  ModelLoadOptions load;
+  load.validate = false;  // shown as stored; validated below, reporting why it fails if it does
+  Graph g = LoadModelFile(path, load);
 
   std::printf("model: %s\n", path.c_str());
   std::printf("format: %s\n", ModelFormatName(SniffFileFormat(path)));

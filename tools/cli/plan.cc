@@ -6,7 +6,7 @@
 #include "plan/plan.h"
 #include "engine/session.h"
 #include "train/distributed_trainer.h"
-#include "serialize/onnx_import.h"
+#include "serialize/model_io.h"
 
 namespace oneflow {
 namespace cli {
@@ -91,8 +91,7 @@ int PlanCommand(const std::vector<std::string>& args) {
   o.cost.link_bytes_per_s = PositiveNumber(a, "link-gbps", o.cost.link_bytes_per_s / 1e9) * 1e9;
   o.cost.link_latency_s = PositiveNumber(a, "latency-us", o.cost.link_latency_s * 1e6) / 1e6;
   o.cost.flops_per_s = PositiveNumber(a, "gflops", o.cost.flops_per_s / 1e9) * 1e9;
-  Graph g = LoadOnnxFile(a.positionals[0]);
-  PrepareGraph(g);
+  Graph g = LoadModelFile(a.positionals[0]);
   for (const auto& [name, shape] : o.input_shapes) {
     bool found = a.Has("train") && name == "labels";  // the appended loss's input
     for (int id : g.inputs) found |= g.values[static_cast<size_t>(id)].name == name;

@@ -62,7 +62,6 @@ std::unique_ptr<Session> OpenSession(const std::string& path, const ParsedArgs& 
   opts.intra_op_threads = a.GetInt("threads", 0, 0, 1024);
   opts.optimization_level = a.GetInt("opt-level", 2, 0, 2);
   Graph g = LoadModelFile(path);
-  PrepareGraph(g);
   return std::make_unique<Session>(g, opts);
 }
 
@@ -185,7 +184,6 @@ int BenchCommand(const std::vector<std::string>& args) {
 
   auto t0 = Clock::now();
   Graph g = LoadModelFile(model);
-  PrepareGraph(g);
   double load_ms = MsSince(t0);
   opts.intra_op_threads = threads;
   opts.optimization_level = a.GetInt("opt-level", 2, 0, 2);

@@ -83,6 +83,22 @@ Stream::~Stream() {
 
 void Stream::Synchronize() const { OF_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
+void Stream::SynchronizeNoThrow() const noexcept {
+  if (cudaStreamSynchronize(stream_) != cudaSuccess) (void)cudaGetLastError();
+}
+
+void RequireDevicePointer(const void* data, int index) {
+  cudaPointerAttributes attr{};
+  const cudaError_t status = cudaPointerGetAttributes(&attr, data);
+  if (status != cudaSuccess) (void)cudaGetLastError();
+  const bool device_memory = status == cudaSuccess &&
+                             (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged);
+  OF_REQUIRE(device_memory, "data ", data, " is not memory of CUDA device ", index, " (",
+             status == cudaSuccess ? "host or unregistered memory" : cudaGetErrorString(status), ")");
+  OF_REQUIRE(attr.type == cudaMemoryTypeManaged || attr.device == index, "data ", data, " is memory of CUDA device ",
+             attr.device, ", not of device ", index);
+}
+
 Event::Event(bool timing) {
   OF_CUDA_CHECK(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
 }

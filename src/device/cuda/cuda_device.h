@@ -31,6 +31,10 @@ struct DeviceProps {
 };
 DeviceProps GetDeviceProps(int index);
 
+// Throws kInvalidArgument unless `data` is memory of CUDA device `index` (device or managed), so
+// that a host pointer from a caller is refused instead of faulting in a kernel.
+void RequireDevicePointer(const void* data, int index);
+
 // Makes `index` current for this thread; restores the previous device on destruction.
 class DeviceGuard {
  public:
@@ -58,6 +62,8 @@ class Stream {
   int device() const { return device_; }
   CachingAllocator::StreamId id() const { return id_; }
   void Synchronize() const;
+  // For destructors: waits for the stream's work; an error is cleared, not thrown.
+  void SynchronizeNoThrow() const noexcept;
 
  private:
   int device_;

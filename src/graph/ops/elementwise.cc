@@ -7,6 +7,7 @@
 
 #include "graph/infer_util.h"
 #include "graph/ops/all_ops.h"
+#include "graph/ops/binary_ops.h"
 #include "graph/ops/grad_rules.h"
 #include "graph/ops/sbp_rules.h"
 #include "graph/ops/unary_ops.h"
@@ -116,6 +117,7 @@ void RegisterUnaryRow(OpRegistry& r, const UnaryOpInfo& op) {
   s.Since(op.since).Input("X").Output("Y").Infer(InferSameAsInput0);
   AddParamAttrs(s, op.params);
   s.Sbp(ElementwiseSbp(op.linearity == unary::Linearity::kLinear ? Linear::kAll : Linear::kNone));
+  s.Precision(op.follows_low_precision ? PrecisionClass::kFollow : PrecisionClass::kKeep);
   if (op.grad == unary::GradFrom::kNone) {
     s.Grad(UnaryGradRule(op.name));
   } else {
@@ -130,6 +132,10 @@ void RegisterUnaryRow(OpRegistry& r, const UnaryOpInfo& op) {
   r.Register(std::move(s));
 }
 
+PrecisionClass PrecisionOf(const BinaryOpInfo& row) {
+  return row.follows_low_precision ? PrecisionClass::kFollow : PrecisionClass::kKeep;
+}
+
 OpSchema Binary(const char* name, InferFn fn, int since = 13) {
   return std::move(OpSchema(name).Since(since).Input("A").Input("B").Output("C").Infer(std::move(fn)));
 }
@@ -138,16 +144,21 @@ OpSchema Binary(const char* name, InferFn fn, int since = 13) {
 
 void RegisterElementwiseOps(OpRegistry& r) {
   // ---- Arithmetic -------------------------------------------------------------------------------
-  r.Register(Binary("Add", InferBroadcast).Grad(GradAdd));
-  r.Register(Binary("Sub", InferBroadcast).Grad(GradSub));
-  r.Register(Binary("Mul", InferBroadcast).Grad(GradMul));
-  r.Register(Binary("Div", InferBroadcast).Grad(GradDiv));
+  // The standalone rows of binary_ops.h, each with its (composite) gradient rule; a row's
+  // formula serves Pow, Max and Min below too, whose schemas differ (mixed types, variadic).
+  const std::pair<BinaryOpId, GradFn> rows[] = {
+      {BinaryOpId::kAdd, GradAdd}, {BinaryOpId::kSub, GradSub}, {BinaryOpId::kMul, GradMul}, {BinaryOpId::kDiv, GradDiv}};
+  for (const auto& [id, grad] : rows) {
+    const BinaryOpInfo& row = BinaryInfo(id);
+    r.Register(Binary(row.name, InferBroadcast).Grad(grad).Precision(PrecisionOf(row)));
+  }
   r.Register(Binary("Mod", InferBroadcast).Attr("fmod", Attribute::Int(0)));
-  r.Register(OpSchema("Pow").Since(13).Input("X").Input("Y").Output("Z").Infer(InferBroadcastDType0).Grad(GradPow));
+  r.Register(OpSchema(binary::Pow::kName).Since(13).Input("X").Input("Y").Output("Z").Infer(InferBroadcastDType0)
+                 .Grad(GradPow).Precision(PrecisionOf(BinaryInfo(BinaryOpId::kPow))));
   r.Register(OpSchema("PRelu").Since(13).Input("X").Input("slope").Output("Y").Infer(InferSameAsInput0SameDType)
                  .Grad(GradPRelu));
   using OpGrad = std::pair<const char*, GradFn>;  // explicit: clang cannot deduce a pair of a function
-  for (const auto& [op, grad] : {OpGrad{"Min", GradMinMax}, OpGrad{"Max", GradMinMax}, OpGrad{"Mean", GradMean},
+  for (const auto& [op, grad] : {OpGrad{binary::Min::kName, GradMinMax}, OpGrad{binary::Max::kName, GradMinMax}, OpGrad{"Mean", GradMean},
                                  OpGrad{"Sum", GradSum}}) {
     r.Register(OpSchema(op).Since(13).VariadicInput("data_0").Output("result").Infer(InferBroadcast).Grad(grad));
   }
@@ -190,7 +201,8 @@ void RegisterElementwiseOps(OpRegistry& r) {
                  .Attr("saturate", Attribute::Int(1))
                  .Attr("round_mode", Attribute::String("up"))
                  .Infer(InferCastLike).Grad(GradCastLike));
-  r.Register(OpSchema("Identity").Since(13).Input("input").Output("output").Infer(InferSameAsInput0).Grad(GradPassThrough));
+  r.Register(OpSchema("Identity").Since(13).Input("input").Output("output").Infer(InferSameAsInput0).Grad(GradPassThrough)
+                 .Precision(PrecisionClass::kFollow));
   r.Register(OpSchema("Dropout").Since(13).Input("data").OptionalInput("ratio").OptionalInput("training_mode")
                  .Output("output").OptionalOutput("mask").OptionalAttr("seed", AttrKind::kInt).Infer(InferDropout)
                  .Grad(GradPassThrough));

@@ -1,13 +1,13 @@
-// Op family: fused (domain ai.oneflow): ops produced by the fusion pass (graph/passes/fusion.cc).
+// Op family: fused (domain ai.oneflow): ops produced by the fusion pass (passes/fusion.cc).
 // Each is its base op plus an epilogue: optional bias/residual and an activation named by the
 // "activation" attribute, the name of a unary row of graph/ops/unary_ops.h, with the row's
 // parameters in "activation_params" (LeakyRelu: [alpha]; Gelu: [0 none / 1 tanh]; Clip: [min, max]).
-// The layout pass (graph/passes/layout.cc) adds channels-last forms: FusedConv with layout "NHWC"
+// The layout pass (passes/layout.cc) adds channels-last forms: FusedConv with layout "NHWC"
 // and NhwcMaxPool / NhwcAveragePool / NhwcGlobalAveragePool, whose X and Y are [N, H, W, C].
 // FusedAttention is scaled dot-product attention over [B, H, S, D] tensors (kernels: cpu/attention.cc,
 // cuda/attention.cu).
 // FusedElementwise is a chain of elementwise ops as one program (graph/fused_elementwise_program.h,
-// built by graph/passes/elementwise_fusion.cc).
+// built by passes/elementwise_fusion.cc).
 #include "graph/fused_elementwise_program.h"
 #include "graph/infer_util.h"
 #include "graph/ops/all_ops.h"

@@ -274,7 +274,7 @@ void RegisterIndexOps(OpRegistry& r) {
                  .Attr("axis", Attribute::Int(0)).Attr("reduction", Attribute::String("none")).Infer(InferScatterElements));
   r.Register(OpSchema("ScatterND").Since(13).Input("data").Input("indices").Input("updates").Output("output")
                  .Attr("reduction", Attribute::String("none")).Infer(InferScatterND));
-  r.Register(OpSchema("OneHot").Since(13).Input("indices").Input("depth").Input("values").Output("output")
+  r.Register(OpSchema("OneHot").Since(13).Input("indices").ShapeInput("depth").Input("values").Output("output")
                  .Attr("axis", Attribute::Int(-1)).Infer(InferOneHot));
   r.Register(OpSchema("NonZero").Since(13).Input("X").Output("Y").Infer(InferNonZero));
   r.Register(OpSchema("Compress").Since(13).Input("input").Input("condition").Output("output")

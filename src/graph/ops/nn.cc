@@ -156,19 +156,47 @@ void InferDet(InferContext& ctx) {
   ctx.set_output(0, TensorType::Of(x.dtype, std::vector<Dim>(x.dims.begin(), x.dims.end() - 2)));
 }
 
+// The planner's arithmetic estimates: two operations per multiply-add, or one per output element
+// where the shapes do not say more.
+namespace {
+
+double OutputElements(const std::vector<Shape>& out) { return out.empty() ? 0.0 : static_cast<double>(NumElements(out[0])); }
+
+double MatMulFlops(const AttrMap&, const std::vector<Shape>& in, const std::vector<Shape>& out) {
+  const double y = OutputElements(out);
+  return in.empty() || in[0].empty() ? y : 2.0 * y * static_cast<double>(in[0].back());
+}
+
+double GemmFlops(const AttrMap& attrs, const std::vector<Shape>& in, const std::vector<Shape>& out) {
+  const double y = OutputElements(out);
+  if (in.empty() || in[0].size() != 2) return y;
+  const int64_t k = attrs.GetInt("transA", 0) ? in[0][0] : in[0][1];
+  return 2.0 * y * static_cast<double>(k);
+}
+
+double ConvFlops(const AttrMap&, const std::vector<Shape>& in, const std::vector<Shape>& out) {
+  const double y = OutputElements(out);  // each output element: C/group * kernel multiply-adds
+  return in.size() > 1 && in[1].size() > 1 ? 2.0 * y * static_cast<double>(ShapeProduct(in[1], 1, in[1].size())) : y;
+}
+
+}  // namespace
+
 void RegisterNnOps(OpRegistry& r) {
   r.Register(OpSchema("Det").Since(13).Input("X").Output("Y").Infer(InferDet));
-  r.Register(OpSchema("MatMul").Since(13).Input("A").Input("B").Output("Y").Infer(InferMatMul).Grad(GradMatMul));
+  r.Register(OpSchema("MatMul").Since(13).Input("A").Input("B").Output("Y").Infer(InferMatMul).Grad(GradMatMul)
+                 .Precision(PrecisionClass::kLow).Flops(MatMulFlops));
   r.Register(OpSchema("Gemm").Since(13).Input("A").Input("B").OptionalInput("C").Output("Y")
                  .Attr("alpha", Attribute::Float(1.0f)).Attr("beta", Attribute::Float(1.0f))
                  .Attr("transA", Attribute::Int(0)).Attr("transB", Attribute::Int(0)).Infer(InferGemm)
-                 .Grad(GradGemm));
+                 .Grad(GradGemm).Precision(PrecisionClass::kLow).Flops(GemmFlops));
   r.Register(OpSchema("Conv").Since(13).Input("X").Input("W").OptionalInput("B").Output("Y")
+                 .Precision(PrecisionClass::kLow).Flops(ConvFlops)
                  .Attr("auto_pad", Attribute::String("NOTSET")).Attr("group", Attribute::Int(1))
                  .OptionalAttr("dilations", AttrKind::kInts).OptionalAttr("kernel_shape", AttrKind::kInts)
                  .OptionalAttr("pads", AttrKind::kInts).OptionalAttr("strides", AttrKind::kInts).Infer(InferConv)
                  .Grad(GradConv));
   r.Register(OpSchema("ConvTranspose").Since(13).Input("X").Input("W").OptionalInput("B").Output("Y")
+                 .Precision(PrecisionClass::kLow)
                  .Attr("auto_pad", Attribute::String("NOTSET")).Attr("group", Attribute::Int(1))
                  .OptionalAttr("dilations", AttrKind::kInts).OptionalAttr("kernel_shape", AttrKind::kInts)
                  .OptionalAttr("output_padding", AttrKind::kInts).OptionalAttr("output_shape", AttrKind::kInts)

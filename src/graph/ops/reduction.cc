@@ -113,14 +113,14 @@ const char* const kReduceOps[] = {"ReduceMean", "ReduceMax", "ReduceMin", "Reduc
 
 void RegisterReductionOps(OpRegistry& r) {
   // ReduceSum took axes as an input already at opset 13.
-  r.Register(OpSchema("ReduceSum").Since(13).Input("data").OptionalInput("axes").Output("reduced")
+  r.Register(OpSchema("ReduceSum").Since(13).Input("data").OptionalShapeInput("axes").Output("reduced")
                  .Attr("keepdims", Attribute::Int(1)).Attr("noop_with_empty_axes", Attribute::Int(0))
                  .Infer(InferReduce).Grad(ReduceGradRule("ReduceSum")));
   for (const char* op : kReduceOps) {
     r.Register(OpSchema(op).Since(13).Until(17).Input("data").Output("reduced")
                    .OptionalAttr("axes", AttrKind::kInts).Attr("keepdims", Attribute::Int(1))
                    .Infer(InferReduce).Grad(ReduceGradRule(op)));
-    r.Register(OpSchema(op).Since(18).Input("data").OptionalInput("axes").Output("reduced")
+    r.Register(OpSchema(op).Since(18).Input("data").OptionalShapeInput("axes").Output("reduced")
                    .Attr("keepdims", Attribute::Int(1)).Attr("noop_with_empty_axes", Attribute::Int(0))
                    .Infer(InferReduce).Grad(ReduceGradRule(op)));
   }
@@ -129,13 +129,13 @@ void RegisterReductionOps(OpRegistry& r) {
                    .Attr("axis", Attribute::Int(0)).Attr("keepdims", Attribute::Int(1))
                    .Attr("select_last_index", Attribute::Int(0)).Infer(InferArgReduce));
   }
-  r.Register(OpSchema("CumSum").Since(13).Input("x").Input("axis").Output("y")
+  r.Register(OpSchema("CumSum").Since(13).Input("x").LaunchInput("axis").Output("y")
                  .Attr("exclusive", Attribute::Int(0)).Attr("reverse", Attribute::Int(0))
                  .Infer(InferCumulative).Grad(GradCumSum));
-  r.Register(OpSchema("CumProd").Since(26).Input("x").Input("axis").Output("y")
+  r.Register(OpSchema("CumProd").Since(26).Input("x").LaunchInput("axis").Output("y")
                  .Attr("exclusive", Attribute::Int(0)).Attr("reverse", Attribute::Int(0))
                  .Infer(InferCumulative));
-  r.Register(OpSchema("TopK").Since(13).Input("X").Input("K").Output("Values").Output("Indices")
+  r.Register(OpSchema("TopK").Since(13).Input("X").ShapeInput("K").Output("Values").Output("Indices")
                  .Attr("axis", Attribute::Int(-1)).Attr("largest", Attribute::Int(1))
                  .Attr("sorted", Attribute::Int(1)).Infer(InferTopK).Grad(GradTopK));
 }

@@ -242,8 +242,8 @@ void RegisterSpatialOps(OpRegistry& r) {
   r.Register(OpSchema("GlobalLpPool").Since(13).Input("X").Output("Y").Attr("p", Attribute::Int(2))
                  .Infer([](InferContext& ctx) { RequireFloatInput(ctx); InferPool(ctx, true); }));
   // One definition for Resize-13/18/19: the 18+ attributes simply keep their defaults in older models.
-  r.Register(OpSchema("Resize").Since(13).Input("X").OptionalInput("roi").OptionalInput("scales")
-                 .OptionalInput("sizes").Output("Y")
+  r.Register(OpSchema("Resize").Since(13).Input("X").OptionalShapeInput("roi").OptionalShapeInput("scales")
+                 .OptionalShapeInput("sizes").Output("Y")
                  .Attr("antialias", Attribute::Int(0))
                  .OptionalAttr("axes", AttrKind::kInts)
                  .Attr("coordinate_transformation_mode", Attribute::String("half_pixel"))

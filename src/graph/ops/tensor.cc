@@ -610,32 +610,32 @@ void InferCenterCropPad(InferContext& ctx) {
 }  // namespace
 
 void RegisterTensorOps(OpRegistry& r) {
-  r.Register(OpSchema("Reshape").Since(13).Input("data").Input("shape").Output("reshaped")
-                 .Attr("allowzero", Attribute::Int(0)).Infer(InferReshape).Grad(GradReshapeLike));
-  r.Register(OpSchema("Flatten").Since(13).Input("input").Output("output")
+  r.Register(OpSchema("Reshape").Since(13).Input("data").ShapeInput("shape").Output("reshaped")
+                 .Attr("allowzero", Attribute::Int(0)).Precision(PrecisionClass::kFollow).Infer(InferReshape).Grad(GradReshapeLike));
+  r.Register(OpSchema("Flatten").Since(13).Input("input").Output("output").Precision(PrecisionClass::kFollow)
                  .Attr("axis", Attribute::Int(1)).Infer(InferFlatten).Grad(GradReshapeLike));
-  r.Register(OpSchema("Squeeze").Since(13).Input("data").OptionalInput("axes").Output("squeezed").Infer(InferSqueeze)
+  r.Register(OpSchema("Squeeze").Since(13).Input("data").OptionalShapeInput("axes").Output("squeezed").Infer(InferSqueeze)
                  .Grad(GradReshapeLike));
-  r.Register(OpSchema("Unsqueeze").Since(13).Input("data").Input("axes").Output("expanded").Infer(InferUnsqueeze)
+  r.Register(OpSchema("Unsqueeze").Since(13).Input("data").ShapeInput("axes").Output("expanded").Infer(InferUnsqueeze)
                  .Grad(GradReshapeLike));
-  r.Register(OpSchema("Transpose").Since(13).Input("data").Output("transposed")
+  r.Register(OpSchema("Transpose").Since(13).Input("data").Output("transposed").Precision(PrecisionClass::kFollow)
                  .OptionalAttr("perm", AttrKind::kInts).Infer(InferTranspose).Grad(GradTranspose));
   r.Register(OpSchema("Concat").Since(13).VariadicInput("inputs").Output("concat_result")
                  .RequiredAttr("axis", AttrKind::kInt).Infer(InferConcat).Grad(GradConcat));
-  r.Register(OpSchema("Split").Since(13).Input("input").OptionalInput("split").VariadicOutput("outputs")
+  r.Register(OpSchema("Split").Since(13).Input("input").OptionalShapeInput("split").VariadicOutput("outputs")
                  .Attr("axis", Attribute::Int(0)).OptionalAttr("num_outputs", AttrKind::kInt).Infer(InferSplit).Grad(GradSplit));
-  r.Register(OpSchema("Slice").Since(13).Input("data").Input("starts").Input("ends").OptionalInput("axes")
-                 .OptionalInput("steps").Output("output").Infer(InferSlice).Grad(GradSlice));
-  r.Register(OpSchema("Expand").Since(13).Input("input").Input("shape").Output("output").Infer(InferExpand).Grad(GradExpand));
-  r.Register(OpSchema("Tile").Since(13).Input("input").Input("repeats").Output("output").Infer(InferTile).Grad(GradTile));
-  r.Register(OpSchema("Pad").Since(13).Input("data").Input("pads").OptionalInput("constant_value")
-                 .OptionalInput("axes").Output("output").Attr("mode", Attribute::String("constant")).Infer(InferPad)
+  r.Register(OpSchema("Slice").Since(13).Input("data").ShapeInput("starts").ShapeInput("ends").OptionalShapeInput("axes")
+                 .OptionalShapeInput("steps").Output("output").Infer(InferSlice).Grad(GradSlice));
+  r.Register(OpSchema("Expand").Since(13).Input("input").ShapeInput("shape").Output("output").Infer(InferExpand).Grad(GradExpand));
+  r.Register(OpSchema("Tile").Since(13).Input("input").ShapeInput("repeats").Output("output").Infer(InferTile).Grad(GradTile));
+  r.Register(OpSchema("Pad").Since(13).Input("data").ShapeInput("pads").OptionalInput("constant_value")
+                 .OptionalShapeInput("axes").Output("output").Attr("mode", Attribute::String("constant")).Infer(InferPad)
                  .Grad(GradPad));
-  r.Register(OpSchema("Shape").Since(13).Input("data").Output("shape").OptionalAttr("start", AttrKind::kInt)
+  r.Register(OpSchema("Shape").Since(13).TypeOnlyInput("data").Output("shape").OptionalAttr("start", AttrKind::kInt)
                  .OptionalAttr("end", AttrKind::kInt).Infer(InferShape));
-  r.Register(OpSchema("Size").Since(13).Input("data").Output("size").Infer(InferSize));
-  r.Register(OpSchema("Range").Since(13).Input("start").Input("limit").Input("delta").Output("output").Infer(InferRange));
-  r.Register(OpSchema("ConstantOfShape").Since(13).Input("input").Output("output")
+  r.Register(OpSchema("Size").Since(13).TypeOnlyInput("data").Output("size").Infer(InferSize));
+  r.Register(OpSchema("Range").Since(13).ShapeInput("start").ShapeInput("limit").ShapeInput("delta").Output("output").Infer(InferRange));
+  r.Register(OpSchema("ConstantOfShape").Since(13).ShapeInput("input").Output("output")
                  .OptionalAttr("value", AttrKind::kTensor).Infer(InferConstantOfShape));
   r.Register(OpSchema("Constant").Since(13).Output("output").OptionalAttr("value", AttrKind::kTensor)
                  .OptionalAttr("value_float", AttrKind::kFloat).OptionalAttr("value_floats", AttrKind::kFloats)
@@ -651,7 +651,7 @@ void RegisterTensorOps(OpRegistry& r) {
   // SpaceToDepth gained `mode` in opset 28; earlier models never set it, so the DCR default holds.
   r.Register(OpSchema("SpaceToDepth").Since(13).Input("input").Output("output")
                  .RequiredAttr("blocksize", AttrKind::kInt).Attr("mode", Attribute::String("DCR")).Infer(InferSpaceToDepth));
-  r.Register(OpSchema("CenterCropPad").Since(18).Input("input_data").Input("shape").Output("output")
+  r.Register(OpSchema("CenterCropPad").Since(18).Input("input_data").ShapeInput("shape").Output("output")
                  .OptionalAttr("axes", AttrKind::kInts).Infer(InferCenterCropPad));
   RegisterIndexOps(r);
 }

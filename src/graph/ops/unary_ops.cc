@@ -46,6 +46,15 @@ void ReadUnaryParams(const UnaryOpInfo& info, const AttrMap& attrs, float* out, 
   }
 }
 
+bool TryReadUnaryParams(const UnaryOpInfo& info, const AttrMap& attrs, float* out) {
+  try {
+    ReadUnaryParams(info, attrs, out, info.name);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 std::string UnaryGradOpName(const UnaryOpInfo& info) { return std::string(info.name) + "Grad"; }
 
 }  // namespace oneflow

@@ -15,7 +15,7 @@
 //   graph/fused_elementwise_program.h   the FusedElementwise instruction set (EwOp)
 //   kernels/cpu/fused_elementwise.cc, kernels/cuda/fused_elementwise.cu  its interpreters
 //   kernels/cpu/elementwise_util.h      ApplyActivation, the fused MatMul/Gemm/Conv epilogues
-//   graph/passes/{fusion,elementwise_fusion,layout}.cc  which nodes those passes may take
+//   passes/{fusion,elementwise_fusion,layout}.cc  which nodes those passes may take
 // Constant folding runs the CPU kernels, so it follows too. docs/adding-an-op.md walks through a row.
 //
 // Math: the "Fast" functions are the vectorizable float approximations of base/fast_math.h on the
@@ -271,7 +271,7 @@ struct Softplus : RowDefaults {
   OF_FWD(math::Softplus(x))
   OF_BWD_FROM_X(d / (C(1) + math::Exp(-x)))
 };
-// Fused-only: Pow by the constant 2, 3 or 0.5 (graph/passes/elementwise_fusion.cc).
+// Fused-only: Pow by the constant 2, 3 or 0.5 (passes/elementwise_fusion.cc).
 struct Square : RowDefaults {
   static constexpr const char* kName = "Square";
   static constexpr bool kStandalone = false;
@@ -465,6 +465,9 @@ const UnaryOpInfo* FindUnaryOp(const std::string& domain, const std::string& nam
 // The row's parameters from a node's attributes (defaults where absent). A string parameter
 // outside its choices throws kUnsupported naming `what`. `out` gets kMaxParams values.
 void ReadUnaryParams(const UnaryOpInfo& info, const AttrMap& attrs, float* out, const std::string& what);
+// ReadUnaryParams for passes that only fuse what they can express: false instead of the error (an
+// unknown Gelu approximation stays unfused, for the op's own kernel to reject).
+bool TryReadUnaryParams(const UnaryOpInfo& info, const AttrMap& attrs, float* out);
 // ReadUnaryParams, then body(first, p1) as unary::WithFirstParam gives `first`, with p1 the second
 // parameter: how the CPU kernels of a row start.
 template <class Op, class Body>

@@ -1,40 +1,14 @@
-// CPU kernels: broadcasting arithmetic (Add Sub Mul Div Pow Mod PRelu), variadic Min/Max/Sum/Mean,
+// CPU kernels: broadcasting arithmetic (the rows of graph/ops/binary_ops.h; Pow Mod PRelu), variadic
+// Min/Max/Sum/Mean,
 // and the integer bit ops (BitShift, BitwiseAnd/Or/Xor).
 #include <cmath>
 
+#include "graph/ops/binary_ops.h"
 #include "kernels/cpu/elementwise_util.h"
 #include "kernels/kernel.h"
 
 namespace oneflow {
 namespace {
-
-// Unsigned type wide enough that integer +,-,* wrap instead of overflowing (no UB, no int promotion).
-template <typename C>
-using WrapType = std::conditional_t<(sizeof(C) < 4), uint32_t, std::make_unsigned_t<C>>;
-
-template <typename C> C AddOp(C x, C y) {
-  if constexpr (std::is_integral_v<C>) return static_cast<C>(WrapType<C>(x) + WrapType<C>(y));
-  else return x + y;
-}
-template <typename C> C SubOp(C x, C y) {
-  if constexpr (std::is_integral_v<C>) return static_cast<C>(WrapType<C>(x) - WrapType<C>(y));
-  else return x - y;
-}
-template <typename C> C MulOp(C x, C y) {
-  if constexpr (std::is_integral_v<C>) return static_cast<C>(WrapType<C>(x) * WrapType<C>(y));
-  else return x * y;
-}
-// Integer division truncates (C semantics, as ONNX). The two cases C leaves undefined get numpy's
-// answers instead of a trap: x / 0 is 0, and INT_MIN / -1 wraps to INT_MIN.
-template <typename C> C DivOp(C x, C y) {
-  if constexpr (std::is_integral_v<C>) {
-    if (y == C(0)) return C(0);
-    if constexpr (std::is_signed_v<C>) {
-      if (y == C(-1)) return SubOp(C(0), x);
-    }
-  }
-  return static_cast<C>(x / y);
-}
 
 void RequireSameDType(const KernelContext& ctx, const Tensor& a, const Tensor& b) {
   OF_REQUIRE(a.dtype() == b.dtype(), ctx.node_desc(), ": inputs must share one dtype, got ",
@@ -60,12 +34,10 @@ void MapBinary(KernelContext& ctx, G g, double cost) {
 template <typename G>
 void ArithBinary(KernelContext& ctx, G g, double cost) { MapBinary<false>(ctx, g, cost); }
 
-void AddKernel(KernelContext& ctx) { ArithBinary(ctx, [](auto x, auto y) { return AddOp(x, y); }, kCheapCost); }
-void SubKernel(KernelContext& ctx) { ArithBinary(ctx, [](auto x, auto y) { return SubOp(x, y); }, kCheapCost); }
-void MulKernel(KernelContext& ctx) { ArithBinary(ctx, [](auto x, auto y) { return MulOp(x, y); }, kCheapCost); }
-
-void DivKernel(KernelContext& ctx) {
-  ArithBinary(ctx, [](auto x, auto y) { return DivOp(x, y); }, kCheapCost);
+// A standalone row of graph/ops/binary_ops.h (Add, Sub, Mul, Div): its formula with broadcasting.
+template <class Op>
+void BinaryRowKernel(KernelContext& ctx) {
+  ArithBinary(ctx, [](auto x, auto y) { return Op::Fwd(x, y); }, Op::kCost);
 }
 
 // fmod=1: result takes the dividend's sign (C fmod / %). fmod=0: the divisor's sign (Python/numpy).
@@ -92,29 +64,6 @@ void ModKernel(KernelContext& ctx) {
       return r;
     }
   }, kMathCost);
-}
-
-// x^y for integers by repeated squaring (exact where double pow would round for large int64); wraps
-// like numpy. E is int64_t, or uint64_t for uint64 exponents (which int64 would turn negative).
-template <typename T, typename E>
-T IntPow(T x, E y) {
-  if constexpr (std::is_signed_v<E>) {
-    if (y < 0) {
-      if (x == T(1)) return T(1);
-      if constexpr (std::is_signed_v<T>) {
-        if (x == T(-1)) return (y & 1) ? T(-1) : T(1);
-      }
-      return T(0);  // |x| > 1: truncates toward 0 (x == 0 also gives 0 rather than a trap)
-    }
-  }
-  using W = WrapType<T>;
-  W result = 1, base = static_cast<W>(x);
-  while (y) {
-    if (y & 1) result *= base;
-    base *= base;
-    y >>= 1;
-  }
-  return static_cast<T>(result);
 }
 
 void PowKernel(KernelContext& ctx) {
@@ -151,7 +100,7 @@ void PowKernel(KernelContext& ctx) {
       using T = typename decltype(tag)::type;
       using C = ComputeType<T>;
       BroadcastBinary(pool, a.data<T>(), a.shape(), e.data<T>(), e.shape(), out.data<T>(), out.shape(),
-                      [](T x, T y) { return static_cast<T>(std::pow(static_cast<C>(x), static_cast<C>(y))); },
+                      [](T x, T y) { return static_cast<T>(binary::Pow::Fwd(static_cast<C>(x), static_cast<C>(y))); },
                       kLibmCost);
     });
     return;
@@ -169,10 +118,10 @@ void PowKernel(KernelContext& ctx) {
                       kLibmCost);
     } else if (e_type == DType::kUInt64) {
       BroadcastBinary(pool, a.data<T>(), a.shape(), e.data<uint64_t>(), e.shape(), out.data<T>(), out.shape(),
-                      [](T x, uint64_t y) { return IntPow(x, y); }, kMathCost);
+                      [](T x, uint64_t y) { return binary::IntPow(x, y); }, kMathCost);
     } else {
       BroadcastBinary(pool, a.data<T>(), a.shape(), e.data<int64_t>(), e.shape(), out.data<T>(), out.shape(),
-                      [](T x, int64_t y) { return IntPow(x, y); }, kMathCost);
+                      [](T x, int64_t y) { return binary::IntPow(x, y); }, kMathCost);
     }
   });
 }
@@ -181,7 +130,7 @@ void PowKernel(KernelContext& ctx) {
 void PReluKernel(KernelContext& ctx) {
   ArithBinary(ctx, [](auto x, auto s) {
     using C = decltype(x);
-    return x < C(0) ? MulOp(s, x) : x;
+    return x < C(0) ? binary::Mul::Fwd(s, x) : x;
   }, kCheapCost);
 }
 
@@ -226,14 +175,10 @@ void VariadicKernel(KernelContext& ctx, G g, bool mean) {
   });
 }
 
-void MaxKernel(KernelContext& ctx) {
-  VariadicKernel(ctx, [](auto x, auto y) { return (x != x || x > y) ? x : y; }, false);  // NaN propagates
-}
-void MinKernel(KernelContext& ctx) {
-  VariadicKernel(ctx, [](auto x, auto y) { return (x != x || x < y) ? x : y; }, false);
-}
-void SumKernel(KernelContext& ctx) { VariadicKernel(ctx, [](auto x, auto y) { return AddOp(x, y); }, false); }
-void MeanKernel(KernelContext& ctx) { VariadicKernel(ctx, [](auto x, auto y) { return AddOp(x, y); }, true); }
+void MaxKernel(KernelContext& ctx) { VariadicKernel(ctx, [](auto x, auto y) { return binary::Max::Fwd(x, y); }, false); }
+void MinKernel(KernelContext& ctx) { VariadicKernel(ctx, [](auto x, auto y) { return binary::Min::Fwd(x, y); }, false); }
+void SumKernel(KernelContext& ctx) { VariadicKernel(ctx, [](auto x, auto y) { return binary::Add::Fwd(x, y); }, false); }
+void MeanKernel(KernelContext& ctx) { VariadicKernel(ctx, [](auto x, auto y) { return binary::Add::Fwd(x, y); }, true); }
 
 // out = g(a, b) for integer tensors.
 template <typename G>
@@ -268,15 +213,15 @@ void BitShiftKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterCpuBinaryKernels(KernelRegistry& r) {
-  r.RegisterFn("Add", AddKernel);
-  r.RegisterFn("Sub", SubKernel);
-  r.RegisterFn("Mul", MulKernel);
-  r.RegisterFn("Div", DivKernel);
+#define OF_REGISTER_BINARY_ROW(Op) \
+  if constexpr (binary::Op::kStandalone) r.RegisterFn(binary::Op::kName, BinaryRowKernel<binary::Op>);
+  ONEFLOW_BINARY_OPS(OF_REGISTER_BINARY_ROW)
+#undef OF_REGISTER_BINARY_ROW
+  r.RegisterFn(binary::Pow::kName, PowKernel);
+  r.RegisterFn(binary::Max::kName, MaxKernel);
+  r.RegisterFn(binary::Min::kName, MinKernel);
   r.RegisterFn("Mod", ModKernel);
-  r.RegisterFn("Pow", PowKernel);
   r.RegisterFn("PRelu", PReluKernel);
-  r.RegisterFn("Max", MaxKernel);
-  r.RegisterFn("Min", MinKernel);
   r.RegisterFn("Sum", SumKernel);
   r.RegisterFn("Mean", MeanKernel);
   r.RegisterFn("BitwiseAnd", BitwiseAndKernel);

@@ -84,13 +84,10 @@ void Execute(const EwInstr& in, const std::vector<float>& c, float* d, const flo
   case EwOp::k##Op: return MapRow<unary::Op>(d, a, n, c, in.b);
     ONEFLOW_UNARY_OPS(OF_EW_ROW)
 #undef OF_EW_ROW
-    case EwOp::kAdd: return Map2(d, a, b, n, [](float x, float y) { return x + y; });
-    case EwOp::kSub: return Map2(d, a, b, n, [](float x, float y) { return x - y; });
-    case EwOp::kMul: return Map2(d, a, b, n, [](float x, float y) { return x * y; });
-    case EwOp::kDiv: return Map2(d, a, b, n, [](float x, float y) { return x / y; });
-    case EwOp::kPow: return Map2(d, a, b, n, [](float x, float y) { return std::pow(x, y); });
-    case EwOp::kMax: return Map2(d, a, b, n, [](float x, float y) { return (x != x || x > y) ? x : y; });
-    case EwOp::kMin: return Map2(d, a, b, n, [](float x, float y) { return (x != x || x < y) ? x : y; });
+#define OF_EW_BINARY(Op) \
+  case EwOp::k##Op: return Map2(d, a, b, n, [](float x, float y) { return binary::Op::Fwd(x, y); });
+    ONEFLOW_BINARY_OPS(OF_EW_BINARY)
+#undef OF_EW_BINARY
     default: Fail(ErrorCode::kInternal, "FusedElementwise: instruction ", EwOpName(in.op), " is not arithmetic");
   }
 }

@@ -7,6 +7,7 @@
 
 #include "device/cuda/cuda_check.h"
 #include "device/cuda/cuda_device.h"
+#include "graph/ops/binary_ops.h"
 #include "kernels/cpu/elementwise_util.h"
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/cuda_kernels.h"
@@ -58,37 +59,16 @@ void UnaryRowFn(KernelContext& ctx) {
 }
 
 // ---- Binary -----------------------------------------------------------------------------------
-enum BinaryOp : int { kAdd, kSub, kMul, kDiv, kMax, kMin, kPow };
-
+// One binary row (graph/ops/binary_ops.h) by its run-time id: the formulas carry the CPU kernels'
+// integer semantics (numpy's wrapping, x / 0 = 0) and NaN-propagating Max/Min.
 template <typename C>
 __device__ __forceinline__ C ApplyBinary(int op, C a, C b) {
-  if constexpr (std::is_integral_v<C>) {
-    // The CPU kernels' integer semantics (numpy's): +, -, * wrap (computed unsigned, no signed
-    // overflow); x / 0 is 0 and INT_MIN / -1 wraps to INT_MIN, where the hardware result is undefined.
-    using U = std::make_unsigned_t<C>;
-    switch (op) {
-      case kAdd: return static_cast<C>(static_cast<U>(a) + static_cast<U>(b));
-      case kSub: return static_cast<C>(static_cast<U>(a) - static_cast<U>(b));
-      case kMul: return static_cast<C>(static_cast<U>(a) * static_cast<U>(b));
-      case kDiv:
-        if (b == C(0)) return C(0);
-        if constexpr (std::is_signed_v<C>) {
-          if (b == C(-1)) return static_cast<C>(U(0) - static_cast<U>(a));
-        }
-        return a / b;
-      default: break;
-    }
-  }
   switch (op) {
-    case kAdd: return a + b;
-    case kSub: return a - b;
-    case kMul: return a * b;
-    case kDiv: return a / b;
-    case kMax: return a > b ? a : b;
-    case kMin: return a < b ? a : b;
-    default:
-      if constexpr (std::is_floating_point_v<C>) return powf(a, b);
-      return a;
+#define OF_BINARY_CASE(Op) \
+  case static_cast<int>(BinaryOpId::k##Op): return binary::Op::Fwd(a, b);
+    ONEFLOW_BINARY_OPS(OF_BINARY_CASE)
+#undef OF_BINARY_CASE
+    default: return a;
   }
 }
 
@@ -147,8 +127,10 @@ void LaunchBinary(const Tensor& a, const Tensor& b, Tensor& y, int op, cudaStrea
   OF_CUDA_CHECK_LAUNCH("BinaryKernel");
 }
 
-template <int kOp>
+template <BinaryOpId kId>
 void BinaryFn(KernelContext& ctx) {
+  constexpr int kOp = static_cast<int>(kId);
+  constexpr bool kIntegers = kId != BinaryOpId::kPow;  // integer powers stay on the CPU's exact kernel
   OF_CHECK(ctx.num_inputs() == 2, kUnsupported, ctx.node_desc(), ": CUDA kernel takes exactly 2 inputs");
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
@@ -156,8 +138,8 @@ void BinaryFn(KernelContext& ctx) {
   OF_REQUIRE(a.dtype() == b.dtype(), ctx.node_desc(), ": input dtypes differ");
   cudaStream_t s = CurrentStream();
   switch (a.dtype()) {
-    case DType::kInt32: if (kOp != kPow) return LaunchBinary<int32_t>(a, b, y, kOp, s); break;
-    case DType::kInt64: if (kOp != kPow) return LaunchBinary<int64_t>(a, b, y, kOp, s); break;
+    case DType::kInt32: if (kIntegers) return LaunchBinary<int32_t>(a, b, y, kOp, s); break;
+    case DType::kInt64: if (kIntegers) return LaunchBinary<int64_t>(a, b, y, kOp, s); break;
     default: break;
   }
   if (IsIntegerDType(a.dtype()))
@@ -280,13 +262,10 @@ void RegisterCudaElementwiseKernels(KernelRegistry& r) {
     RegisterCudaFn(r, unary::Op::kName, UnaryRowFn<UnaryOpId::k##Op>, unary::Op::kDomain);
   ONEFLOW_UNARY_OPS(OF_REGISTER_ROW)
 #undef OF_REGISTER_ROW
-  RegisterCudaFn(r, "Add", BinaryFn<kAdd>);
-  RegisterCudaFn(r, "Sub", BinaryFn<kSub>);
-  RegisterCudaFn(r, "Mul", BinaryFn<kMul>);
-  RegisterCudaFn(r, "Div", BinaryFn<kDiv>);
-  RegisterCudaFn(r, "Max", BinaryFn<kMax>);
-  RegisterCudaFn(r, "Min", BinaryFn<kMin>);
-  RegisterCudaFn(r, "Pow", BinaryFn<kPow>);
+  // Max and Min take two inputs here (the variadic forms fall back to the CPU).
+#define OF_REGISTER_BINARY_ROW(Op) RegisterCudaFn(r, binary::Op::kName, BinaryFn<BinaryOpId::k##Op>);
+  ONEFLOW_BINARY_OPS(OF_REGISTER_BINARY_ROW)
+#undef OF_REGISTER_BINARY_ROW
   RegisterCudaFn(r, "Cast", CastFn);
 }
 

@@ -59,16 +59,11 @@ __device__ __forceinline__ void Arithmetic(int op, float* d, const float* a, con
   case static_cast<int>(EwOp::k##Op): return RowLanes<kVec, unary::Op>(d, a, c, param);
     ONEFLOW_UNARY_OPS(OF_EW_UNARY)
 #undef OF_EW_UNARY
-    case static_cast<int>(EwOp::kAdd): return Lanes2<kVec>(d, a, b, [](float x, float y) { return x + y; });
-    case static_cast<int>(EwOp::kSub): return Lanes2<kVec>(d, a, b, [](float x, float y) { return x - y; });
-    case static_cast<int>(EwOp::kMul): return Lanes2<kVec>(d, a, b, [](float x, float y) { return x * y; });
-    case static_cast<int>(EwOp::kDiv): return Lanes2<kVec>(d, a, b, [](float x, float y) { return x / y; });
-    case static_cast<int>(EwOp::kPow): return Lanes2<kVec>(d, a, b, [](float x, float y) { return powf(x, y); });
-    // NaN propagates from either side, as the CPU kernels.
-    case static_cast<int>(EwOp::kMax):
-      return Lanes2<kVec>(d, a, b, [](float x, float y) { return (x != x || x > y) ? x : y; });
-    case static_cast<int>(EwOp::kMin):
-      return Lanes2<kVec>(d, a, b, [](float x, float y) { return (x != x || x < y) ? x : y; });
+#define OF_EW_BINARY(Op)                    \
+  case static_cast<int>(EwOp::k##Op): \
+    return Lanes2<kVec>(d, a, b, [](float x, float y) { return binary::Op::Fwd(x, y); });
+    ONEFLOW_BINARY_OPS(OF_EW_BINARY)  // Max and Min propagate NaN from either side, as on the CPU
+#undef OF_EW_BINARY
     default: return;
   }
 }

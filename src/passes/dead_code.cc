@@ -1,7 +1,7 @@
 // Dead-code elimination.
 #include <algorithm>
 
-#include "graph/passes/passes.h"
+#include "passes/passes.h"
 
 namespace oneflow {
 

@@ -2,7 +2,7 @@
 #include <algorithm>
 
 #include "graph/op_schema.h"
-#include "graph/passes/passes.h"
+#include "passes/passes.h"
 
 namespace oneflow {
 

@@ -1,6 +1,6 @@
 // Schema resolution and attribute validation.
 #include "graph/op_schema.h"
-#include "graph/passes/passes.h"
+#include "graph/prepare.h"
 
 namespace oneflow {
 
@@ -62,6 +62,15 @@ void ResolveNodeSchema(Node& n) {
     OF_CHECK(a->kind == spec.kind, kInvalidModel, n.Describe(), ": attribute '", spec.name, "' is ",
              AttrKindName(a->kind), ", expected ", AttrKindName(spec.kind));
   }
+}
+
+}  // namespace oneflow
+
+namespace oneflow {
+
+void PrepareGraph(Graph& g) {
+  ResolveSchemas(g);
+  InferShapes(g);
 }
 
 }  // namespace oneflow

@@ -16,8 +16,8 @@
 #include "graph/fused_elementwise_program.h"
 #include "graph/ops/unary_ops.h"
 #include "graph/op_schema.h"
-#include "graph/passes/pass_util.h"
-#include "graph/passes/passes.h"
+#include "passes/pass_util.h"
+#include "passes/passes.h"
 
 namespace oneflow {
 namespace {
@@ -70,19 +70,12 @@ struct Lowering {
 // The lowering of `n`, when it is an elementwise node this pass fuses.
 bool Lower(const Graph& g, const Node& n, Lowering* out) {
   if (n.outputs.size() != 1 || !n.has_output(0) || n.inputs.empty()) return false;
-  static const std::map<std::string, EwOp> kBinary = {
-      {"Add", EwOp::kAdd}, {"Sub", EwOp::kSub}, {"Mul", EwOp::kMul}, {"Div", EwOp::kDiv},
-      {"Pow", EwOp::kPow}, {"Max", EwOp::kMax}, {"Min", EwOp::kMin}};
   Lowering l;
   const std::string& op = n.op_type;
   if (const UnaryOpInfo* row = FindUnaryOp(n.domain, op); row && row->standalone) {  // graph/ops/unary_ops.h
     l.op = EwOpOfRow(row->id);
     float p[unary::kMaxParams];
-    try {
-      ReadUnaryParams(*row, n.attrs, p, op);
-    } catch (const Error&) {
-      return false;  // e.g. an unknown Gelu approximation: left to the op's own kernel to reject
-    }
+    if (!TryReadUnaryParams(*row, n.attrs, p)) return false;  // left to the op's own kernel to reject
     l.params.assign(p, p + row->params.count);
   } else if (!n.domain.empty()) {
     return false;
@@ -91,9 +84,9 @@ bool Lower(const Graph& g, const Node& n, Lowering* out) {
     for (size_t i = 1; i < 3; ++i)
       if (n.has_input(i) && !ScalarConstant(g, n.inputs[i], &b[i - 1])) return false;
     l = {EwOp::kClip, {b[0], b[1]}};
-  } else if (auto bt = kBinary.find(op); bt != kBinary.end()) {
+  } else if (const BinaryOpInfo* bt = FindBinaryOp(n.domain, op)) {  // graph/ops/binary_ops.h
     if (n.inputs.size() != 2 || !n.has_input(1)) return false;
-    l.op = bt->second;
+    l.op = EwOpOfBinary(bt->id);
     l.data_inputs = 2;
     float e = 0.0f;
     // Pow by a constant scalar: the special cases the CPU kernel computes without pow().

@@ -3,8 +3,8 @@
 // kernels never materialize the score matrix. K^T given by a Transpose that only this pattern reads
 // gets that Transpose's perm with the last two entries swapped; any other K^T gets a new Transpose.
 #include "graph/op_schema.h"
-#include "graph/passes/pass_util.h"
-#include "graph/passes/passes.h"
+#include "passes/pass_util.h"
+#include "passes/passes.h"
 
 namespace oneflow {
 namespace {

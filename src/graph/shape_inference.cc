@@ -1,6 +1,6 @@
 // Static type and shape inference.
 #include "graph/op_schema.h"
-#include "graph/passes/passes.h"
+#include "graph/prepare.h"
 
 namespace oneflow {
 

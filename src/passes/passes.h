@@ -1,5 +1,5 @@
-// Graph passes run at session creation. Each takes the graph by reference and rewrites it in
-// place; the order is fixed by OptimizeGraph (engine/session.cc).
+// The optimization passes. Each takes a prepared graph (graph/prepare.h) by reference and rewrites
+// it in place; OptimizeGraph (passes/pipeline.h) fixes their order.
 #pragma once
 
 #include <functional>
@@ -10,25 +10,9 @@
 
 #include "base/thread_pool.h"
 #include "graph/graph.h"
+#include "graph/prepare.h"
 
 namespace oneflow {
-
-// Resolves each node's schema for its opset (errors name op, domain and opset), checks input and
-// output counts, attribute kinds and required attributes, and fills attribute defaults.
-void ResolveSchemas(Graph& g);
-// The same for one node (used when a pass appends nodes, e.g. autodiff).
-void ResolveNodeSchema(Node& n);
-
-// Static type and shape inference over the whole graph (symbolic dims allowed). Types declared by
-// the model are kept where inference learns less.
-void InferShapes(Graph& g);
-// Infers the output types of one node whose schema is resolved and whose inputs are typed.
-void InferNodeTypes(Graph& g, const Node& n);
-// Appends a node `op`(inputs) -> a new value `out` under the graph's default-domain opset, with its
-// schema resolved and output typed (for passes that build nodes: losses, autodiff, pipeline cuts).
-// The node is named `node_name`, or `out` when that is empty. Returns the new value's id.
-int AppendTypedNode(Graph& g, const std::string& op, std::vector<int> inputs, const std::string& out,
-                    AttrMap attrs = {}, const std::string& node_name = "");
 
 // Removes nodes whose outputs nobody uses and constants nobody reads. Returns nodes removed.
 int EliminateDeadCode(Graph& g);
@@ -44,18 +28,18 @@ using NodeEvaluator = std::function<void(const Graph& g, const Node& n, const st
 // `evaluate`, replacing them by constants. Outputs larger than `max_bytes` are left alone.
 int FoldConstants(Graph& g, ThreadPool& pool, const NodeEvaluator& evaluate, size_t max_bytes = size_t{64} << 20);
 
-// Fusions (graph/passes/fusion.cc): Conv+BatchNormalization folding, MatMul/Gemm + bias +
+// Fusions (passes/fusion.cc): Conv+BatchNormalization folding, MatMul/Gemm + bias +
 // activation, Conv + activation. Returns the number of rewrites.
 int FuseOps(Graph& g);
 
-// Attention fusion (graph/passes/attention_fusion.cc): MatMul(Q, K^T) [-> Div/Mul by a scalar
+// Attention fusion (passes/attention_fusion.cc): MatMul(Q, K^T) [-> Div/Mul by a scalar
 // constant] -> Softmax(last axis) -> MatMul(., V) on [B, H, S, D] tensors becomes ai.oneflow
 // FusedAttention (the absorbed nodes are removed). Returns the number of rewrites; the caller
 // re-resolves schemas and re-infers shapes. OptimizeGraph runs it for CUDA sessions only (the flash
 // kernel); CPU sessions keep the packed-GEMM MatMul path (the CPU kernel is a plain reference).
 int FuseAttention(Graph& g);
 
-// Elementwise fusion (graph/passes/elementwise_fusion.cc): each maximal group of elementwise nodes
+// Elementwise fusion (passes/elementwise_fusion.cc): each maximal group of elementwise nodes
 // of one shape (activations, Add/Sub/Mul/Div/Pow/Max/Min, Clip with constant bounds) whose
 // intermediates are read by nothing else and are no graph outputs becomes one ai.oneflow
 // FusedElementwise running a register program (graph/fused_elementwise_program.h). Operands from
@@ -64,7 +48,7 @@ int FuseAttention(Graph& g);
 // and re-infers shapes.
 int FuseElementwise(Graph& g);
 
-// Layout pass (graph/passes/layout.cc): 2-D f32 convs run NHWC (FusedConv layout "NHWC") with
+// Layout pass (passes/layout.cc): 2-D f32 convs run NHWC (FusedConv layout "NHWC") with
 // explicit transposes pushed through layout-free ops and cancelled in pairs. Returns the number
 // of rewrites; the caller re-resolves schemas and re-infers shapes after it.
 int OptimizeLayout(Graph& g);

@@ -5,7 +5,7 @@
 
 #include "graph/op_schema.h"
 #include "graph/ops/unary_ops.h"
-#include "graph/passes/passes.h"
+#include "passes/passes.h"
 
 namespace oneflow {
 
@@ -249,11 +249,7 @@ bool FuseActivation(Graph& g, const Uses& u, Node& base, std::vector<char>& remo
     const UnaryOpInfo* row = FindUnaryOp(act->domain, act->op_type);
     if (!row || !row->standalone) return false;
     float p[unary::kMaxParams];
-    try {
-      ReadUnaryParams(*row, act->attrs, p, act->op_type);
-    } catch (const Error&) {
-      return false;  // e.g. an unknown Gelu approximation: left to the op's own kernel to reject
-    }
+    if (!TryReadUnaryParams(*row, act->attrs, p)) return false;  // left to the op's own kernel to reject
     params.assign(p, p + row->params.count);
   }
   const std::string name = act->op_type;

@@ -16,7 +16,7 @@
 
 #include "graph/op_schema.h"
 #include "graph/ops/unary_ops.h"
-#include "graph/passes/passes.h"
+#include "passes/passes.h"
 
 namespace oneflow {
 
