@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The CI entry point: installs dependencies, builds build/ (Release, ccache), runs every ctest
 # (unit, C ABI, CLI, ONNX conformance) and a fuzz smoke run. Exits non-zero on any failure.
-# Then the unit and C ABI tests again in an ASan + UBSan build (scripts/sanitize.sh asan).
+# Then the unit and C ABI tests again in an ASan + UBSan build, and the concurrency tests in a
+# ThreadSanitizer build (scripts/sanitize.sh all).
 #   usage: scripts/test.sh            (FUZZ_SECONDS=0 skips the fuzzer, SANITIZE=0 the sanitizer
 #                                      build; JOBS sets parallelism)
 set -euo pipefail
@@ -44,7 +45,7 @@ if [ "$FUZZ_SECONDS" != 0 ]; then
   bash scripts/fuzz-smoke.sh "$FUZZ_SECONDS"
 fi
 if [ "$SANITIZE" != 0 ]; then
-  echo "== sanitizers (scripts/sanitize.sh asan)"
-  JOBS=$JOBS bash scripts/sanitize.sh asan
+  echo "== sanitizers (scripts/sanitize.sh all: ASan+UBSan, then TSan)"
+  JOBS=$JOBS bash scripts/sanitize.sh all
 fi
 echo "== all tests passed"

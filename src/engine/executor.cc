@@ -1,8 +1,12 @@
-// Executor implementation.
+// The executor: one run loop for every device (the host, or a device with memory of its own
+// through device/run_device.h); CUDA graph capture and replay are in executor_cuda.cc.
 #include "engine/executor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+
+#include "kernels/op_profile.h"
 
 namespace oneflow {
 
@@ -16,13 +20,14 @@ Executor::Executor(std::shared_ptr<const Graph> graph, int num_threads, const Ex
     : Executor(std::move(graph), std::make_shared<ThreadPool>(num_threads), device) {}
 
 Executor::Executor(std::shared_ptr<const Graph> graph, std::shared_ptr<ThreadPool> pool, const ExecutorDevice& device)
-    : graph_(std::move(graph)), pool_(std::move(pool)), device_(device) {
-  if (device.type == DeviceType::kCpu) {
-    OF_REQUIRE(device.index == 0, "CPU device index must be 0, got ", device.index);
+    : graph_(std::move(graph)), pool_(std::move(pool)), device_(device),
+      run_device_(OpenRunDevice(device.type, device.index)) {
+  if (run_device_->separate_memory()) {
+    InitDevice();  // places the nodes, then BuildSteps with the device kernels
+    InitCudaGraphs();
+  } else {
     std::vector<std::unique_ptr<NodeRunner>> no_device_runners;
     BuildSteps(no_device_runners);
-  } else {
-    InitCuda();  // places the nodes, then BuildSteps with the device kernels
   }
 }
 
@@ -120,23 +125,258 @@ size_t Executor::planned_peak_bytes() const {
   return last_plan_ ? last_plan_->arena_bytes : 0;
 }
 
-std::vector<Tensor> Executor::Run(const std::vector<Tensor>& feeds, const RunIo& io) const {
-  if (cuda_) return RunCuda(feeds, io);
-  bool device_feed = false;
-  for (char d : io.feed_on_device) device_feed |= d != 0;
-  OF_REQUIRE(!device_feed && !io.outputs_on_device,
-             "device tensors were given to a session that runs on the CPU; create it on the CUDA device");
-  return Run(feeds);
+Executor::~Executor() = default;
+
+// ---- A device with memory of its own ----------------------------------------------------------
+
+struct Executor::DeviceState {
+  std::vector<Tensor> device_constants;  // per value: the uploaded constant, for device readers
+  std::mutex mu;
+  std::vector<std::unique_ptr<RunStream>> free_streams;  // one per concurrent run, reused
+  // Device nodes whose kernel refused a run (kUnsupported: a dtype its factory did not check) run
+  // on the CPU from then on: per step, the CPU kernel (null until needed), owned by `cpu_kernels`.
+  std::unique_ptr<std::atomic<const NodeRunner*>[]> cpu_instead;
+  std::vector<std::unique_ptr<NodeRunner>> cpu_kernels;
+  std::atomic<bool> any_cpu_instead{false};
+  bool allow_runtime_fallback = false;  // ExecutorDevice::allow_runtime_fallback or ONEFLOW_CUDA_ALLOW_FALLBACK=1
+  CudaFallbackStats fallbacks;          // guarded by mu (planned: set once at construction)
+};
+
+void Executor::InitDevice() {
+  const Graph& g = *graph_;
+  RunDevice& dev = *run_device_;
+  device_state_ = std::make_shared<DeviceState>();
+  DeviceState& ds = *device_state_;
+  ds.allow_runtime_fallback = device_.allow_runtime_fallback || RuntimeFallbackAllowedByEnv();
+
+  std::unique_ptr<RunStream> stream = dev.NewStream();
+  {
+    const auto scope = dev.EnterRun(*stream);  // the device is current while kernels are created
+    // Device kernels where they exist; a factory refusing the node (a dtype, an attribute) means
+    // CPU. A failed device call in a factory is the machine's or the build's problem, never a fallback.
+    std::vector<std::unique_ptr<NodeRunner>> device_runners(g.nodes.size());
+    for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+      try {
+        device_runners[ni] = std::make_unique<NodeRunner>(g, g.nodes[ni], dev.type());
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::kUnsupported || dev.IsDeviceFailure(e)) throw;
+      }
+    }
+    placement_ = PlaceGraph(g, [&](const Node& n) { return device_runners[static_cast<size_t>(&n - g.nodes.data())] != nullptr; });
+    not_in_arena_.assign(g.values.size(), 0);
+    for (size_t v = 0; v < g.values.size(); ++v) not_in_arena_[v] = !placement_.produced_on_device[v];
+    BuildSteps(device_runners);
+    // Planned fallbacks: counted for the session's stats and, when profiling, listed per op type.
+    ds.fallbacks.planned = static_cast<size_t>(placement_.num_planned_fallbacks());
+    if (OpProfilingEnabled())
+      for (size_t ni = 0; ni < g.nodes.size(); ++ni)
+        if (placement_.no_device_kernel[ni]) RecordCudaFallback(g.nodes[ni].op_type, g.nodes[ni].Describe(), true, "");
+    ds.cpu_instead = std::make_unique<std::atomic<const NodeRunner*>[]>(steps_.size());
+    for (size_t st = 0; st < steps_.size(); ++st) ds.cpu_instead[st].store(nullptr);
+
+    // Constants (folded on the CPU by the optimizer) are uploaded once, for their device readers.
+    ds.device_constants.resize(g.values.size());
+    for (size_t v = 0; v < g.values.size(); ++v)
+      if (g.values[v].constant.defined() && placement_.needed_on_device[v])
+        ds.device_constants[v] = dev.ToDevice(g.values[v].constant, *stream);
+    dev.Synchronize(*stream);
+  }
+  ds.free_streams.push_back(std::move(stream));
 }
 
-std::vector<Tensor> Executor::Run(const std::vector<Tensor>& feeds) const {
-  if (cuda_) return RunCuda(feeds, RunIo{});
+bool Executor::AnyRuntimeFallback() const { return device_state_ && device_state_->any_cpu_instead.load(); }
+
+CudaFallbackStats Executor::cuda_fallbacks() const {
+  if (!device_state_) return {};
+  std::lock_guard<std::mutex> lock(device_state_->mu);
+  return device_state_->fallbacks;
+}
+
+// ---- The run loop -------------------------------------------------------------------------------
+
+namespace {
+
+// Synchronizes a run's stream on scope exit, also when the run throws: its memory (arena, pooled
+// blocks) must not be reused while queued device work may still touch it. A no-op on the host.
+class SyncOnExit {
+ public:
+  SyncOnExit(RunDevice& dev, RunStream& stream) : dev_(dev), stream_(stream) {}
+  ~SyncOnExit() { dev_.SynchronizeNoThrow(stream_); }
+  SyncOnExit(const SyncOnExit&) = delete;
+  SyncOnExit& operator=(const SyncOnExit&) = delete;
+
+ private:
+  RunDevice& dev_;
+  RunStream& stream_;
+};
+
+bool SameStorage(const Tensor& a, const Tensor& b) { return a.defined() && b.defined() && a.storage() == b.storage(); }
+
+}  // namespace
+
+void Executor::InitSlots(Slots& slots) const {
+  const Graph& g = *graph_;
+  slots.host.assign(g.values.size(), Tensor());
+  if (device_state_) slots.dev.assign(g.values.size(), Tensor());
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    if (!g.values[v].constant.defined()) continue;
+    slots.host[v] = g.values[v].constant;
+    if (device_state_) slots.dev[v] = device_state_->device_constants[v];
+  }
+}
+
+void Executor::RunSteps(Slots& slots, const Plan* plan, const std::shared_ptr<Storage>& arena, RunStream& stream,
+                        std::vector<size_t>* observed, bool capturing) const {
+  const Graph& g = *graph_;
+  RunDevice& dev = *run_device_;
+  DeviceState* ds = device_state_.get();  // null on the host: every value lives in slots.host
+  std::vector<const Tensor*> inputs, infer_values;
+  std::vector<Tensor> outputs;
+  // Value v on the host (or the device), copied over when it is only on the other side.
+  auto on_side = [&](size_t v, bool host) -> const Tensor* {
+    if (!ds) return slots.host[v].defined() ? &slots.host[v] : nullptr;
+    Tensor& to = host ? slots.host[v] : slots.dev[v];
+    if (!to.defined()) {
+      const Tensor& from = host ? slots.dev[v] : slots.host[v];
+      if (!from.defined()) return nullptr;
+      to = host ? dev.ToHost(from, stream) : dev.ToDevice(from, stream);
+    }
+    return &to;
+  };
+  // What the output allocator reads, behind one pointer: a lambda of at most two pointers fits in
+  // std::function's inline buffer, so building the allocator allocates nothing.
+  struct AllocState {
+    const Node* node;
+    bool on_host_instead;  // a step of a device run that runs on the CPU: host memory, no arena slot
+    const Plan* plan;
+    const std::shared_ptr<Storage>* arena;
+    std::vector<size_t>* observed;
+    RunDevice* dev;
+    RunStream* stream;
+  } st{nullptr, false, plan, &arena, observed, &dev, &stream};
+  const OutputAllocator alloc = [s = &st](size_t i, DType dtype, const Shape& shape) -> Tensor {
+    if (s->on_host_instead) return Tensor::Uninitialized(dtype, shape);
+    const size_t v = static_cast<size_t>(s->node->outputs[i]);
+    const size_t bytes = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
+    if (s->observed) (*s->observed)[v] = bytes;
+    else if (s->plan && s->plan->offset[v] >= 0 && bytes <= s->plan->bytes[v])
+      return Tensor(dtype, shape, *s->arena, static_cast<size_t>(s->plan->offset[v]));
+    return s->dev->Empty(dtype, shape, *s->stream);
+  };
+
+  for (size_t step_index = 0; step_index < steps_.size(); ++step_index) {
+    const Step& step = steps_[step_index];
+    const Node& n = step.runner->node();
+    const NodeRunner* runner = step.runner.get();
+    if (ds) {
+      if (const NodeRunner* cpu = ds->cpu_instead[step_index].load(std::memory_order_acquire)) runner = cpu;
+      // The placement's copies for this step (a device feed or an earlier copy may make one moot).
+      for (const DeviceCopy& t : placement_.transfers[step_index]) on_side(static_cast<size_t>(t.value), t.to_host);
+    }
+    // On the run's device (every step of a host run), or on the CPU instead (a device run's fallback).
+    bool on_device = !ds || runner->device() != DeviceType::kCpu;
+    const size_t ni = ds ? static_cast<size_t>(placement_.order[step_index]) : 0;
+    auto gather = [&]() {
+      inputs.assign(n.inputs.size(), nullptr);
+      infer_values.assign(n.inputs.size(), nullptr);
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        if (!n.has_input(i)) continue;
+        const size_t v = static_cast<size_t>(n.inputs[i]);
+        if (!ds) {
+          inputs[i] = on_side(v, true);
+        } else if (placement_.data_free_input[ni][i]) {  // only its shape is read
+          inputs[i] = slots.dev[v].defined() ? &slots.dev[v] : slots.host[v].defined() ? &slots.host[v] : nullptr;
+        } else {
+          inputs[i] = on_side(v, !on_device || placement_.host_read_input[ni][i]);
+        }
+        // Inference reads values on the host only.
+        infer_values[i] = !ds ? inputs[i] : slots.host[v].defined() ? &slots.host[v] : nullptr;
+        OF_CHECK(inputs[i] != nullptr, kInternal, n.Describe(), ": input '", g.values[v].name, "' was not computed");
+      }
+    };
+    gather();
+    st.node = &n;
+    st.on_host_instead = !on_device;
+    try {
+      runner->Run(inputs, infer_values, outputs, *pool_, alloc);
+    } catch (const Error& e) {
+      if (!ds || !on_device) throw;
+      switch (ClassifyRunFailure(e.code(), dev.IsDeviceFailure(e), capturing, ds->allow_runtime_fallback)) {
+        case RunFailureAction::kRethrow: throw;
+        case RunFailureAction::kRefuse: throw RuntimeFallbackError(n, e.what());
+        case RunFailureAction::kFallBack: break;
+      }
+      // The device kernel declined this node at run time and fallback is allowed: run its CPU
+      // kernel, now and from now on (counted once per node).
+      {
+        std::lock_guard<std::mutex> lock(ds->mu);
+        if (ds->cpu_instead[step_index].load() == nullptr) {
+          ds->cpu_kernels.push_back(std::make_unique<NodeRunner>(g, n, DeviceType::kCpu));
+          ds->cpu_instead[step_index].store(ds->cpu_kernels.back().get(), std::memory_order_release);
+          ds->any_cpu_instead.store(true);
+          ++ds->fallbacks.runtime;
+          if (OpProfilingEnabled()) RecordCudaFallback(n.op_type, n.Describe(), false, e.what());
+        }
+        runner = ds->cpu_instead[step_index].load();
+      }
+      on_device = false;
+      st.on_host_instead = true;
+      gather();
+      runner->Run(inputs, infer_values, outputs, *pool_, alloc);
+    }
+    // Results go to the side they were computed on; a stale copy on the other side is dropped.
+    const bool to_dev = ds && on_device;
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      if (n.outputs[i] == kNoValue) continue;
+      const size_t v = static_cast<size_t>(n.outputs[i]);
+      (to_dev ? slots.dev : slots.host)[v] = std::move(outputs[i]);
+      if (ds) (to_dev ? slots.host : slots.dev)[v] = Tensor();
+    }
+    for (int v : step.free_after) {
+      slots.host[static_cast<size_t>(v)] = Tensor();
+      if (ds) slots.dev[static_cast<size_t>(v)] = Tensor();
+    }
+  }
+}
+
+std::vector<Tensor> Executor::Run(const std::vector<Tensor>& feeds) const { return Run(feeds, RunIo{}); }
+
+std::vector<Tensor> Executor::Run(const std::vector<Tensor>& feeds, const RunIo& io) const {
   const Graph& g = *graph_;
   OF_ASSERT(feeds.size() == g.inputs.size());
+  RunDevice& dev = *run_device_;
+  DeviceState* ds = device_state_.get();
+  if (ds) {
+    OF_REQUIRE(io.feed_on_device.empty() || io.feed_on_device.size() == feeds.size(),
+               "feed_on_device has ", io.feed_on_device.size(), " entries for ", feeds.size(), " feeds");
+  } else {
+    bool device_feed = false;
+    for (char d : io.feed_on_device) device_feed |= d != 0;
+    OF_REQUIRE(!device_feed && !io.outputs_on_device,
+               "device tensors were given to a session that runs on the CPU; create it on the CUDA device");
+  }
+  auto is_device_feed = [&](size_t i) { return !io.feed_on_device.empty() && io.feed_on_device[i] != 0; };
+
   std::vector<Shape> key;
   key.reserve(feeds.size());
   for (const Tensor& t : feeds) key.push_back(t.shape());
 
+  std::vector<Tensor> results;
+  if (cuda_graphs_ && RunCudaGraph(feeds, io, key, results)) return results;
+
+  // The run's stream (reused across runs) and its scope on the device.
+  std::unique_ptr<RunStream> stream;
+  if (ds) {
+    std::lock_guard<std::mutex> lock(ds->mu);
+    if (!ds->free_streams.empty()) {
+      stream = std::move(ds->free_streams.back());
+      ds->free_streams.pop_back();
+    }
+  }
+  if (!stream) stream = dev.NewStream();
+  const std::unique_ptr<RunDevice::RunScope> scope = dev.EnterRun(*stream);
+
+  // The memory plan of these input shapes, once a run has measured them, and an arena for it.
   std::shared_ptr<const Plan> plan;
   std::shared_ptr<Storage> arena;
   {
@@ -154,72 +394,64 @@ std::vector<Tensor> Executor::Run(const std::vector<Tensor>& feeds) const {
       }
     }
   }
-  if (plan && !arena) arena = Storage::AllocateUninitialized(plan->arena_bytes);
+  if (plan && !arena) arena = dev.AllocateArena(plan->arena_bytes, *stream);
 
-  std::vector<Tensor> slots(g.values.size());
-  for (size_t v = 0; v < g.values.size(); ++v)
-    if (g.values[v].constant.defined()) slots[v] = g.values[v].constant;
-  for (size_t i = 0; i < feeds.size(); ++i) slots[static_cast<size_t>(g.inputs[i])] = feeds[i];
-
-  std::vector<size_t> observed_bytes;  // recorded on a run without a plan, to build one
-  if (!plan) observed_bytes.assign(g.values.size(), 0);
-
-  std::vector<const Tensor*> inputs;
-  std::vector<Tensor> outputs;
-  // What the output allocator reads, behind one pointer: a lambda of at most two pointers fits in
-  // std::function's inline buffer, so building one per step allocates nothing.
-  struct AllocState {
-    const Node* node;
-    const Plan* plan;
-    const std::shared_ptr<Storage>* arena;
-    std::vector<size_t>* observed_bytes;
-  } st{nullptr, plan.get(), &arena, &observed_bytes};
-  const OutputAllocator alloc = [s = &st](size_t i, DType dtype, const Shape& shape) -> Tensor {
-    size_t v = static_cast<size_t>(s->node->outputs[i]);
-    size_t bytes = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
-    if (!s->plan) (*s->observed_bytes)[v] = bytes;
-    else if (s->plan->offset[v] >= 0 && bytes <= s->plan->bytes[v])
-      return Tensor(dtype, shape, *s->arena, static_cast<size_t>(s->plan->offset[v]));
-    return Tensor::Uninitialized(dtype, shape);
-  };
-  for (const Step& step : steps_) {
-    const Node& n = step.runner->node();
-    st.node = &n;
-    inputs.clear();
-    for (int v : n.inputs) {
-      if (v == kNoValue) { inputs.push_back(nullptr); continue; }
-      const Tensor& t = slots[static_cast<size_t>(v)];
-      OF_CHECK(t.defined(), kInternal, n.Describe(), ": input '", g.values[static_cast<size_t>(v)].name,
-               "' was not computed");
-      inputs.push_back(&t);
+  std::vector<size_t> observed;  // recorded on a run without a plan, to build one
+  if (!plan) observed.assign(g.values.size(), 0);
+  {
+    Slots slots;
+    SyncOnExit sync(dev, *stream);  // destroyed before the slots and the arena are let go
+    InitSlots(slots);
+    for (size_t i = 0; i < feeds.size(); ++i) {
+      const size_t v = static_cast<size_t>(g.inputs[i]);
+      if (is_device_feed(i)) {
+        slots.dev[v] = feeds[i];
+        // DevicePlacement assumes host feeds; a device feed that the host reads is copied now.
+        if (placement_.needed_on_host[v]) slots.host[v] = dev.ToHost(feeds[i], *stream);
+      } else {
+        slots.host[v] = feeds[i];
+      }
     }
-    step.runner->Run(inputs, outputs, *pool_, alloc);
-    for (size_t i = 0; i < n.outputs.size(); ++i)
-      if (n.outputs[i] != kNoValue) slots[static_cast<size_t>(n.outputs[i])] = std::move(outputs[i]);
-    for (int v : step.free_after) slots[static_cast<size_t>(v)] = Tensor();
-  }
+    RunSteps(slots, plan.get(), arena, *stream, plan ? nullptr : &observed, false);
 
-  std::vector<Tensor> results;
-  results.reserve(g.outputs.size());
-  for (int v : g.outputs) {
-    Tensor t = slots[static_cast<size_t>(v)];
-    OF_CHECK(t.defined(), kInternal, "output '", g.values[static_cast<size_t>(v)].name, "' was not computed");
-    // Never hand out engine-owned bytes: constants and arena slots are cloned, inputs too
-    // (an output that is a view of an input must not change when the caller reuses the input).
-    bool engine_owned = (arena && t.storage() == arena) || g.values[static_cast<size_t>(root_[static_cast<size_t>(v)])].constant.defined();
-    for (const Tensor& f : feeds) engine_owned |= t.storage() == f.storage();
-    results.push_back(engine_owned ? t.Clone() : t);
+    results.reserve(g.outputs.size());
+    for (int ov : g.outputs) {
+      const size_t v = static_cast<size_t>(ov);
+      static const Tensor kNone;
+      const Tensor& d = ds ? slots.dev[v] : kNone;
+      const Tensor& h = slots.host[v];
+      OF_CHECK(d.defined() || h.defined(), kInternal, "output '", g.values[v].name, "' was not computed");
+      // Never hand out engine memory (arena slots, constants) or the caller's feeds (an output
+      // that is a view of an input must not change when the caller reuses the input): clone those.
+      const bool from_device = io.outputs_on_device ? d.defined() : !h.defined();
+      const Tensor& src = from_device ? d : h;
+      bool engine_owned = (arena && src.storage() == arena) ||
+                          g.values[static_cast<size_t>(root_[v])].constant.defined();
+      for (const Tensor& f : feeds) engine_owned |= SameStorage(src, f);
+      if (from_device) {
+        if (!io.outputs_on_device) results.push_back(dev.ToHost(d, *stream));
+        else results.push_back(engine_owned ? dev.CopyOnDevice(d, *stream) : d);
+      } else {
+        if (io.outputs_on_device) results.push_back(dev.ToDevice(h, *stream));
+        else results.push_back(engine_owned ? h.Clone() : h);
+      }
+    }
   }
+  dev.VerifyRun(*scope, *stream);  // kernels' checks of device data, once the stream is done
 
   std::lock_guard<std::mutex> lock(mutex_);
   if (!plan) {
-    auto built = BuildPlan(observed_bytes);
+    auto built = BuildPlan(observed);
     // Dynamic shapes could grow the cache without bound; keep the most useful few.
     if (plans_.size() >= kMaxCachedPlans) plans_.erase(plans_.begin());
     plans_[key] = built;
     last_plan_ = built;
   } else if (arena) {
     free_arenas_.push_back(std::move(arena));
+  }
+  if (ds) {
+    std::lock_guard<std::mutex> stream_lock(ds->mu);
+    ds->free_streams.push_back(std::move(stream));
   }
   return results;
 }

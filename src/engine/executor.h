@@ -10,6 +10,7 @@
 
 #include "base/thread_pool.h"
 #include "engine/device_placement.h"
+#include "device/run_device.h"
 #include "engine/memory_plan.h"
 #include "kernels/node_runner.h"
 
@@ -100,10 +101,32 @@ class Executor {
   std::shared_ptr<const Plan> StaticPlan() const;  // from static shapes, when all are known
   void BuildSteps(std::vector<std::unique_ptr<NodeRunner>>& device_runners);
 
-  // The device path (executor_cuda.cc): its state, set up once at construction, and its run.
-  struct CudaState;
-  void InitCuda();
-  std::vector<Tensor> RunCuda(const std::vector<Tensor>& feeds, const RunIo& io) const;
+  // One run's value slots: every value's host tensor and, on a device with memory of its own,
+  // its device tensor (a value may have both: a copy made for a reader on the other side).
+  struct Slots {
+    std::vector<Tensor> host, dev;
+  };
+  // Constants in `slots` (their device copies too on a device with memory of its own).
+  void InitSlots(Slots& slots) const;
+  // The run loop, for every device: runs the steps in order with `slots` prepared, outputs of the
+  // device's steps from `arena` where planned (else fresh device memory on `stream`), copies
+  // between host and device where the placement says, kernels declining a node at run time
+  // handled by the fallback policy. Records each value's bytes in `observed` when there is no
+  // plan. While `capturing` (a CUDA graph), nothing may wait on the device. The caller has
+  // entered the run (RunDevice::EnterRun) on `stream`.
+  void RunSteps(Slots& slots, const Plan* plan, const std::shared_ptr<Storage>& arena, RunStream& stream,
+                std::vector<size_t>* observed, bool capturing) const;
+
+  // A device with memory of its own: kernels placed, constants uploaded (executor.cc).
+  struct DeviceState;
+  void InitDevice();
+  bool AnyRuntimeFallback() const;  // some device node has fallen back to the CPU at run time
+  // CUDA graphs (executor_cuda.cc): set up when the runs allow capture; a run of a shape set that
+  // has (or now gets) a captured graph replays it and returns true with `results` set.
+  struct CudaGraphs;
+  void InitCudaGraphs();
+  bool RunCudaGraph(const std::vector<Tensor>& feeds, const RunIo& io, const std::vector<Shape>& key,
+                    std::vector<Tensor>& results) const;
 
   std::shared_ptr<const Graph> graph_;
   std::shared_ptr<ThreadPool> pool_;
@@ -113,14 +136,16 @@ class Executor {
   std::vector<int> last_step_;   // value -> last step that reads it or any of its views
   std::vector<char> is_output_;  // value -> is a graph output
   ExecutorDevice device_;
-  DevicePlacement placement_;
+  std::unique_ptr<RunDevice> run_device_;  // what runs need of the device (device/run_device.h)
+  DevicePlacement placement_;       // device executors: which node runs where, which copies go where
   std::vector<char> not_in_arena_;  // device executors: values computed on the host (no arena slot)
-  std::shared_ptr<CudaState> cuda_;  // shared_ptr: CudaState is complete only in executor_cuda.cc
+  std::shared_ptr<DeviceState> device_state_;  // device executors
+  std::shared_ptr<CudaGraphs> cuda_graphs_;     // when runs are captured; complete only in executor_cuda.cc
 
   mutable std::mutex mutex_;
   mutable std::map<std::vector<Shape>, std::shared_ptr<const Plan>> plans_;  // by input shapes
   mutable std::shared_ptr<const Plan> last_plan_;
-  mutable std::vector<std::shared_ptr<Storage>> free_arenas_;
+  mutable std::vector<std::shared_ptr<Storage>> free_arenas_;  // of finished runs, in the device's memory
 };
 
 }  // namespace oneflow

@@ -7,13 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "base/device_type.h"
 #include "base/tensor.h"
 #include "base/thread_pool.h"
 #include "graph/graph.h"
 
 namespace oneflow {
-
-enum class DeviceType { kCpu = 0, kCuda = 1 };
 
 // What a kernel sees at creation: the node, its static input types and constant inputs.
 class KernelInitContext {

@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""The op-case table: one row per (op, attributes, inputs), each with its expected outputs from an
+independent implementation, onnx.reference (the ONNX project's Python evaluator), written in the
+layout of the ONNX backend node tests so that tests/ops/op_case_test.cc can run every row on every
+backend the machine has:
+
+    OUT/<case>/model.onnx                     the one-node model (constant inputs as initializers)
+    OUT/<case>/test_data_set_0/input_K.pb     the fed inputs, output_K.pb the reference outputs
+    OUT/<case>/case.txt                       split INPUT AXIS | grad 0|1 | rtol R | atol A
+
+`split` names the input the 2-device sharded run splits (S(AXIS) on cpu:0-1; the planner chooses
+the rest and inserts the boxing); `grad 0` turns the finite-difference check off for a row whose op
+has a gradient rule (the runner checks every row whose op has one and whose inputs are floats).
+
+    python3 tests/ops/make_op_cases.py OUT_DIR [--list]
+"""
+import os
+import shutil
+import sys
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+OPSET = 18
+RNG = np.random.default_rng(20261205)
+
+
+def f32(*shape, lo=-2.0, hi=2.0):
+    return RNG.uniform(lo, hi, size=shape).astype(np.float32)
+
+
+def i64(*values):
+    return np.array(values, dtype=np.int64)
+
+
+class Case:
+    def __init__(self, name, op, inputs, attrs=None, consts=(), split=None, grad=True, rtol=1e-5, atol=1e-6,
+                 outputs=1, opset=OPSET, domain=""):
+        self.name, self.op, self.inputs, self.attrs = name, op, inputs, attrs or {}
+        self.consts = set(consts)  # input names stored as initializers (shapes, axes, indices)
+        self.split, self.grad, self.rtol, self.atol = split, grad, rtol, atol
+        self.outputs, self.opset, self.domain = outputs, opset, domain
+
+
+# name, op, inputs [(name, array)], ... The names are the inputs' ONNX parameter names in order.
+CASES = [
+    # Broadcasting arithmetic (graph/ops/binary_ops.h).
+    Case("add_bias", "Add", [("A", f32(4, 6)), ("B", f32(6))], split=("A", 0)),
+    Case("sub_rows", "Sub", [("A", f32(4, 6)), ("B", f32(4, 1))], split=("A", 1)),
+    Case("mul", "Mul", [("A", f32(4, 6)), ("B", f32(4, 6))], split=("B", 0)),
+    Case("div", "Div", [("A", f32(4, 6)), ("B", f32(4, 6, lo=0.5, hi=2.0))], split=("A", 0)),
+    Case("pow", "Pow", [("X", f32(4, 6, lo=0.5, hi=2.0)), ("Y", f32(4, 6, lo=-2, hi=2))], split=("X", 0)),
+    Case("max", "Max", [("data_0", f32(4, 6)), ("data_1", f32(4, 6))], split=("data_0", 0)),
+    Case("min3", "Min", [("data_0", f32(4, 6)), ("data_1", f32(6)), ("data_2", f32(4, 6))]),
+    Case("sum3", "Sum", [("data_0", f32(4, 6)), ("data_1", f32(4, 6)), ("data_2", f32(6))], split=("data_0", 0)),
+    Case("mean", "Mean", [("data_0", f32(4, 6)), ("data_1", f32(4, 6))]),
+    # Activations (graph/ops/unary_ops.h rows; onnxruntime checks them all in test_unary_ops_vs_onnxruntime.py).
+    Case("relu", "Relu", [("X", f32(4, 6))], split=("X", 1)),
+    Case("sigmoid", "Sigmoid", [("X", f32(4, 6))], split=("X", 0)),
+    Case("tanh", "Tanh", [("X", f32(4, 6))]),
+    Case("exp", "Exp", [("X", f32(4, 6))], split=("X", 0)),
+    Case("softplus", "Softplus", [("X", f32(4, 6))]),
+    Case("leaky_relu", "LeakyRelu", [("X", f32(4, 6))], attrs={"alpha": 0.2}, split=("X", 0)),
+    Case("clip", "Clip", [("input", f32(4, 6)), ("min", np.array(-0.5, np.float32)), ("max", np.array(0.7, np.float32))],
+         consts=("min", "max"), split=("input", 0)),
+    # Linear algebra.
+    Case("matmul", "MatMul", [("A", f32(4, 8)), ("B", f32(8, 6))], split=("A", 0), rtol=1e-5),
+    Case("matmul_k_split", "MatMul", [("A", f32(4, 8)), ("B", f32(8, 6))], split=("B", 0), rtol=1e-5),
+    Case("matmul_batched", "MatMul", [("A", f32(2, 3, 4, 5)), ("B", f32(2, 3, 5, 6))], split=("A", 1)),
+    Case("gemm_transb", "Gemm", [("A", f32(4, 8)), ("B", f32(6, 8)), ("C", f32(6))], attrs={"transB": 1, "alpha": 0.5},
+         split=("A", 0)),
+    Case("einsum", "Einsum", [("Inputs_0", f32(3, 4)), ("Inputs_1", f32(4, 5))], attrs={"equation": "ij,jk->ik"}),
+    # Normalization and softmax.
+    Case("softmax", "Softmax", [("input", f32(4, 10))], attrs={"axis": -1}, split=("input", 0)),
+    Case("log_softmax", "LogSoftmax", [("input", f32(4, 10))], attrs={"axis": 1}, split=("input", 0)),
+    Case("layer_norm", "LayerNormalization", [("X", f32(4, 8)), ("Scale", f32(8)), ("B", f32(8))],
+         attrs={"axis": -1, "epsilon": 1e-5}, split=("X", 0), rtol=1e-4, atol=1e-5),
+    # Reductions.
+    Case("reduce_sum", "ReduceSum", [("data", f32(4, 6)), ("axes", i64(1))], consts=("axes",), attrs={"keepdims": 0},
+         split=("data", 0)),
+    Case("reduce_sum_split_axis", "ReduceSum", [("data", f32(4, 6)), ("axes", i64(0))], consts=("axes",),
+         split=("data", 0)),
+    Case("reduce_mean", "ReduceMean", [("data", f32(4, 6)), ("axes", i64(-1))], consts=("axes",), split=("data", 0)),
+    Case("reduce_max", "ReduceMax", [("data", f32(4, 6)), ("axes", i64(1))], consts=("axes",), split=("data", 0)),
+    Case("argmax", "ArgMax", [("data", f32(4, 6))], attrs={"axis": 1}, split=("data", 0), grad=False),
+    Case("cumsum", "CumSum", [("x", f32(4, 6)), ("axis", np.array(1, np.int64))], consts=("axis",), split=("x", 0)),
+    # Shapes and data movement.
+    Case("transpose", "Transpose", [("data", f32(2, 3, 4))], attrs={"perm": [2, 0, 1]}, split=("data", 0)),
+    Case("reshape", "Reshape", [("data", f32(4, 6)), ("shape", i64(2, 12))], consts=("shape",), split=("data", 0)),
+    Case("flatten", "Flatten", [("input", f32(2, 3, 4))], attrs={"axis": 1}, split=("input", 0)),
+    Case("unsqueeze", "Unsqueeze", [("data", f32(4, 6)), ("axes", i64(1))], consts=("axes",), split=("data", 0)),
+    Case("squeeze", "Squeeze", [("data", f32(4, 1, 6)), ("axes", i64(1))], consts=("axes",), split=("data", 2)),
+    Case("concat", "Concat", [("inputs_0", f32(4, 3)), ("inputs_1", f32(4, 5))], attrs={"axis": 1},
+         split=("inputs_0", 0)),
+    Case("split", "Split", [("input", f32(4, 6)), ("split", i64(2, 4))], consts=("split",), attrs={"axis": 1},
+         outputs=2, split=("input", 0)),
+    Case("slice", "Slice", [("data", f32(4, 6)), ("starts", i64(1)), ("ends", i64(5)), ("axes", i64(1))],
+         consts=("starts", "ends", "axes"), split=("data", 0)),
+    Case("expand", "Expand", [("input", f32(4, 1)), ("shape", i64(4, 6))], consts=("shape",), split=("input", 0)),
+    Case("tile", "Tile", [("input", f32(2, 3)), ("repeats", i64(2, 2))], consts=("repeats",), split=("input", 1)),
+    Case("pad", "Pad", [("data", f32(4, 6)), ("pads", i64(0, 1, 0, 2))], consts=("pads",), split=("data", 0)),
+    Case("gather", "Gather", [("data", f32(5, 6)), ("indices", i64(4, 0, 2))], consts=("indices",), attrs={"axis": 0},
+         split=("data", 1)),
+    Case("where", "Where", [("condition", np.array([[True, False, True], [False, True, True]])), ("X", f32(2, 3)),
+                            ("Y", f32(2, 3))], consts=("condition",), split=("X", 0)),
+    Case("cast_f64", "Cast", [("input", f32(4, 6))], attrs={"to": onnx.TensorProto.DOUBLE}, split=("input", 0),
+         grad=False),
+    # Convolutions and pooling.
+    Case("conv", "Conv", [("X", f32(2, 3, 6, 6)), ("W", f32(4, 3, 3, 3)), ("B", f32(4))], attrs={"pads": [1, 1, 1, 1]},
+         split=("X", 0), rtol=1e-4, atol=1e-5),
+    Case("conv_grouped_strided", "Conv", [("X", f32(2, 4, 7, 7)), ("W", f32(4, 2, 3, 3))],
+         attrs={"group": 2, "strides": [2, 2]}, split=("X", 0), rtol=1e-4, atol=1e-5),
+    Case("max_pool", "MaxPool", [("X", f32(2, 3, 6, 6))], attrs={"kernel_shape": [2, 2], "strides": [2, 2]},
+         split=("X", 0)),
+    Case("average_pool", "AveragePool", [("X", f32(2, 3, 6, 6))], attrs={"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]},
+         split=("X", 1)),
+    Case("global_average_pool", "GlobalAveragePool", [("X", f32(2, 3, 5, 5))], split=("X", 0)),
+    Case("batch_norm", "BatchNormalization", [("X", f32(2, 3, 4, 4)), ("scale", f32(3)), ("B", f32(3)),
+                                              ("input_mean", f32(3)), ("input_var", f32(3, lo=0.5, hi=2.0))],
+         consts=("input_mean", "input_var"), split=("X", 0), rtol=1e-4, atol=1e-5),
+]
+
+
+def write_case(out, c):
+    d = os.path.join(out, c.name)
+    data = os.path.join(d, "test_data_set_0")
+    os.makedirs(data)
+    fed = [(n, a) for n, a in c.inputs if n not in c.consts]
+    inits = [numpy_helper.from_array(a, n) for n, a in c.inputs if n in c.consts]
+    outs = [f"out{k}" for k in range(c.outputs)]
+    node = helper.make_node(c.op, [n for n, _ in c.inputs], outs, domain=c.domain, **c.attrs)
+    inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in fed]
+
+    def make(outputs):
+        graph = helper.make_graph([node], c.name, inputs, outputs, initializer=inits)
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", c.opset)], ir_version=9)
+
+    # The reference runs first; the model then declares the outputs' types as it computed them.
+    want = ReferenceEvaluator(make([helper.make_empty_tensor_value_info(o) for o in outs])).run(None, dict(fed))
+    want = [np.asarray(w) for w in want]
+    model = make([helper.make_tensor_value_info(o, helper.np_dtype_to_tensor_dtype(w.dtype), w.shape)
+                  for o, w in zip(outs, want)])
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    for k, (n, a) in enumerate(fed):
+        with open(os.path.join(data, f"input_{k}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(a, n).SerializeToString())
+    for k, a in enumerate(want):
+        with open(os.path.join(data, f"output_{k}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(np.asarray(a), outs[k]).SerializeToString())
+    with open(os.path.join(d, "case.txt"), "w") as f:
+        if c.split:
+            f.write(f"split {c.split[0]} {c.split[1]}\n")
+        f.write(f"grad {int(c.grad)}\nrtol {c.rtol}\natol {c.atol}\n")
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    if "--list" in sys.argv:
+        for c in CASES:
+            print(c.name, c.op)
+        return 0
+    out = sys.argv[1]
+    names = [c.name for c in CASES]
+    assert len(names) == len(set(names)), "case names must be unique"
+    tmp = out + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    for c in CASES:
+        write_case(tmp, c)
+    shutil.rmtree(out, ignore_errors=True)
+    os.rename(tmp, out)
+    print(f"{len(CASES)} op cases in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
