@@ -136,8 +136,7 @@ void CudaMultiTensorOptimizer::Prepare(const std::vector<ParamSlot*>& params, cu
       entries.push_back({p.value.data<float>(), p.grad.data<float>(), nstate > 0 ? p.state[0].data<float>() : nullptr,
                          nstate > 1 ? p.state[1].data<float>() : nullptr, b, std::min(n, b + kChunk)});
   }
-  int dev = 0;
-  OF_CUDA_CHECK(cudaGetDevice(&dev));
+  const int dev = cuda::CurrentDevice();
   Table& t = *table_;
   const bool same = dev == t.device_index && entries.size() == t.host.size() &&
                     std::equal(entries.begin(), entries.end(), t.host.begin(), [](const ChunkEntry& a, const ChunkEntry& b) {
@@ -151,10 +150,8 @@ void CudaMultiTensorOptimizer::Prepare(const std::vector<ParamSlot*>& params, cu
   t.device = cuda::EmptyDeviceTensor(DType::kUInt8, {std::max<int64_t>(1, count) * static_cast<int64_t>(sizeof(ChunkEntry))},
                                      dev, stream);
   t.partial = cuda::EmptyDeviceTensor(DType::kFloat64, {count + 1}, dev, stream);
-  // From pageable memory the copy is staged before cudaMemcpyAsync returns, so `host` may change later.
-  if (count > 0)
-    OF_CUDA_CHECK(cudaMemcpyAsync(t.device.raw(), t.host.data(), static_cast<size_t>(count) * sizeof(ChunkEntry),
-                                  cudaMemcpyHostToDevice, stream));
+  // Staged before the call returns (pageable memory), so `host` may change later.
+  cuda::CopyBytesToDeviceAsync(t.device.raw(), t.host.data(), static_cast<size_t>(count) * sizeof(ChunkEntry), stream);
 }
 
 GradientNorm CudaMultiTensorOptimizer::GlobalGradientNorm(const std::vector<ParamSlot*>& params, cudaStream_t stream) {
@@ -170,8 +167,7 @@ GradientNorm CudaMultiTensorOptimizer::GlobalGradientNorm(const std::vector<Para
   SumPartialsKernel<<<1, kThreads, 0, stream>>>(partial, count, partial + count);
   OF_CUDA_CHECK_LAUNCH("GradientNorm");
   double total = 0.0;
-  OF_CUDA_CHECK(cudaMemcpyAsync(&total, partial + count, sizeof(double), cudaMemcpyDeviceToHost, stream));
-  OF_CUDA_CHECK(cudaStreamSynchronize(stream));
+  cuda::CopyBytesToHost(&total, partial + count, sizeof(double), stream);
   r.finite = std::isfinite(total);
   r.norm = std::sqrt(total);
   return r;

@@ -11,7 +11,8 @@ path holds only the modules below it); this check adds what a build cannot see:
   - no file (headers included by nothing in this build too, CUDA sources in a CPU-only build)
     includes a module its module does not reach through its links, or another module's private
     `*_internal.h`;
-  - the "Modules" table of ARCHITECTURE_MD lists, for each module, exactly the links CMake has.
+  - the "Modules" table of ARCHITECTURE_MD lists, for each module, exactly the links CMake has;
+  - train and c_api call no CUDA runtime function: they go through the device layer.
 Prints the layer order; exits 1 on any violation."""
 import os
 import re
@@ -22,6 +23,8 @@ import tempfile
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 DOT_NODE = re.compile(r'^\s*"(node\d+)"\s*\[\s*label\s*=\s*"([^"]+)"')
 DOT_EDGE = re.compile(r'^\s*"(node\d+)"\s*->\s*"(node\d+)"')
+CUDA_RUNTIME_CALL = re.compile(r'(?<![\w:.>])cuda[A-Z]\w*\s*\(')
+NO_RUNTIME_CALLS = {"train", "c_api"}
 DOC_ROW = re.compile(r'^\|\s*`src/([a-z_]+)`\s*\|.*\|\s*([^|]*?)\s*\|\s*$')
 
 
@@ -87,6 +90,10 @@ def include_violations(src, module, allowed, modules):
             rel = os.path.relpath(path, os.path.dirname(src))
             with open(path, encoding="utf-8", errors="replace") as f:
                 for lineno, line in enumerate(f, 1):
+                    if module in NO_RUNTIME_CALLS and not line.lstrip().startswith("//"):
+                        if call := CUDA_RUNTIME_CALL.search(line):
+                            out.append(f"{rel}:{lineno}: {module} calls the CUDA runtime ({call.group(0).rstrip('( ')}); "
+                                       f"use the device layer (src/device)")
                     m = INCLUDE.match(line)
                     if not m:
                         continue

@@ -351,6 +351,21 @@ Tensor ToDevice(const Tensor& host, int device, cudaStream_t stream) {
   return dev;
 }
 
+void CopyBytesToDeviceAsync(void* device_dst, const void* host_src, size_t bytes, cudaStream_t stream) {
+  if (bytes > 0) OF_CUDA_CHECK(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, stream));
+}
+
+void CopyBytesToHost(void* host_dst, const void* device_src, size_t bytes, cudaStream_t stream) {
+  if (bytes > 0) OF_CUDA_CHECK(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, stream));
+  OF_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+int CurrentDevice() {
+  int dev = 0;
+  OF_CUDA_CHECK(cudaGetDevice(&dev));
+  return dev;
+}
+
 Tensor ToHost(const Tensor& dev, cudaStream_t stream) {
   Tensor host = Tensor::Uninitialized(dev.dtype(), dev.shape());
   if (dev.nbytes() == 0) return host;

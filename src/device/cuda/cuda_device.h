@@ -173,6 +173,12 @@ Tensor EmptyPinnedTensor(DType dtype, const Shape& shape);
 // Asynchronous copies on `stream` (unified addressing tells host from device). Host memory must be
 // pinned for the copy to overlap with the host; `dst` and `src` must have the same dtype and size.
 void CopyAsync(const Tensor& dst, const Tensor& src, cudaStream_t stream);
+// Raw bytes: host to device on `stream` (from pageable memory the runtime stages the bytes before
+// returning, so the source may change afterwards), and device to host, waiting for `stream`.
+void CopyBytesToDeviceAsync(void* device_dst, const void* host_src, size_t bytes, cudaStream_t stream);
+void CopyBytesToHost(void* host_dst, const void* device_src, size_t bytes, cudaStream_t stream);
+// The device current on this thread.
+int CurrentDevice();
 // Host tensor -> new device tensor: staged through pinned memory so the host may reuse `host` on
 // return; the copy completes in stream order.
 Tensor ToDevice(const Tensor& host, int device, cudaStream_t stream);
