@@ -15,6 +15,7 @@
 #include <set>
 
 #include "graph/op_schema.h"
+#include "graph/ops/binary_ops.h"
 #include "graph/ops/unary_ops.h"
 #include "passes/passes.h"
 
@@ -36,10 +37,9 @@ bool IsLayoutFreeUnary(const Node& n) {
   return n.domain.empty() && (n.op_type == "Identity" || n.op_type == "Clip");
 }
 
+// Two-input elementwise ops with broadcasting: the binary rows (graph/ops/binary_ops.h).
 bool IsLayoutFreeBinary(const Node& n) {
-  return n.domain.empty() && n.inputs.size() == 2 && n.outputs.size() == 1 &&
-         (n.op_type == "Add" || n.op_type == "Sub" || n.op_type == "Mul" || n.op_type == "Div" ||
-          n.op_type == "Max" || n.op_type == "Min");
+  return n.inputs.size() == 2 && n.outputs.size() == 1 && FindBinaryOp(n.domain, n.op_type) != nullptr;
 }
 
 // Pools with an NHWC form; MaxPool only when its Indices output is absent.

@@ -37,10 +37,8 @@ TEST(BinaryRows, EveryRowHasEveryPiece) {
     ASSERT_NE(s, nullptr) << "no schema";
     EXPECT_TRUE(static_cast<bool>(s->grad)) << "no gradient rule";
     EXPECT_EQ(s->precision, row.follows_low_precision ? PrecisionClass::kFollow : PrecisionClass::kKeep);
-    if (row.standalone) {
-      EXPECT_EQ(s->inputs.size(), 2u);
-      EXPECT_TRUE(static_cast<bool>(s->sbp)) << "no SBP signatures";
-    }
+    EXPECT_TRUE(static_cast<bool>(s->sbp)) << "no SBP signatures";
+    if (row.standalone) EXPECT_EQ(s->inputs.size(), 2u);
     EXPECT_NE(kernels.Find("", row.name, DeviceType::kCpu), nullptr) << "no CPU kernel";
 #ifdef ONEFLOW_HAVE_CUDA
     EXPECT_NE(kernels.Find("", row.name, DeviceType::kCuda), nullptr) << "no CUDA kernel";

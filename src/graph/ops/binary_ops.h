@@ -1,6 +1,6 @@
 // The binary arithmetic ops, each formula written once. A row of ONEFLOW_BINARY_OPS names a struct
-// below holding the op's ONNX name, its cost, whether its schema and kernels come from the row, its
-// mixed-precision class, and its scalar formula
+// below holding the op's ONNX name, its cost, how SBP partial sums pass through it, whether its
+// schema and kernels come from the row, its mixed-precision class, and its scalar formula
 //
 //   Fwd(a, b)      y = f(a, b)
 //
@@ -14,6 +14,8 @@
 //   graph/fused_elementwise_program.h   FusedElementwise's binary instructions (EwOp)
 //   kernels/cpu/fused_elementwise.cc, kernels/cuda/fused_elementwise.cu  its interpreters
 //   passes/elementwise_fusion.cc        which nodes the pass lowers to those instructions
+//   passes/layout.cc                    which nodes NHWC transposes move through (all of them:
+//                                       elementwise with broadcasting, no layout of their own)
 #pragma once
 
 #include <cstdint>
@@ -54,8 +56,13 @@ OF_HD T IntPow(T x, E y) {
   return static_cast<T>(result);
 }
 
+// How SBP partial sums pass through the op (graph/ops/sbp_rules.h Linear): kBoth, P op P = P
+// (Add, Sub); kEither, P op B and B op P are P (Mul); kFirst, P op B is P (Div).
+enum class Linearity : uint8_t { kNone, kBoth, kEither, kFirst };
+
 struct RowDefaults {
   static constexpr double kCost = unary::kCheap;
+  static constexpr Linearity kLinearity = Linearity::kNone;
   // The schema and the kernels come from the row (otherwise written elsewhere: Pow takes mixed
   // types, Max and Min any number of inputs; their kernels still use the formula).
   static constexpr bool kStandalone = true;
@@ -65,6 +72,7 @@ struct RowDefaults {
 
 struct Add : RowDefaults {
   static constexpr const char* kName = "Add";
+  static constexpr Linearity kLinearity = Linearity::kBoth;
   template <class C>
   OF_HD static C Fwd(C a, C b) {
     if constexpr (std::is_integral_v<C>) return static_cast<C>(WrapType<C>(a) + WrapType<C>(b));
@@ -73,6 +81,7 @@ struct Add : RowDefaults {
 };
 struct Sub : RowDefaults {
   static constexpr const char* kName = "Sub";
+  static constexpr Linearity kLinearity = Linearity::kBoth;
   template <class C>
   OF_HD static C Fwd(C a, C b) {
     if constexpr (std::is_integral_v<C>) return static_cast<C>(WrapType<C>(a) - WrapType<C>(b));
@@ -81,6 +90,7 @@ struct Sub : RowDefaults {
 };
 struct Mul : RowDefaults {
   static constexpr const char* kName = "Mul";
+  static constexpr Linearity kLinearity = Linearity::kEither;
   template <class C>
   OF_HD static C Fwd(C a, C b) {
     if constexpr (std::is_integral_v<C>) return static_cast<C>(WrapType<C>(a) * WrapType<C>(b));
@@ -91,6 +101,7 @@ struct Mul : RowDefaults {
 // answers instead of a trap.
 struct Div : RowDefaults {
   static constexpr const char* kName = "Div";
+  static constexpr Linearity kLinearity = Linearity::kFirst;
   template <class C>
   OF_HD static C Fwd(C a, C b) {
     if constexpr (std::is_integral_v<C>) {
@@ -146,13 +157,14 @@ struct BinaryOpInfo {
   BinaryOpId id;
   const char* name;
   double cost;
+  binary::Linearity linearity;
   bool standalone;
   bool follows_low_precision;
 };
 
 #define OF_BINARY_INFO(Op)                                                                                   \
-  BinaryOpInfo{BinaryOpId::k##Op, binary::Op::kName, binary::Op::kCost, binary::Op::kStandalone, \
-               binary::Op::kFollowsLowPrecision},
+  BinaryOpInfo{BinaryOpId::k##Op, binary::Op::kName, binary::Op::kCost, binary::Op::kLinearity, \
+               binary::Op::kStandalone, binary::Op::kFollowsLowPrecision},
 inline constexpr BinaryOpInfo kBinaryOps[] = {ONEFLOW_BINARY_OPS(OF_BINARY_INFO)};
 #undef OF_BINARY_INFO
 static_assert(sizeof(kBinaryOps) / sizeof(kBinaryOps[0]) == static_cast<size_t>(BinaryOpId::kCount));

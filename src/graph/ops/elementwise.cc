@@ -4,6 +4,7 @@
 // covered by the same schema since the kernels accept the wider types.
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "graph/infer_util.h"
 #include "graph/ops/all_ops.h"
@@ -136,6 +137,16 @@ PrecisionClass PrecisionOf(const BinaryOpInfo& row) {
   return row.follows_low_precision ? PrecisionClass::kFollow : PrecisionClass::kKeep;
 }
 
+SbpFn SbpOf(const BinaryOpInfo& row) {
+  switch (row.linearity) {
+    case binary::Linearity::kBoth: return ElementwiseSbp(Linear::kAll);
+    case binary::Linearity::kEither: return ElementwiseSbp(Linear::kAny);
+    case binary::Linearity::kFirst: return ElementwiseSbp(Linear::kFirst);
+    case binary::Linearity::kNone: break;
+  }
+  return ElementwiseSbp(Linear::kNone);
+}
+
 OpSchema Binary(const char* name, InferFn fn, int since = 13) {
   return std::move(OpSchema(name).Since(since).Input("A").Input("B").Output("C").Infer(std::move(fn)));
 }
@@ -150,17 +161,20 @@ void RegisterElementwiseOps(OpRegistry& r) {
       {BinaryOpId::kAdd, GradAdd}, {BinaryOpId::kSub, GradSub}, {BinaryOpId::kMul, GradMul}, {BinaryOpId::kDiv, GradDiv}};
   for (const auto& [id, grad] : rows) {
     const BinaryOpInfo& row = BinaryInfo(id);
-    r.Register(Binary(row.name, InferBroadcast).Grad(grad).Precision(PrecisionOf(row)));
+    r.Register(Binary(row.name, InferBroadcast).Grad(grad).Precision(PrecisionOf(row)).Sbp(SbpOf(row)));
   }
   r.Register(Binary("Mod", InferBroadcast).Attr("fmod", Attribute::Int(0)));
   r.Register(OpSchema(binary::Pow::kName).Since(13).Input("X").Input("Y").Output("Z").Infer(InferBroadcastDType0)
-                 .Grad(GradPow).Precision(PrecisionOf(BinaryInfo(BinaryOpId::kPow))));
+                 .Grad(GradPow).Precision(PrecisionOf(BinaryInfo(BinaryOpId::kPow))).Sbp(SbpOf(BinaryInfo(BinaryOpId::kPow))));
   r.Register(OpSchema("PRelu").Since(13).Input("X").Input("slope").Output("Y").Infer(InferSameAsInput0SameDType)
                  .Grad(GradPRelu));
-  using OpGrad = std::pair<const char*, GradFn>;  // explicit: clang cannot deduce a pair of a function
-  for (const auto& [op, grad] : {OpGrad{binary::Min::kName, GradMinMax}, OpGrad{binary::Max::kName, GradMinMax}, OpGrad{"Mean", GradMean},
-                                 OpGrad{"Sum", GradSum}}) {
-    r.Register(OpSchema(op).Since(13).VariadicInput("data_0").Output("result").Infer(InferBroadcast).Grad(grad));
+  // Variadic Min/Max (the rows' formulas pairwise), Sum and Mean. Sum passes partial sums through.
+  using Variadic = std::tuple<const char*, GradFn, Linear>;  // explicit: clang cannot deduce a tuple of a function
+  for (const auto& [op, grad, linear] : {Variadic{binary::Min::kName, GradMinMax, Linear::kNone},
+                                         Variadic{binary::Max::kName, GradMinMax, Linear::kNone},
+                                         Variadic{"Mean", GradMean, Linear::kNone}, Variadic{"Sum", GradSum, Linear::kAll}}) {
+    r.Register(OpSchema(op).Since(13).VariadicInput("data_0").Output("result").Infer(InferBroadcast).Grad(grad)
+                   .Sbp(ElementwiseSbp(linear)));
   }
 
   // ---- Unary math and activations: the rows of unary_ops.h -----------------------------------------

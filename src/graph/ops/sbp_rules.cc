@@ -304,14 +304,10 @@ SbpFn ElementwiseSbp(Linear linear) {
 }
 
 void AttachSbpRules(OpRegistry& r) {
-  // Elementwise: linear ops pass partial sums through.
-  for (const char* op : {"Add", "Sub", "Sum"}) r.SetSbp("", op, ElementwiseSbp(Linear::kAll));
-  r.SetSbp("", "Mul", ElementwiseSbp(Linear::kAny));
-  r.SetSbp("", "Div", ElementwiseSbp(Linear::kFirst));
+  // Elementwise: linear ops pass partial sums through. (The unary and binary rows of unary_ops.h
+  // and binary_ops.h, and the variadic Min/Max/Sum/Mean, carry their own, from graph/ops/elementwise.cc.)
   r.SetSbp("", "Identity", ElementwiseSbp(Linear::kAll));
-  // (The unary rows of unary_ops.h carry their own, from graph/ops/elementwise.cc.)
-  for (const char* op : {"Pow", "PRelu", "Min", "Max", "Mean", "Where", "Mod", "Clip", "Cast", "Equal", "Less",
-                         "Greater", "Not"})
+  for (const char* op : {"PRelu", "Where", "Mod", "Clip", "Cast", "Equal", "Less", "Greater", "Not"})
     r.SetSbp("", op, ElementwiseSbp(Linear::kNone));
   // Reductions.
   r.SetSbp("", "ReduceSum", ReduceRule(true));
