@@ -16,6 +16,7 @@
 
 #include "graph/graph.h"
 #include "graph/op_schema.h"
+#include "graph/ops/binary_ops.h"
 
 namespace oneflow {
 
@@ -85,10 +86,10 @@ class GradContext {
   // broadcasting op. A no-op when the static shapes show no broadcasting.
   std::string SumToInputShape(const std::string& grad, size_t i);
   // Elementwise shorthands for rules written as formulas.
-  std::string Add(const std::string& a, const std::string& b) { return Emit1("Add", {a, b}); }
-  std::string Sub(const std::string& a, const std::string& b) { return Emit1("Sub", {a, b}); }
-  std::string Mul(const std::string& a, const std::string& b) { return Emit1("Mul", {a, b}); }
-  std::string Div(const std::string& a, const std::string& b) { return Emit1("Div", {a, b}); }
+  std::string Add(const std::string& a, const std::string& b) { return Emit1(binary::Add::kName, {a, b}); }
+  std::string Sub(const std::string& a, const std::string& b) { return Emit1(binary::Sub::kName, {a, b}); }
+  std::string Mul(const std::string& a, const std::string& b) { return Emit1(binary::Mul::kName, {a, b}); }
+  std::string Div(const std::string& a, const std::string& b) { return Emit1(binary::Div::kName, {a, b}); }
   std::string Neg(const std::string& a) { return Emit1("Neg", {a}); }
 
   // Results, read by the autodiff pass after the rule ran.

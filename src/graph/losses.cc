@@ -2,6 +2,7 @@
 #include "graph/losses.h"
 
 #include "graph/op_schema.h"
+#include "graph/ops/binary_ops.h"
 #include "graph/prepare.h"
 
 namespace oneflow {
@@ -54,9 +55,9 @@ std::string AppendLoss(Graph& graph, LossKind kind, const std::string& predictio
   } else {
     const int lab = g.AddValue(labels, pt);
     g.inputs.push_back(lab);
-    const int diff = AppendTypedNode(g, "Sub", {pred, lab}, g.UniqueName(loss + "/diff"));
+    const int diff = AppendTypedNode(g, binary::Sub::kName, {pred, lab}, g.UniqueName(loss + "/diff"));
     const int elem = kind == LossKind::kL1 ? AppendTypedNode(g, "Abs", {diff}, g.UniqueName(loss + "/abs"))
-                                           : AppendTypedNode(g, "Mul", {diff, diff}, g.UniqueName(loss + "/square"));
+                                           : AppendTypedNode(g, binary::Mul::kName, {diff, diff}, g.UniqueName(loss + "/square"));
     out = AppendTypedNode(g, reduction == LossReduction::kMean ? "ReduceMean" : "ReduceSum", {elem}, loss, KeepDims0());
   }
   g.outputs.push_back(out);

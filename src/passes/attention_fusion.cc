@@ -3,6 +3,7 @@
 // kernels never materialize the score matrix. K^T given by a Transpose that only this pattern reads
 // gets that Transpose's perm with the last two entries swapped; any other K^T gets a new Transpose.
 #include "graph/op_schema.h"
+#include "graph/ops/binary_ops.h"
 #include "passes/pass_util.h"
 #include "passes/passes.h"
 
@@ -67,10 +68,10 @@ bool TryFuse(Graph& g, const Counts& c, size_t pv_index, std::vector<char>& remo
   if (!prev) return false;
   double scale = 1.0;
   Node* qk = prev;
-  if (Is(*prev, "Div") || Is(*prev, "Mul")) {
+  if (Is(*prev, binary::Div::kName) || Is(*prev, binary::Mul::kName)) {
     double k = 0.0;
     if (!ScalarConstant(g, *prev, 1, &k) || k == 0.0) return false;
-    scale = Is(*prev, "Div") ? 1.0 / k : k;
+    scale = Is(*prev, binary::Div::kName) ? 1.0 / k : k;
     qk = PrivateProducer(g, c, prev->inputs[0]);
     if (!qk) return false;
   }

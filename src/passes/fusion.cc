@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "graph/op_schema.h"
+#include "graph/ops/binary_ops.h"
 #include "graph/ops/unary_ops.h"
 #include "passes/passes.h"
 
@@ -115,7 +116,7 @@ bool FoldBatchNorm(Graph& g, const Uses& u, Node& conv, std::vector<char>& remov
 bool FuseMatMulBias(Graph& g, const Uses& u, Node& mm, std::vector<char>& removed) {
   if (!IsOp(mm, "MatMul") || !FusableDType(ValueDType(g, mm.outputs[0]))) return false;
   Node* add = SoleConsumer(g, u, mm.outputs[0]);
-  if (!add || !IsOp(*add, "Add") || add->inputs.size() != 2) return false;
+  if (!add || !IsOp(*add, binary::Add::kName) || add->inputs.size() != 2) return false;
   const size_t other = add->inputs[0] == mm.outputs[0] ? 1 : 0;
   // The bias need not be constant (a training graph feeds its parameters as inputs); its static
   // type must make it a 1-D vector of length N, the only broadcast the epilogue implements.
@@ -138,7 +139,7 @@ bool FuseConvResidual(Graph& g, const Uses& u, Node& conv, std::vector<char>& re
   if (conv.has_input(3) || (!plain && conv.attrs.GetString("activation", "None") != "None")) return false;
   if (!FusableDType(ValueDType(g, conv.outputs[0]))) return false;
   Node* add = SoleConsumer(g, u, conv.outputs[0]);
-  if (!add || !IsOp(*add, "Add") || add->inputs.size() != 2 || add->inputs[0] == add->inputs[1]) return false;
+  if (!add || !IsOp(*add, binary::Add::kName) || add->inputs.size() != 2 || add->inputs[0] == add->inputs[1]) return false;
   const size_t other = add->inputs[0] == conv.outputs[0] ? 1 : 0;
   const TensorType& ct = g.values[static_cast<size_t>(conv.outputs[0])].type;
   const TensorType& zt = g.values[static_cast<size_t>(add->inputs[other])].type;
@@ -187,27 +188,27 @@ int OtherInput(const Node& n, int v) {
 bool FuseGeluPattern(Graph& g, const Uses& u, Node& scale, std::vector<char>& removed) {
   const double kSqrt2 = 1.4142135623730951;
   int x = kNoValue;
-  if (IsOp(scale, "Div")) x = OperandBesideConstant(g, scale, kSqrt2, false);
-  else if (IsOp(scale, "Mul")) x = OperandBesideConstant(g, scale, 1.0 / kSqrt2, true);
+  if (IsOp(scale, binary::Div::kName)) x = OperandBesideConstant(g, scale, kSqrt2, false);
+  else if (IsOp(scale, binary::Mul::kName)) x = OperandBesideConstant(g, scale, 1.0 / kSqrt2, true);
   if (x == kNoValue || !FusableDType(ValueDType(g, x))) return false;
   Node* erf = SoleConsumer(g, u, scale.outputs[0]);
   if (!erf || !IsOp(*erf, "Erf")) return false;
   Node* add = SoleConsumer(g, u, erf->outputs[0]);
-  if (!add || !IsOp(*add, "Add") || OperandBesideConstant(g, *add, 1.0, true) != erf->outputs[0]) return false;
+  if (!add || !IsOp(*add, binary::Add::kName) || OperandBesideConstant(g, *add, 1.0, true) != erf->outputs[0]) return false;
   Node* mul = SoleConsumer(g, u, add->outputs[0]);
-  if (!mul || !IsOp(*mul, "Mul")) return false;
+  if (!mul || !IsOp(*mul, binary::Mul::kName)) return false;
   const int other = OtherInput(*mul, add->outputs[0]);
   Node* last = nullptr;        // the node whose output becomes Gelu's
   Node* half_of_x = nullptr;   // Mul(x, 0.5) in the (x * 0.5) * g association
   if (other == x) {
     last = SoleConsumer(g, u, mul->outputs[0]);
-    if (!last || !IsOp(*last, "Mul") || OperandBesideConstant(g, *last, 0.5, true) != mul->outputs[0]) return false;
+    if (!last || !IsOp(*last, binary::Mul::kName) || OperandBesideConstant(g, *last, 0.5, true) != mul->outputs[0]) return false;
   } else {
     if (other == kNoValue || u.consumers[static_cast<size_t>(other)] != 1 || u.is_output[static_cast<size_t>(other)])
       return false;
     for (Node& n : g.nodes)
       if (n.outputs.size() == 1 && n.outputs[0] == other) half_of_x = &n;
-    if (!half_of_x || removed[static_cast<size_t>(half_of_x - g.nodes.data())] || !IsOp(*half_of_x, "Mul") ||
+    if (!half_of_x || removed[static_cast<size_t>(half_of_x - g.nodes.data())] || !IsOp(*half_of_x, binary::Mul::kName) ||
         OperandBesideConstant(g, *half_of_x, 0.5, true) != x)
       return false;
     last = mul;

@@ -7,10 +7,11 @@
 #include <map>
 
 #include "base/error.h"
-#include "plan/plan.h"
 #include "graph/autodiff.h"
 #include "graph/op_schema.h"
+#include "graph/ops/binary_ops.h"
 #include "passes/passes.h"
+#include "plan/plan.h"
 #include "train/graph_split.h"
 
 namespace oneflow::train {
@@ -99,7 +100,7 @@ PipelineStage BuildStage(const TrainingGraph& t, const std::vector<int>& nodes, 
   const int grad_in = sg.AddValue(sg.UniqueName(st.output + "/pipeline_grad"), sg.values[static_cast<size_t>(out_id)].type);
   sg.inputs.push_back(grad_in);
   st.output_grad = sg.values[static_cast<size_t>(grad_in)].name;
-  const int prod = AppendTypedNode(sg, "Mul", {out_id, grad_in}, sg.UniqueName(st.output + "/pipeline_weighted"));
+  const int prod = AppendTypedNode(sg, binary::Mul::kName, {out_id, grad_in}, sg.UniqueName(st.output + "/pipeline_weighted"));
   AttrMap keep;
   keep.set("keepdims", Attribute::Int(0));
   const int objective = AppendTypedNode(sg, "ReduceSum", {prod}, sg.UniqueName(st.output + "/pipeline_objective"), keep);

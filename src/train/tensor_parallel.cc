@@ -5,6 +5,8 @@
 #include <set>
 #include <vector>
 
+#include "graph/ops/binary_ops.h"
+
 namespace oneflow::train {
 
 namespace {
@@ -52,7 +54,7 @@ std::map<std::string, Sbp> ColumnRowLayout(const Graph& g) {
   }
   // Biases of column MatMuls: a rank-1 weight added to the MatMul's result.
   for (const Node& n : g.nodes) {
-    if (n.op_type != "Add" || n.inputs.size() != 2) continue;
+    if (n.op_type != binary::Add::kName || n.inputs.size() != 2) continue;
     for (int side = 0; side < 2; ++side) {
       int mm = n.inputs[static_cast<size_t>(side)], b = n.inputs[static_cast<size_t>(1 - side)];
       if (mm == kNoValue || b == kNoValue) continue;

@@ -3,6 +3,7 @@
 
 #include "engine/session.h"
 #include "graph/losses.h"
+#include "graph/ops/binary_ops.h"
 #include "train/mixed_precision.h"
 #include "train/param_select.h"
 
@@ -68,7 +69,7 @@ TrainingGraph BuildTrainingGraph(const Graph& model, const TrainingOptions& opti
     g.inputs.push_back(t.loss_scale);
     Node mul;
     mul.name = g.UniqueName("scaled_loss");
-    mul.op_type = "Mul";
+    mul.op_type = binary::Mul::kName;
     mul.opset = g.opset_imports.count("") ? g.opset_imports.at("") : 17;
     const int scaled = g.AddValue(mul.name, TensorType::Of(DType::kFloat32, Shape{}));
     mul.inputs = {t.loss, t.loss_scale};
