@@ -10,6 +10,7 @@
 #include <memory>
 #include <random>
 
+#include "../run_node.h"
 #include "kernels/node_runner.h"
 #include "engine/session.h"
 #include "graph/op_schema.h"
@@ -17,49 +18,11 @@
 namespace oneflow {
 namespace {
 
-// Runs one node (op in `domain`) through schema resolution, inference and its kernel. A default
-// (undefined-dtype) tensor among the inputs is an omitted optional input. Outputs are allocated
-// filled with NaN so a kernel that leaves an element unwritten fails the comparison.
+// One node through the executor's path (tests/run_node.h), on `threads` threads.
 std::vector<Tensor> RunNode(const std::string& op, const std::string& domain, const std::vector<Tensor>& inputs,
                             const AttrMap& attrs, size_t num_outputs, int threads = 3) {
-  Graph g;
-  Node n;
-  n.op_type = op;
-  n.domain = domain;
-  n.name = "n";
-  n.opset = domain.empty() ? 17 : kOneflowDomainVersion;
-  n.attrs = attrs;
-  std::vector<const Tensor*> ptrs;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].dtype() == DType::kUndefined) {
-      n.inputs.push_back(kNoValue);
-      ptrs.push_back(nullptr);
-      continue;
-    }
-    const int v = g.AddValue("in" + std::to_string(i), TensorType::Of(inputs[i].dtype(), inputs[i].shape()));
-    g.inputs.push_back(v);
-    n.inputs.push_back(v);
-    ptrs.push_back(&inputs[i]);
-  }
-  for (size_t i = 0; i < num_outputs; ++i) {
-    const int v = g.AddValue("out" + std::to_string(i));
-    g.outputs.push_back(v);
-    n.outputs.push_back(v);
-  }
-  g.nodes.push_back(n);
-  g.opset_imports[""] = 17;
-  g.opset_imports[kOneflowDomain] = kOneflowDomainVersion;
-  PrepareGraph(g);
-  NodeRunner runner(g, g.nodes[0]);
   ThreadPool pool(threads);
-  std::vector<Tensor> outs;
-  runner.Run(ptrs, outs, pool, [](size_t, DType dt, const Shape& s) {
-    Tensor t = Tensor::Uninitialized(dt, s);
-    if (dt == DType::kFloat32) std::fill(t.data<float>(), t.data<float>() + t.numel(), std::nanf(""));
-    if (dt == DType::kFloat64) std::fill(t.data<double>(), t.data<double>() + t.numel(), std::nan(""));
-    return t;
-  });
-  return outs;
+  return test_util::RunNode({op, domain, domain.empty() ? 17 : kOneflowDomainVersion, attrs, inputs, num_outputs}, pool);
 }
 
 Tensor Random(const Shape& s, std::mt19937& rng, double lo = -1.0, double hi = 1.0) {

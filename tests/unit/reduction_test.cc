@@ -7,6 +7,7 @@
 #include <random>
 
 #include "../graph_builder.h"
+#include "../run_node.h"
 #include "kernels/node_runner.h"
 #include "graph/op_schema.h"
 
@@ -23,30 +24,10 @@ Tensor RandomFloats(const Shape& shape, uint32_t seed, float lo = -3.0f, float h
 
 using test_util::Ints;
 
-// Runs one node through the same NodeRunner the executor uses (runtime infer + kernel).
+// One node through the executor's path (tests/run_node.h).
 std::vector<Tensor> RunOp(const std::string& op, int opset, const std::vector<Tensor>& inputs, AttrMap attrs,
                           size_t num_outputs, ThreadPool& pool) {
-  Graph g;
-  Node n;
-  n.op_type = op;
-  n.opset = opset;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    n.inputs.push_back(inputs[i].defined()
-                           ? g.AddValue("in" + std::to_string(i), TensorType::Of(inputs[i].dtype(), inputs[i].shape()))
-                           : kNoValue);
-  for (size_t i = 0; i < num_outputs; ++i) n.outputs.push_back(g.AddValue("out" + std::to_string(i)));
-  n.schema = OpRegistry::Global().Find("", op, opset);
-  EXPECT_NE(n.schema, nullptr);
-  for (const AttrSpec& s : n.schema->attrs)
-    if (!attrs.has(s.name) && s.has_default) attrs.set(s.name, s.default_value);
-  n.attrs = attrs;
-  g.nodes.push_back(n);
-  NodeRunner runner(g, g.nodes[0]);
-  std::vector<const Tensor*> ptrs;
-  for (const Tensor& t : inputs) ptrs.push_back(t.defined() ? &t : nullptr);
-  std::vector<Tensor> outs;
-  runner.Run(ptrs, outs, pool, {});
-  return outs;
+  return test_util::RunNode({op, "", opset, std::move(attrs), inputs, num_outputs}, pool);
 }
 
 AttrMap Attrs(std::initializer_list<std::pair<const char*, Attribute>> kv) {

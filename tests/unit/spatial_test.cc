@@ -8,6 +8,7 @@
 #include <random>
 
 #include "../graph_builder.h"
+#include "../run_node.h"
 #include "kernels/node_runner.h"
 #include "engine/session.h"
 #include "graph/op_schema.h"
@@ -15,46 +16,13 @@
 namespace oneflow {
 namespace {
 
-// One node wrapped in a prepared graph, run through the real schema + kernel path.
-struct NodeHarness {
-  Graph g;
-  std::unique_ptr<NodeRunner> runner;
-
-  NodeHarness(const std::string& op, int opset, const std::vector<Tensor>& inputs, AttrMap attrs, size_t num_outputs) {
-    Node n;
-    n.op_type = op;
-    n.name = "n";
-    n.opset = opset;
-    n.attrs = std::move(attrs);
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      int v = g.AddValue("in" + std::to_string(i), TensorType::Of(inputs[i].dtype(), inputs[i].shape()));
-      g.inputs.push_back(v);
-      n.inputs.push_back(v);
-    }
-    for (size_t i = 0; i < num_outputs; ++i) {
-      int v = g.AddValue("out" + std::to_string(i));
-      g.outputs.push_back(v);
-      n.outputs.push_back(v);
-    }
-    g.nodes.push_back(n);
-    g.opset_imports[""] = opset;
-    PrepareGraph(g);
-    runner = std::make_unique<NodeRunner>(g, g.nodes[0]);
-  }
-
-  std::vector<Tensor> Run(const std::vector<Tensor>& inputs, ThreadPool& pool) const {
-    std::vector<const Tensor*> ptrs;
-    for (const Tensor& t : inputs) ptrs.push_back(&t);
-    std::vector<Tensor> outs;
-    runner->Run(ptrs, outs, pool, {});
-    return outs;
-  }
-};
+// One node through the executor's path (tests/run_node.h).
+using test_util::PreparedNode;
 
 std::vector<Tensor> RunNode(const std::string& op, int opset, const std::vector<Tensor>& inputs, AttrMap attrs,
                             size_t num_outputs = 1) {
   ThreadPool pool(2);
-  return NodeHarness(op, opset, inputs, std::move(attrs), num_outputs).Run(inputs, pool);
+  return test_util::RunNode({op, "", opset, std::move(attrs), inputs, num_outputs}, pool);
 }
 
 Tensor RandomTensor(const Shape& shape, uint32_t seed, DType dt = DType::kFloat32) {
@@ -247,12 +215,12 @@ TEST(SpatialPool, ResNetShapesTiming) {
   a.set("kernel_shape", Attribute::Ints({3, 3}));
   a.set("strides", Attribute::Ints({2, 2}));
   a.set("pads", Attribute::Ints({1, 1, 1, 1}));
-  NodeHarness maxpool("MaxPool", 22, {x}, a, 1);
+  PreparedNode maxpool({"MaxPool", "", 22, a, {x}, 1});
   a.set("count_include_pad", Attribute::Int(0));
-  NodeHarness avgpool("AveragePool", 22, {x}, a, 1);
+  PreparedNode avgpool({"AveragePool", "", 22, a, {x}, 1});
   Tensor g = RandomTensor({1, 512, 7, 7}, 4);
-  NodeHarness gap("GlobalAveragePool", 22, {g}, {}, 1);
-  auto time = [&](const NodeHarness& h, const Tensor& in) {
+  PreparedNode gap({"GlobalAveragePool", "", 22, {}, {g}, 1});
+  auto time = [&](const PreparedNode& h, const Tensor& in) {
     h.Run({in}, pool);
     double best = 1e30;  // the minimum is the least noisy statistic on a shared machine
     for (int i = 0; i < 50; ++i) {
