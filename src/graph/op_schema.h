@@ -123,6 +123,9 @@ struct OpSchema {
   std::vector<size_t> type_only_inputs;
   PrecisionClass precision = PrecisionClass::kKeep;
   FlopsFn flops;
+  // Output 0 is input 0's bytes under the inferred shape (Reshape, Squeeze, Identity, ...): no
+  // kernel runs, on any device; the executor aliases the two and the planner counts no compute.
+  bool view = false;
 
   // Builder: OpSchema("Relu").Since(14).Input("X").Output("Y").Infer(SameAsInput0)
   explicit OpSchema(std::string n, std::string d = "") : name(std::move(n)), domain(std::move(d)) {}
@@ -159,6 +162,7 @@ struct OpSchema {
   OpSchema& Sbp(SbpFn fn) { sbp = std::move(fn); return *this; }
   OpSchema& Precision(PrecisionClass p) { precision = p; return *this; }
   OpSchema& Flops(FlopsFn fn) { flops = std::move(fn); return *this; }
+  OpSchema& View() { view = true; return *this; }
 };
 
 class OpRegistry {

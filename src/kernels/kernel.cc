@@ -48,14 +48,10 @@ void KernelRegistry::Register(KernelDef def) {
 }
 
 void KernelRegistry::RegisterFn(const std::string& op, void (*fn)(KernelContext&), const std::string& domain) {
-  Register(KernelDef{domain, op, DeviceType::kCpu, KernelKind::kCompute,
+  Register(KernelDef{domain, op, DeviceType::kCpu,
                      [fn](const KernelInitContext&) -> std::unique_ptr<OpKernel> {
                        return std::make_unique<FunctionKernel>(fn);
                      }});
-}
-
-void KernelRegistry::RegisterView(const std::string& op, const std::string& domain) {
-  Register(KernelDef{domain, op, DeviceType::kCpu, KernelKind::kView, nullptr});
 }
 
 const KernelDef* KernelRegistry::Find(const std::string& domain, const std::string& op, DeviceType device) const {

@@ -90,15 +90,14 @@ using KernelFactory = std::function<std::unique_ptr<OpKernel>(const KernelInitCo
 // How the executor treats a node's output 0.
 enum class KernelKind {
   kCompute,  // the kernel writes into freshly allocated outputs
-  kView,     // output 0 is input 0's data with the inferred shape: no kernel call, no copy
+  kView,     // output 0 is input 0's data with the inferred shape (OpSchema::View): no kernel, no copy
 };
 
 struct KernelDef {
   std::string domain;
   std::string op;
   DeviceType device = DeviceType::kCpu;
-  KernelKind kind = KernelKind::kCompute;
-  KernelFactory factory;  // unused for kView
+  KernelFactory factory;
 };
 
 class KernelRegistry {
@@ -108,10 +107,9 @@ class KernelRegistry {
   void Register(KernelDef def);
   // Shorthands for the common cases.
   void RegisterFn(const std::string& op, void (*fn)(KernelContext&), const std::string& domain = "");
-  void RegisterView(const std::string& op, const std::string& domain = "");
   template <typename K>
   void RegisterClass(const std::string& op, const std::string& domain = "") {
-    Register(KernelDef{domain, op, DeviceType::kCpu, KernelKind::kCompute,
+    Register(KernelDef{domain, op, DeviceType::kCpu,
                        [](const KernelInitContext& c) -> std::unique_ptr<OpKernel> { return std::make_unique<K>(c); }});
   }
 

@@ -10,16 +10,14 @@ namespace oneflow {
 
 NodeRunner::NodeRunner(const Graph& graph, const Node& node, DeviceType device)
     : node_(node), desc_(node.Describe()), device_(device) {
-  const KernelRegistry& registry = KernelRegistry::Global();
-  const KernelDef* def = registry.Find(node.domain, node.op_type, device);
-  if (def == nullptr && device != DeviceType::kCpu) {
-    const KernelDef* cpu = registry.Find(node.domain, node.op_type, DeviceType::kCpu);
-    if (cpu != nullptr && cpu->kind == KernelKind::kView) def = cpu;
+  if (node.schema != nullptr && node.schema->view) {  // OpSchema::View: no kernel, on any device
+    kind_ = KernelKind::kView;
+    return;
   }
+  const KernelDef* def = KernelRegistry::Global().Find(node.domain, node.op_type, device);
   OF_CHECK(def != nullptr, kUnsupported, "no ", device == DeviceType::kCpu ? "CPU" : "CUDA", " kernel for ",
            node.Describe());
-  kind_ = def->kind;
-  if (kind_ == KernelKind::kCompute) kernel_ = def->factory(KernelInitContext(graph, node));
+  kernel_ = def->factory(KernelInitContext(graph, node));
 }
 
 std::shared_ptr<const NodeRunner::InferCache> NodeRunner::CachedOutputs(const std::vector<const Tensor*>& inputs) const {

@@ -47,7 +47,7 @@ class NodeRunner {
   const Node& node_;
   const std::string desc_;  // node_.Describe(), computed once for error messages
   DeviceType device_;
-  KernelKind kind_;
+  KernelKind kind_ = KernelKind::kCompute;
   std::unique_ptr<OpKernel> kernel_;
   mutable std::shared_ptr<const InferCache> infer_cache_;  // std::atomic_load/store: runs may overlap
 };

@@ -110,9 +110,7 @@ std::vector<Candidate> NodeCandidates(const Graph& g, const Node& n, const PlanO
   // it by its size would favour signatures that merely make views smaller (e.g. a weight gradient
   // split S(1) instead of left as a full-size partial sum).
   const std::vector<int64_t> c0 = P.Coord(0);
-  const KernelDef* kernel = KernelRegistry::Global().Find(
-      n.domain, n.op_type, P.device == "cuda" ? DeviceType::kCuda : DeviceType::kCpu);
-  const bool is_view = kernel && kernel->kind == KernelKind::kView;
+  const bool is_view = n.schema && n.schema->view;  // OpSchema::View
   for (Candidate& c : kept) {
     std::vector<Shape> li(ni), lo(no);
     double bytes = 0;

@@ -375,9 +375,8 @@ TEST(CudaPlacement, RealRegistry) {
   b.g.outputs = {y};
   PrepareGraph(b.g);
   const KernelRegistry& r = KernelRegistry::Global();
-  auto has = [&](const Node& n) {
-    const KernelDef* cpu = r.Find(n.domain, n.op_type, DeviceType::kCpu);
-    return r.Find(n.domain, n.op_type, DeviceType::kCuda) != nullptr || (cpu && cpu->kind == KernelKind::kView);
+  auto has = [&](const Node& n) {  // a CUDA kernel, or a view (OpSchema::View: none needed)
+    return r.Find(n.domain, n.op_type, DeviceType::kCuda) != nullptr || (n.schema && n.schema->view);
   };
   const DevicePlacement p = PlaceGraph(b.g, has);
   for (size_t i = 0; i < b.g.nodes.size(); ++i)

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "graph/op_schema.h"
+#include "kernels/kernel.h"
 #include "plan/plan.h"
 
 namespace oneflow {
@@ -52,6 +53,17 @@ TEST(OpFacts, ShapeInputsFollowTheOnnxSpecification) {
   EXPECT_EQ(r.Find("", "Size", kMaxOnnxOpset)->type_only_inputs, std::vector<size_t>{0});
   EXPECT_EQ(r.Find("", "CumSum", kMaxOnnxOpset)->launch_inputs, std::vector<size_t>{1});
   EXPECT_TRUE(r.Find("", "CumSum", kMaxOnnxOpset)->shape_inputs.empty());
+}
+
+// Ops whose output is their input's bytes under a new shape (ONNX: they never change data):
+// views run no kernel on any device; no other op is one.
+TEST(OpFacts, ViewsAreTheShapeOnlyOps) {
+  const std::set<std::string> views = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
+  for (const OpSchema* s : OpRegistry::Global().All())
+    EXPECT_EQ(s->view, s->domain.empty() && views.count(s->name) > 0) << s->domain << "::" << s->name;
+  for (const std::string& op : views)
+    for (DeviceType d : {DeviceType::kCpu, DeviceType::kCuda})
+      EXPECT_EQ(KernelRegistry::Global().Find("", op, d), nullptr) << op << ": a view registers no kernel";
 }
 
 TEST(OpFacts, PrecisionClasses) {

@@ -216,7 +216,7 @@ void RegisterElementwiseOps(OpRegistry& r) {
                  .Attr("round_mode", Attribute::String("up"))
                  .Infer(InferCastLike).Grad(GradCastLike));
   r.Register(OpSchema("Identity").Since(13).Input("input").Output("output").Infer(InferSameAsInput0).Grad(GradPassThrough)
-                 .Precision(PrecisionClass::kFollow));
+                 .Precision(PrecisionClass::kFollow).View());
   r.Register(OpSchema("Dropout").Since(13).Input("data").OptionalInput("ratio").OptionalInput("training_mode")
                  .Output("output").OptionalOutput("mask").OptionalAttr("seed", AttrKind::kInt).Infer(InferDropout)
                  .Grad(GradPassThrough));

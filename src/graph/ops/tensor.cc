@@ -611,12 +611,12 @@ void InferCenterCropPad(InferContext& ctx) {
 
 void RegisterTensorOps(OpRegistry& r) {
   r.Register(OpSchema("Reshape").Since(13).Input("data").ShapeInput("shape").Output("reshaped")
-                 .Attr("allowzero", Attribute::Int(0)).Precision(PrecisionClass::kFollow).Infer(InferReshape).Grad(GradReshapeLike));
-  r.Register(OpSchema("Flatten").Since(13).Input("input").Output("output").Precision(PrecisionClass::kFollow)
+                 .Attr("allowzero", Attribute::Int(0)).Precision(PrecisionClass::kFollow).View().Infer(InferReshape).Grad(GradReshapeLike));
+  r.Register(OpSchema("Flatten").Since(13).Input("input").Output("output").Precision(PrecisionClass::kFollow).View()
                  .Attr("axis", Attribute::Int(1)).Infer(InferFlatten).Grad(GradReshapeLike));
-  r.Register(OpSchema("Squeeze").Since(13).Input("data").OptionalShapeInput("axes").Output("squeezed").Infer(InferSqueeze)
+  r.Register(OpSchema("Squeeze").Since(13).Input("data").OptionalShapeInput("axes").Output("squeezed").View().Infer(InferSqueeze)
                  .Grad(GradReshapeLike));
-  r.Register(OpSchema("Unsqueeze").Since(13).Input("data").ShapeInput("axes").Output("expanded").Infer(InferUnsqueeze)
+  r.Register(OpSchema("Unsqueeze").Since(13).Input("data").ShapeInput("axes").Output("expanded").View().Infer(InferUnsqueeze)
                  .Grad(GradReshapeLike));
   r.Register(OpSchema("Transpose").Since(13).Input("data").Output("transposed").Precision(PrecisionClass::kFollow)
                  .OptionalAttr("perm", AttrKind::kInts).Infer(InferTranspose).Grad(GradTranspose));

@@ -77,7 +77,6 @@ void CastInto(ThreadPool& pool, const Tensor& src, Tensor& dst) {
 void RegisterCpuCastKernels(KernelRegistry& r) {
   r.RegisterFn("Cast", CastKernel);
   r.RegisterFn("CastLike", CastKernel);  // output dtype comes from inference (target_type's dtype)
-  r.RegisterView("Identity");
   r.RegisterFn("Dropout", DropoutKernel);
 }
 

@@ -261,10 +261,6 @@ void SpaceToDepthKernel(KernelContext& ctx) {
 
 void RegisterCpuTensorKernels(KernelRegistry& r) {
   // Pure reshapes: output 0 is input 0's bytes with the inferred shape.
-  r.RegisterView("Reshape");
-  r.RegisterView("Flatten");
-  r.RegisterView("Squeeze");
-  r.RegisterView("Unsqueeze");
   r.RegisterFn("Transpose", TransposeKernel);
   r.RegisterFn("Concat", ConcatKernel);
   r.RegisterFn("Split", SplitKernel);

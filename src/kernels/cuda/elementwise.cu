@@ -245,7 +245,7 @@ void LaunchBroadcastTo(DType dt, const void* src, const Shape& src_shape, void* 
 }
 
 void RegisterCudaFn(KernelRegistry& r, const std::string& op, void (*fn)(KernelContext&), const std::string& domain) {
-  r.Register(KernelDef{domain, op, DeviceType::kCuda, KernelKind::kCompute,
+  r.Register(KernelDef{domain, op, DeviceType::kCuda,
                        [fn](const KernelInitContext&) -> std::unique_ptr<OpKernel> {
                          return std::make_unique<FunctionKernel>(fn);
                        }});

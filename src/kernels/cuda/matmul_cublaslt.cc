@@ -396,7 +396,7 @@ class CudaGemmKernel final : public OpKernel {
 
 template <typename K>
 void RegisterLt(KernelRegistry& r, const char* op, const std::string& domain) {
-  r.Register(KernelDef{domain, op, DeviceType::kCuda, KernelKind::kCompute,
+  r.Register(KernelDef{domain, op, DeviceType::kCuda,
                        [](const KernelInitContext& c) -> std::unique_ptr<OpKernel> { return std::make_unique<K>(c); }});
 }
 

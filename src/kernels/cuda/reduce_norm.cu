@@ -248,7 +248,7 @@ void LayerNormFn(KernelContext& ctx) {
 
 template <int kOp>
 void RegisterReduce(KernelRegistry& r, const char* op) {
-  r.Register(KernelDef{"", op, DeviceType::kCuda, KernelKind::kCompute,
+  r.Register(KernelDef{"", op, DeviceType::kCuda,
                        [](const KernelInitContext& c) -> std::unique_ptr<OpKernel> {
                          return std::make_unique<ReduceKernel>(c, kOp);
                        }});

@@ -734,10 +734,6 @@ void ArgFn(KernelContext& ctx) {
   OF_CUDA_CHECK_LAUNCH("ArgKernel");
 }
 
-void RegisterView(KernelRegistry& r, const std::string& op) {
-  r.Register(KernelDef{"", op, DeviceType::kCuda, KernelKind::kView, nullptr});
-}
-
 #define OF_CUDA_STRINGIZE2(...) #__VA_ARGS__
 #define OF_CUDA_STRINGIZE(...) OF_CUDA_STRINGIZE2(__VA_ARGS__)
 
@@ -760,7 +756,6 @@ namespace oneflow {
 void RegisterCudaTensorKernels(KernelRegistry& r) {
   using namespace cuda;
   // Shape-only ops: output 0 is input 0's device data with the inferred shape.
-  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"}) RegisterView(r, op);
   RegisterCudaFn(r, "Slice", SliceFn);
   RegisterCudaFn(r, "Split", SplitFn);
   RegisterCudaFn(r, "Concat", ConcatFn);
@@ -781,7 +776,7 @@ void RegisterCudaTensorKernels(KernelRegistry& r) {
   RegisterCudaFn(r, "Not", NotFn);
   RegisterCudaFn(r, "Range", RangeFn);
   RegisterCudaFn(r, "Trilu", TriluFn);
-  r.Register(KernelDef{"", "CumSum", DeviceType::kCuda, KernelKind::kCompute,
+  r.Register(KernelDef{"", "CumSum", DeviceType::kCuda,
                        [](const KernelInitContext& c) -> std::unique_ptr<OpKernel> {
                          return std::make_unique<CumSumOp>(c);
                        }});
