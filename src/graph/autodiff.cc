@@ -28,7 +28,7 @@ std::string Accumulate(Graph& g, const std::vector<std::string>& parts, const st
   if (parts.size() <= 1) return parts.empty() ? std::string() : parts[0];
   std::vector<int> ids;
   for (const std::string& p : parts) ids.push_back(g.FindValue(p));
-  return AppendNode(g, "Sum", ids, g.UniqueName("grad/" + value_name + "/sum"));
+  return AppendNode(g, op::kSum, ids, g.UniqueName("grad/" + value_name + "/sum"));
 }
 
 bool IsScalarLike(const TensorType& t) {
@@ -145,15 +145,15 @@ GradientInfo BuildGradients(Graph& graph, const std::string& loss, const std::ve
         grad = g.UniqueName("grad/" + wrt[k] + "/zeros");
         g.AddConstant(grad, Tensor(t.dtype, t.ToShape()));
       } else {
-        const std::string shape = AppendNode(g, "Shape", {id}, g.UniqueName("grad/" + wrt[k] + "/shape"));
-        grad = AppendNode(g, "ConstantOfShape", {g.FindValue(shape)}, g.UniqueName("grad/" + wrt[k] + "/zeros"),
+        const std::string shape = AppendNode(g, op::kShape, {id}, g.UniqueName("grad/" + wrt[k] + "/shape"));
+        grad = AppendNode(g, op::kConstantOfShape, {g.FindValue(shape)}, g.UniqueName("grad/" + wrt[k] + "/zeros"),
                           MakeAttrs({{"value", Attribute::TensorValue(Tensor(t.dtype, Shape{1}))}}));
       }
     }
     // Identity is a view (no copy); it gives every gradient output a predictable name of its own.
     std::string out = wrt[k] + "_grad";
     if (g.FindValue(out) != kNoValue) out = g.UniqueName(out);
-    AppendNode(g, "Identity", {g.FindValue(grad)}, out);
+    AppendNode(g, op::kIdentity, {g.FindValue(grad)}, out);
     g.outputs.push_back(g.FindValue(out));
     info.gradients[wrt[k]] = out;
   }

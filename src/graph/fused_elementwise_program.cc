@@ -24,7 +24,7 @@ OpInfo Info(EwOp op) {
     return OpInfo{row.name, 0, row.cost};
   }
   const UnaryOpInfo& row = UnaryInfo(RowOfEwOp(op));
-  return OpInfo{row.name, row.params.count, row.cost};
+  return OpInfo{row.token, row.params.count, row.cost};
 }
 
 }  // namespace

@@ -75,7 +75,7 @@ std::string GradContext::OutputGradOrZeros(size_t i) {
   const TensorType& t = output_type(i);
   if (t.fully_known()) return Constant(Tensor(t.dtype, t.ToShape()));
   Tensor zero(t.dtype, Shape{1});
-  return Emit1("ConstantOfShape", {ShapeOf(output(i))}, MakeAttrs({{"value", Attribute::TensorValue(zero)}}));
+  return Emit1(op::kConstantOfShape, {ShapeOf(output(i))}, MakeAttrs({{"value", Attribute::TensorValue(zero)}}));
 }
 
 void GradContext::SetInputGrad(size_t i, const std::string& grad) {
@@ -156,7 +156,7 @@ std::string GradContext::Ints(const std::vector<int64_t>& v) {
 std::string GradContext::ShapeOf(const std::string& value) {
   const TensorType t = TypeOf(value);
   if (t.fully_known()) return Ints(t.ToShape());
-  return Emit1("Shape", {value});
+  return Emit1(op::kShape, {value});
 }
 
 // True when both shapes are statically the same: equal known dims or equal symbols.
@@ -173,7 +173,7 @@ std::string GradContext::SumToInputShape(const std::string& grad, size_t i) {
   const TensorType& want = input_type(i);
   const TensorType have = TypeOf(grad);
   if (SameStaticShape(want, have)) return grad;
-  return EmitOneflow("ReduceSumToShape", {grad, ShapeOf(input(i))});
+  return EmitOneflow(op::kReduceSumToShape, {grad, ShapeOf(input(i))});
 }
 
 }  // namespace oneflow

@@ -90,7 +90,7 @@ class GradContext {
   std::string Sub(const std::string& a, const std::string& b) { return Emit1(binary::Sub::kName, {a, b}); }
   std::string Mul(const std::string& a, const std::string& b) { return Emit1(binary::Mul::kName, {a, b}); }
   std::string Div(const std::string& a, const std::string& b) { return Emit1(binary::Div::kName, {a, b}); }
-  std::string Neg(const std::string& a) { return Emit1("Neg", {a}); }
+  std::string Neg(const std::string& a) { return Emit1(op::kNeg, {a}); }
 
   // Results, read by the autodiff pass after the rule ran.
   const std::vector<std::string>& input_grads() const { return input_grads_; }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "graph/attribute.h"
+#include "graph/op_list.h"
 #include "graph/placement.h"
 #include "graph/sbp.h"
 #include "graph/tensor_type.h"

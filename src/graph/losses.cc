@@ -51,14 +51,14 @@ std::string AppendLoss(Graph& graph, LossKind kind, const std::string& predictio
     g.inputs.push_back(lab);
     AttrMap a;
     a.set("reduction", Attribute::String(red));
-    out = AppendTypedNode(g, "SoftmaxCrossEntropyLoss", {pred, lab}, loss, a);
+    out = AppendTypedNode(g, op::kSoftmaxCrossEntropyLoss, {pred, lab}, loss, a);
   } else {
     const int lab = g.AddValue(labels, pt);
     g.inputs.push_back(lab);
     const int diff = AppendTypedNode(g, binary::Sub::kName, {pred, lab}, g.UniqueName(loss + "/diff"));
-    const int elem = kind == LossKind::kL1 ? AppendTypedNode(g, "Abs", {diff}, g.UniqueName(loss + "/abs"))
+    const int elem = kind == LossKind::kL1 ? AppendTypedNode(g, op::kAbs, {diff}, g.UniqueName(loss + "/abs"))
                                            : AppendTypedNode(g, binary::Mul::kName, {diff, diff}, g.UniqueName(loss + "/square"));
-    out = AppendTypedNode(g, reduction == LossReduction::kMean ? "ReduceMean" : "ReduceSum", {elem}, loss, KeepDims0());
+    out = AppendTypedNode(g, reduction == LossReduction::kMean ? op::kReduceMean : op::kReduceSum, {elem}, loss, KeepDims0());
   }
   g.outputs.push_back(out);
   graph = std::move(g);

@@ -51,6 +51,9 @@ OpRegistry& OpRegistry::Global() {
 }
 
 void OpRegistry::Register(OpSchema schema) {
+  schema.id = FindOpId(schema.domain, schema.name);
+  OF_CHECK(schema.id != OpId::kUnknown, kInternal, "op ", schema.name, " of domain '", schema.domain,
+           "' is not in the op list (graph/op_list.h)");
   auto& list = schemas_[{schema.domain, schema.name}];
   for (const OpSchema& s : list) {
     OF_CHECK(schema.last_version < s.since_version || schema.since_version > s.last_version, kInternal,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/attribute.h"
+#include "graph/op_list.h"
 #include "graph/sbp_signature.h"
 #include "graph/tensor_type.h"
 
@@ -98,6 +99,7 @@ struct AttrSpec {
 };
 
 struct OpSchema {
+  OpId id = OpId::kUnknown;  // set by OpRegistry::Register from (domain, name)
   std::string name;
   std::string domain;     // "" = ONNX default domain; "ai.oneflow" = our internal fused ops
   int since_version = 1;  // first opset of `domain` this definition covers
@@ -127,8 +129,9 @@ struct OpSchema {
   // kernel runs, on any device; the executor aliases the two and the planner counts no compute.
   bool view = false;
 
-  // Builder: OpSchema("Relu").Since(14).Input("X").Output("Y").Infer(SameAsInput0)
+  // Builder: OpSchema(op::kRelu).Since(14).Input("X").Output("Y").Infer(SameAsInput0)
   explicit OpSchema(std::string n, std::string d = "") : name(std::move(n)), domain(std::move(d)) {}
+  explicit OpSchema(OpId op) : OpSchema(OpName(op), OpDomain(op)) {}
   OpSchema& Since(int v) { since_version = v; return *this; }
   OpSchema& Until(int v) { last_version = v; return *this; }
   OpSchema& Doc(std::string d) { doc = std::move(d); return *this; }

@@ -42,22 +42,27 @@ KernelRegistry& KernelRegistry::Global() {
 }
 
 void KernelRegistry::Register(KernelDef def) {
-  OF_CHECK(Find(def.domain, def.op, def.device) == nullptr, kInternal, "kernel for ", def.op,
-           " registered twice");
-  defs_.push_back(std::move(def));
+  OF_CHECK(def.op != OpId::kUnknown && def.factory, kInternal, "kernel registered without an op or factory");
+  OF_CHECK(Find(def.op, def.device) == nullptr, kInternal, "kernel for ", OpName(def.op), " registered twice");
+  KernelDef& slot = defs_[static_cast<int>(def.op)][static_cast<int>(def.device)];
+  slot = std::move(def);
 }
 
-void KernelRegistry::RegisterFn(const std::string& op, void (*fn)(KernelContext&), const std::string& domain) {
-  Register(KernelDef{domain, op, DeviceType::kCpu,
-                     [fn](const KernelInitContext&) -> std::unique_ptr<OpKernel> {
+void KernelRegistry::RegisterFn(OpId op, void (*fn)(KernelContext&), DeviceType device) {
+  Register(KernelDef{op, device, [fn](const KernelInitContext&) -> std::unique_ptr<OpKernel> {
                        return std::make_unique<FunctionKernel>(fn);
                      }});
 }
 
+const KernelDef* KernelRegistry::Find(OpId op, DeviceType device) const {
+  const int d = static_cast<int>(device);
+  if (op == OpId::kUnknown || d < 0 || d >= kDeviceCount) return nullptr;
+  const KernelDef& slot = defs_[static_cast<int>(op)][d];
+  return slot.factory ? &slot : nullptr;
+}
+
 const KernelDef* KernelRegistry::Find(const std::string& domain, const std::string& op, DeviceType device) const {
-  for (const KernelDef& d : defs_)
-    if (d.op == op && d.domain == domain && d.device == device) return &d;
-  return nullptr;
+  return Find(FindOpId(domain, op), device);
 }
 
 }  // namespace oneflow

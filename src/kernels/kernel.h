@@ -11,6 +11,7 @@
 #include "base/tensor.h"
 #include "base/thread_pool.h"
 #include "graph/graph.h"
+#include "graph/op_list.h"
 
 namespace oneflow {
 
@@ -94,29 +95,33 @@ enum class KernelKind {
 };
 
 struct KernelDef {
-  std::string domain;
-  std::string op;
+  OpId op = OpId::kUnknown;
   DeviceType device = DeviceType::kCpu;
   KernelFactory factory;
 };
 
+// Kernels by op id and device: a kernel registers against the op list's OpId (graph/op_list.h), so
+// a kernel for an op the list lacks does not compile.
 class KernelRegistry {
  public:
   static KernelRegistry& Global();  // every built-in kernel, registered on first use
 
-  void Register(KernelDef def);
+  void Register(KernelDef def);  // throws kInternal when (op, device) already has one
   // Shorthands for the common cases.
-  void RegisterFn(const std::string& op, void (*fn)(KernelContext&), const std::string& domain = "");
+  void RegisterFn(OpId op, void (*fn)(KernelContext&), DeviceType device = DeviceType::kCpu);
   template <typename K>
-  void RegisterClass(const std::string& op, const std::string& domain = "") {
-    Register(KernelDef{domain, op, DeviceType::kCpu,
+  void RegisterClass(OpId op) {
+    Register(KernelDef{op, DeviceType::kCpu,
                        [](const KernelInitContext& c) -> std::unique_ptr<OpKernel> { return std::make_unique<K>(c); }});
   }
 
+  const KernelDef* Find(OpId op, DeviceType device) const;
+  // Find by name, for nodes and tests that hold one; nullptr for a name the op list lacks.
   const KernelDef* Find(const std::string& domain, const std::string& op, DeviceType device) const;
 
  private:
-  std::vector<KernelDef> defs_;
+  static constexpr int kDeviceCount = 2;  // DeviceType::kCpu, kCuda
+  KernelDef defs_[kOpCount][kDeviceCount];  // factory empty: no kernel
 };
 
 }  // namespace oneflow

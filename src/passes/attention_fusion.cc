@@ -59,9 +59,9 @@ bool ScalarConstant(const Graph& g, const Node& n, size_t i, double* out) {
 // `removed` (their outputs are read by nothing else).
 bool TryFuse(Graph& g, const Counts& c, size_t pv_index, std::vector<char>& removed) {
   Node& pv = g.nodes[pv_index];
-  if (!Is(pv, "MatMul") || pv.inputs.size() != 2 || !pv.has_output(0)) return false;
+  if (!Is(pv, op::kMatMul) || pv.inputs.size() != 2 || !pv.has_output(0)) return false;
   Node* sm = PrivateProducer(g, c, pv.inputs[0]);
-  if (!sm || !Is(*sm, "Softmax") || sm->inputs.empty()) return false;
+  if (!sm || !Is(*sm, op::kSoftmax) || sm->inputs.empty()) return false;
   const int64_t axis = sm->attrs.GetInt("axis", -1);
   if (axis != -1 && axis != 3) return false;
   Node* prev = PrivateProducer(g, c, sm->inputs[0]);
@@ -75,7 +75,7 @@ bool TryFuse(Graph& g, const Counts& c, size_t pv_index, std::vector<char>& remo
     qk = PrivateProducer(g, c, prev->inputs[0]);
     if (!qk) return false;
   }
-  if (!Is(*qk, "MatMul") || qk->inputs.size() != 2) return false;
+  if (!Is(*qk, op::kMatMul) || qk->inputs.size() != 2) return false;
   const int q = qk->inputs[0], kt = qk->inputs[1], v = pv.inputs[1];
   const TensorType &tq = TypeOf(g, q), &tk = TypeOf(g, kt), &tv = TypeOf(g, v);
   if (!IsFloatDType(tq.dtype) || tk.dtype != tq.dtype || tv.dtype != tq.dtype) return false;
@@ -90,7 +90,7 @@ bool TryFuse(Graph& g, const Counts& c, size_t pv_index, std::vector<char>& remo
   // K = K^T with its last two axes swapped.
   int k = kt;
   Node* tr = PrivateProducer(g, c, kt);
-  std::vector<int64_t> perm = tr && Is(*tr, "Transpose") ? tr->attrs.GetInts("perm", {}) : std::vector<int64_t>{};
+  std::vector<int64_t> perm = tr && Is(*tr, op::kTranspose) ? tr->attrs.GetInts("perm", {}) : std::vector<int64_t>{};
   if (perm.size() == 4) {
     std::swap(perm[2], perm[3]);
     tr->attrs.set("perm", Attribute::Ints(perm));
@@ -103,7 +103,7 @@ bool TryFuse(Graph& g, const Counts& c, size_t pv_index, std::vector<char>& remo
     k = g.AddValue(g.UniqueName(g.values[static_cast<size_t>(kt)].name + "_untransposed"), kty);
     Node t;
     t.name = pv.name + "_k";
-    t.op_type = "Transpose";
+    t.op_type = op::kTranspose;
     t.opset = pv.opset;
     t.inputs = {kt};
     t.outputs = {k};
@@ -112,7 +112,7 @@ bool TryFuse(Graph& g, const Counts& c, size_t pv_index, std::vector<char>& remo
     removed.push_back(0);
   }
   Node& fused = g.nodes[pv_index];
-  MakeOneflowOp(g, fused, "FusedAttention");
+  MakeOneflowOp(g, fused, op::kFusedAttention);
   fused.inputs = {q, k, v};
   fused.attrs.set("scale", Attribute::Float(static_cast<float>(scale)));
   fused.attrs.set("causal", Attribute::Int(0));

@@ -8,12 +8,12 @@ namespace oneflow {
 
 // Shape and Size depend only on the input's type; fold them whenever that type is fully known.
 static bool FoldShapeOf(Graph& g, const Node& n) {
-  if (!n.domain.empty() || (n.op_type != "Shape" && n.op_type != "Size")) return false;
+  if (!n.domain.empty() || (n.op_type != op::kShape && n.op_type != op::kSize)) return false;
   const TensorType& t = g.values[static_cast<size_t>(n.inputs[0])].type;
   if (!t.fully_known()) return false;
   Shape s = t.ToShape();
   Tensor out;
-  if (n.op_type == "Size") {
+  if (n.op_type == op::kSize) {
     out = Tensor::Scalar(DType::kInt64, static_cast<double>(NumElements(s)));
     *out.data<int64_t>() = NumElements(s);
   } else {

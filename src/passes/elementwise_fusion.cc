@@ -79,7 +79,7 @@ bool Lower(const Graph& g, const Node& n, Lowering* out) {
     l.params.assign(p, p + row->params.count);
   } else if (!n.domain.empty()) {
     return false;
-  } else if (op == "Clip") {
+  } else if (op == op::kClip) {
     float b[2] = {-INFINITY, INFINITY};
     for (size_t i = 1; i < 3; ++i)
       if (n.has_input(i) && !ScalarConstant(g, n.inputs[i], &b[i - 1])) return false;
@@ -323,7 +323,7 @@ int FuseElementwise(Graph& g) {
       if (static_cast<size_t>(m) != root) removed[static_cast<size_t>(m)] = 1;
     }
     Node& fused = g.nodes[root];
-    MakeOneflowOp(g, fused, "FusedElementwise");
+    MakeOneflowOp(g, fused, op::kFusedElementwise);
     fused.inputs = inputs;
     prog.ToAttrs(fused.attrs);
     ++groups;

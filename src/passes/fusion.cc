@@ -76,9 +76,9 @@ void MakeFused(Node& n, const char* fused_op) {
 
 // Conv (constant W, optional constant B) -> BatchNormalization (constant params): new W and B.
 bool FoldBatchNorm(Graph& g, const Uses& u, Node& conv, std::vector<char>& removed) {
-  if (!IsOp(conv, "Conv") || conv.has_input(3)) return false;
+  if (!IsOp(conv, op::kConv) || conv.has_input(3)) return false;
   Node* bn = SoleConsumer(g, u, conv.outputs[0]);
-  if (!bn || !IsOp(*bn, "BatchNormalization") || bn->inputs.size() < 5 || bn->inputs[0] != conv.outputs[0]) return false;
+  if (!bn || !IsOp(*bn, op::kBatchNormalization) || bn->inputs.size() < 5 || bn->inputs[0] != conv.outputs[0]) return false;
   if (bn->attrs.GetInt("training_mode", 0) != 0 || !OnlyFirstOutputUsed(*bn, u)) return false;
   const Tensor* w = ConstantOf(g, conv, 1);
   const Tensor* b = ConstantOf(g, conv, 2);
@@ -114,7 +114,7 @@ bool FoldBatchNorm(Graph& g, const Uses& u, Node& conv, std::vector<char>& remov
 
 // MatMul -> Add(1-D bias of length N, constant or not): FusedMatMul(A, B, bias).
 bool FuseMatMulBias(Graph& g, const Uses& u, Node& mm, std::vector<char>& removed) {
-  if (!IsOp(mm, "MatMul") || !FusableDType(ValueDType(g, mm.outputs[0]))) return false;
+  if (!IsOp(mm, op::kMatMul) || !FusableDType(ValueDType(g, mm.outputs[0]))) return false;
   Node* add = SoleConsumer(g, u, mm.outputs[0]);
   if (!add || !IsOp(*add, binary::Add::kName) || add->inputs.size() != 2) return false;
   const size_t other = add->inputs[0] == mm.outputs[0] ? 1 : 0;
@@ -127,15 +127,15 @@ bool FuseMatMulBias(Graph& g, const Uses& u, Node& mm, std::vector<char>& remove
   if (!n.known() || !b.dims[0].known() || n.value != b.dims[0].value) return false;
   mm.inputs.resize(2);
   mm.inputs.push_back(add->inputs[other]);
-  MakeFused(mm, "FusedMatMul");
+  MakeFused(mm, op::kFusedMatMul);
   Absorb(mm, *add, removed, g);
   return true;
 }
 
 // Conv/FusedConv (no residual, no activation yet) -> Add(Z of the same static shape): Z residual.
 bool FuseConvResidual(Graph& g, const Uses& u, Node& conv, std::vector<char>& removed) {
-  const bool plain = IsOp(conv, "Conv");
-  if (!plain && !IsOp(conv, "FusedConv", kOneflowDomain)) return false;
+  const bool plain = IsOp(conv, op::kConv);
+  if (!plain && !IsOp(conv, op::kFusedConv, kOneflowDomain)) return false;
   if (conv.has_input(3) || (!plain && conv.attrs.GetString("activation", "None") != "None")) return false;
   if (!FusableDType(ValueDType(g, conv.outputs[0]))) return false;
   Node* add = SoleConsumer(g, u, conv.outputs[0]);
@@ -152,7 +152,7 @@ bool FuseConvResidual(Graph& g, const Uses& u, Node& conv, std::vector<char>& re
   }
   conv.inputs.resize(3, kNoValue);
   conv.inputs.push_back(add->inputs[other]);
-  MakeFused(conv, "FusedConv");
+  MakeFused(conv, op::kFusedConv);
   Absorb(conv, *add, removed, g);
   return true;
 }
@@ -192,7 +192,7 @@ bool FuseGeluPattern(Graph& g, const Uses& u, Node& scale, std::vector<char>& re
   else if (IsOp(scale, binary::Mul::kName)) x = OperandBesideConstant(g, scale, 1.0 / kSqrt2, true);
   if (x == kNoValue || !FusableDType(ValueDType(g, x))) return false;
   Node* erf = SoleConsumer(g, u, scale.outputs[0]);
-  if (!erf || !IsOp(*erf, "Erf")) return false;
+  if (!erf || !IsOp(*erf, op::kErf)) return false;
   Node* add = SoleConsumer(g, u, erf->outputs[0]);
   if (!add || !IsOp(*add, binary::Add::kName) || OperandBesideConstant(g, *add, 1.0, true) != erf->outputs[0]) return false;
   Node* mul = SoleConsumer(g, u, add->outputs[0]);
@@ -215,7 +215,7 @@ bool FuseGeluPattern(Graph& g, const Uses& u, Node& scale, std::vector<char>& re
   }
   for (Node* dead : {&scale, erf, add, last == mul ? half_of_x : mul})
     removed[static_cast<size_t>(dead - g.nodes.data())] = 1;
-  last->op_type = "Gelu";
+  last->op_type = op::kGelu;
   last->domain.clear();
   last->opset = 20;  // Gelu's first opset; the schema is looked up by the node's own opset
   last->inputs = {x};
@@ -227,9 +227,9 @@ bool FuseGeluPattern(Graph& g, const Uses& u, Node& scale, std::vector<char>& re
 // Base op (no activation yet) -> activation: the activation becomes the base's epilogue.
 bool FuseActivation(Graph& g, const Uses& u, Node& base, std::vector<char>& removed) {
   const char* fused = nullptr;
-  if (IsOp(base, "Conv") || IsOp(base, "FusedConv", kOneflowDomain)) fused = "FusedConv";
-  else if (IsOp(base, "MatMul") || IsOp(base, "FusedMatMul", kOneflowDomain)) fused = "FusedMatMul";
-  else if (IsOp(base, "Gemm") || IsOp(base, "FusedGemm", kOneflowDomain)) fused = "FusedGemm";
+  if (IsOp(base, op::kConv) || IsOp(base, op::kFusedConv, kOneflowDomain)) fused = op::kFusedConv;
+  else if (IsOp(base, op::kMatMul) || IsOp(base, op::kFusedMatMul, kOneflowDomain)) fused = op::kFusedMatMul;
+  else if (IsOp(base, op::kGemm) || IsOp(base, op::kFusedGemm, kOneflowDomain)) fused = op::kFusedGemm;
   if (!fused || base.attrs.GetString("activation", "None") != "None") return false;
   if (!FusableDType(ValueDType(g, base.outputs[0]))) return false;
   Node* act = SoleConsumer(g, u, base.outputs[0]);
@@ -237,7 +237,8 @@ bool FuseActivation(Graph& g, const Uses& u, Node& base, std::vector<char>& remo
   // Any unary row (graph/ops/unary_ops.h) can be an epilogue: the activation attribute names the
   // row, activation_params holds its parameters in the row's order.
   std::vector<float> params;
-  if (IsOp(*act, "Clip")) {
+  std::string name = op::kClip;
+  if (IsOp(*act, op::kClip)) {
     float lo = -3.4028234663852886e38f, hi = 3.4028234663852886e38f;
     for (size_t i = 1; i < 3; ++i) {
       if (!act->has_input(i)) continue;
@@ -252,8 +253,8 @@ bool FuseActivation(Graph& g, const Uses& u, Node& base, std::vector<char>& remo
     float p[unary::kMaxParams];
     if (!TryReadUnaryParams(*row, act->attrs, p)) return false;  // left to the op's own kernel to reject
     params.assign(p, p + row->params.count);
+    name = row->token;
   }
-  const std::string name = act->op_type;
   if (act->outputs.size() != 1) return false;
   MakeFused(base, fused);
   base.attrs.set("activation", Attribute::String(name));

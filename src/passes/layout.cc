@@ -34,7 +34,7 @@ bool IsOp(const Node& n, const char* op, const char* domain = "") { return n.op_
 bool IsLayoutFreeUnary(const Node& n) {
   if (n.outputs.size() != 1) return false;
   if (const UnaryOpInfo* row = FindUnaryOp(n.domain, n.op_type)) return row->standalone;
-  return n.domain.empty() && (n.op_type == "Identity" || n.op_type == "Clip");
+  return n.domain.empty() && (n.op_type == op::kIdentity || n.op_type == op::kClip);
 }
 
 // Two-input elementwise ops with broadcasting: the binary rows (graph/ops/binary_ops.h).
@@ -45,9 +45,9 @@ bool IsLayoutFreeBinary(const Node& n) {
 // Pools with an NHWC form; MaxPool only when its Indices output is absent.
 const char* NhwcPoolOp(const Node& n) {
   if (!n.domain.empty() || n.outputs.size() != 1) return nullptr;
-  if (n.op_type == "MaxPool") return "NhwcMaxPool";
-  if (n.op_type == "AveragePool") return "NhwcAveragePool";
-  if (n.op_type == "GlobalAveragePool") return "NhwcGlobalAveragePool";
+  if (n.op_type == op::kMaxPool) return op::kNhwcMaxPool;
+  if (n.op_type == op::kAveragePool) return op::kNhwcAveragePool;
+  if (n.op_type == op::kGlobalAveragePool) return op::kNhwcGlobalAveragePool;
   return nullptr;
 }
 
@@ -100,7 +100,7 @@ class LayoutRewriter {
   void AddTranspose(int in, int out, const Perm& perm) {
     Node t;
     t.name = g_.values[static_cast<size_t>(out)].name + "_layout";
-    t.op_type = "Transpose";
+    t.op_type = op::kTranspose;
     t.opset = default_opset_;
     t.inputs = {in};
     t.outputs = {out};
@@ -112,7 +112,7 @@ class LayoutRewriter {
   // global pool) keeps the bytes in order: make it a Reshape, which runs as a view. Symbolic dims
   // must stay in place (Reshape's 0 copies them).
   int TransposeToReshape(Node& n) {
-    if (!IsOp(n, "Transpose") || !n.has_input(0) || !n.has_output(0)) return 0;
+    if (!IsOp(n, op::kTranspose) || !n.has_input(0) || !n.has_output(0)) return 0;
     const TensorType& t = TypeOf(n.inputs[0]);
     const Perm perm = PermOf(n);
     if (!t.has_rank || perm.size() != t.dims.size()) return 0;
@@ -133,7 +133,7 @@ class LayoutRewriter {
     }
     Tensor st(DType::kInt64, Shape{static_cast<int64_t>(shape.size())});
     std::copy(shape.begin(), shape.end(), st.data<int64_t>());
-    n.op_type = "Reshape";
+    n.op_type = op::kReshape;
     n.attrs = AttrMap();
     n.schema = nullptr;
     n.inputs.push_back(g_.AddConstant(g_.UniqueName(n.name + "_shape"), st));
@@ -146,8 +146,8 @@ class LayoutRewriter {
     const size_t count = g_.nodes.size();
     for (size_t i = 0; i < count; ++i) {
       Node& n = g_.nodes[i];
-      const bool plain = IsOp(n, "Conv");
-      if (!plain && !IsOp(n, "FusedConv", kOneflowDomain)) continue;
+      const bool plain = IsOp(n, op::kConv);
+      if (!plain && !IsOp(n, op::kFusedConv, kOneflowDomain)) continue;
       if (!plain && n.attrs.GetString("layout", "NCHW") != "NCHW") continue;
       if (!n.has_input(1) || !n.has_output(0) || n.outputs.size() != 1) continue;
       const TensorType& xt = TypeOf(n.inputs[0]);
@@ -157,7 +157,7 @@ class LayoutRewriter {
           w.dtype() != DType::kFloat32 || n.attrs.GetInt("group", 1) != 1)
         continue;
       if (plain) {
-        n.op_type = "FusedConv";
+        n.op_type = op::kFusedConv;
         n.domain = kOneflowDomain;
         n.opset = kOneflowDomainVersion;
       }
@@ -200,7 +200,7 @@ class LayoutRewriter {
     const int p = producer_[static_cast<size_t>(v)];
     if (p == kNoValue) return nullptr;
     const Node& n = g_.nodes[static_cast<size_t>(p)];
-    return IsOp(n, "Transpose") && n.has_input(0) && PermOf(n).size() == 4 ? &n : nullptr;
+    return IsOp(n, op::kTranspose) && n.has_input(0) && PermOf(n).size() == 4 ? &n : nullptr;
   }
 
   // Redirects every reader of `from` to `to`.
@@ -214,7 +214,7 @@ class LayoutRewriter {
   // stays for its other readers (dead-code elimination removes it otherwise).
   bool Cancel(size_t i) {
     Node& n = g_.nodes[i];
-    if (!IsOp(n, "Transpose") || !n.has_input(0) || is_output_[static_cast<size_t>(n.outputs[0])]) return false;
+    if (!IsOp(n, op::kTranspose) || !n.has_input(0) || is_output_[static_cast<size_t>(n.outputs[0])]) return false;
     const Node* q = TransposeProducing(n.inputs[0]);
     if (!q) return false;
     const Perm p = PermOf(n), qp = PermOf(*q);
@@ -232,10 +232,10 @@ class LayoutRewriter {
   // Two transposes of the same value with the same perm: keep one.
   bool Merge(size_t i) {
     Node& n = g_.nodes[i];
-    if (!IsOp(n, "Transpose") || !n.has_input(0) || is_output_[static_cast<size_t>(n.outputs[0])]) return false;
+    if (!IsOp(n, op::kTranspose) || !n.has_input(0) || is_output_[static_cast<size_t>(n.outputs[0])]) return false;
     for (int r : readers_[static_cast<size_t>(n.inputs[0])]) {
       const Node& o = g_.nodes[static_cast<size_t>(r)];
-      if (static_cast<size_t>(r) == i || !IsOp(o, "Transpose") || o.outputs.empty() || o.outputs[0] == kNoValue) continue;
+      if (static_cast<size_t>(r) == i || !IsOp(o, op::kTranspose) || o.outputs.empty() || o.outputs[0] == kNoValue) continue;
       if (PermOf(o) != PermOf(n)) continue;
       const int out = n.outputs[0];
       n.outputs[0] = kNoValue;
@@ -248,7 +248,7 @@ class LayoutRewriter {
 
   // Whether `reader` can take the transpose `t` (producing its input `v`) along.
   bool CanAbsorb(const Node& reader, int v, const Perm& perm) const {
-    if (IsOp(reader, "Transpose")) return true;  // cancels or composes later; never costs more
+    if (IsOp(reader, op::kTranspose)) return true;  // cancels or composes later; never costs more
     if (IsLayoutFreeUnary(reader)) {
       if (reader.inputs[0] != v) return false;
       for (size_t k = 1; k < reader.inputs.size(); ++k)  // Clip's min/max: scalars
@@ -277,7 +277,7 @@ class LayoutRewriter {
   // Moves the transpose feeding node i's input past node i.
   bool Push(size_t i) {
     Node& n = g_.nodes[i];
-    if (IsOp(n, "Transpose") || n.outputs.size() != 1 || n.outputs[0] == kNoValue) return false;
+    if (IsOp(n, op::kTranspose) || n.outputs.size() != 1 || n.outputs[0] == kNoValue) return false;
     if (!IsLayoutFreeUnary(n) && !IsLayoutFreeBinary(n) && !NhwcPoolOp(n)) return false;
     int v = kNoValue;
     const Node* t = nullptr;

@@ -23,7 +23,7 @@ int EmitBoxingNode(Graph& out, const std::string& name, DType dtype, const Shape
     return LocalShape(shape, sbp, P.hierarchy, c);
   };
   Node n;
-  n.op_type = "Boxing";
+  n.op_type = op::kBoxing;
   n.domain = kOneflowDomain;
   n.opset = kOneflowDomainVersion;
   n.name = out.UniqueName(name + "/" + s.kind);
@@ -171,8 +171,8 @@ class Builder {
       }
     }
     // Target-shape inputs are logical: the device reshapes (or sums) to its local output shape.
-    const bool reshape = ln.op_type == "Reshape" && ln.domain.empty();
-    if ((reshape || (ln.op_type == "ReduceSumToShape" && ln.domain == kOneflowDomain)) && ln.has_output(0)) {
+    const bool reshape = ln.op_type == op::kReshape && ln.domain.empty();
+    if ((reshape || (ln.op_type == op::kReduceSumToShape && ln.domain == kOneflowDomain)) && ln.has_output(0)) {
       const Value& y = g_.values[static_cast<size_t>(ln.outputs[0])];
       Shape local = LocalShape(y.type.ToShape(), np.out[0], P_.hierarchy, coord_);
       Tensor t(DType::kInt64, {static_cast<int64_t>(local.size())});
@@ -272,7 +272,7 @@ Graph BuildBoxingGraph(const Shape& shape, DType dtype, const NdSbp& from, const
     pid = EmitBoxingNode(g, "x", dtype, shape, s, placement, position, comm_key, pid);
   if (g.nodes.empty()) {  // nothing to move: an Identity keeps input and output distinct values
     Node n;
-    n.op_type = "Identity";
+    n.op_type = op::kIdentity;
     n.opset = kMaxOnnxOpset;
     n.name = "identity";
     n.inputs = {pid};

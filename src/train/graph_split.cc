@@ -163,7 +163,7 @@ TrainingGraphs SplitForTraining(const Graph& g, const SplitRequest& r) {
   for (int n : order) {
     const Node& node = g.nodes[static_cast<size_t>(n)];
     bool forward = static_cast<size_t>(n) < r.first_backward_node;
-    if (!forward && (node.op_type == "Shape" || node.op_type == "Size") && node.domain.empty()) {
+    if (!forward && (node.op_type == op::kShape || node.op_type == op::kSize) && node.domain.empty()) {
       forward = true;
       for (int v : node.inputs) {
         int p = v == kNoValue ? kNoValue : producer[static_cast<size_t>(v)];

@@ -65,7 +65,7 @@ class Rewriter {
   Node CastNode(int from, int to, DType dt) {
     Node c;
     c.name = g_.values[static_cast<size_t>(to)].name + "/cast";
-    c.op_type = "Cast";
+    c.op_type = op::kCast;
     c.opset = opset_;
     c.inputs = {from};
     c.outputs = {to};

@@ -103,7 +103,7 @@ PipelineStage BuildStage(const TrainingGraph& t, const std::vector<int>& nodes, 
   const int prod = AppendTypedNode(sg, binary::Mul::kName, {out_id, grad_in}, sg.UniqueName(st.output + "/pipeline_weighted"));
   AttrMap keep;
   keep.set("keepdims", Attribute::Int(0));
-  const int objective = AppendTypedNode(sg, "ReduceSum", {prod}, sg.UniqueName(st.output + "/pipeline_objective"), keep);
+  const int objective = AppendTypedNode(sg, op::kReduceSum, {prod}, sg.UniqueName(st.output + "/pipeline_objective"), keep);
 
   std::vector<std::string> wrt = st.params;
   if (!st.input.empty()) wrt.push_back(st.input);

@@ -28,7 +28,7 @@ std::map<std::string, Sbp> ColumnRowLayout(const Graph& g) {
   std::vector<int> kind(g.nodes.size(), 0);
   std::map<std::string, Sbp> layout;
   auto is_weight_matmul = [&](const Node& n) {
-    return n.op_type == "MatMul" && n.domain.empty() && n.inputs.size() == 2 && IsWeight(g, n.inputs[1]);
+    return n.op_type == op::kMatMul && n.domain.empty() && n.inputs.size() == 2 && IsWeight(g, n.inputs[1]);
   };
   for (int ni : g.TopologicalOrder()) {
     const Node& n = g.nodes[static_cast<size_t>(ni)];

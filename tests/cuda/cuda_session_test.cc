@@ -241,16 +241,13 @@ TEST(CudaSession, ModelWithCudaKernelsOnlyReportsNoFallbacks) {
   EXPECT_EQ(gpu.executor().cuda_graphs_captured(), 1u);
 }
 
-// Test-only ops: a CUDA kernel that declines every run (as a kernel does for a dtype or a size it
-// finds unsupported only when it runs), and one whose launch fails as a library built for another
-// GPU architecture does. Both have a CPU kernel that doubles the input.
-constexpr const char* kDecliningOp = "OneflowTestDeclinesOnCuda";
-constexpr const char* kNoImageOp = "OneflowTestNoKernelImageOnCuda";
+// Test CUDA kernels for two real ops that have only a CPU kernel (the op list is closed, so tests
+// borrow ops rather than invent them): one declines every run (as a kernel does for a dtype or a
+// size it finds unsupported only when it runs), one fails its launch as a library built for
+// another GPU architecture does. The CPU session running the ops' own kernels is the reference.
+constexpr const char* kDecliningOp = "Shrink";
+constexpr const char* kNoImageOp = "LpNormalization";
 
-void DoubleOnCpu(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  for (int64_t i = 0; i < x.numel(); ++i) ctx.output(0).data<float>()[i] = 2.0f * x.data<float>()[i];
-}
 void DeclineOnCuda(KernelContext& ctx) {
   Fail(ErrorCode::kUnsupported, ctx.node_desc(), ": the test kernel declines every run");
 }
@@ -261,12 +258,12 @@ void NoKernelImageOnCuda(KernelContext&) {
 void RegisterTestOps() {
   static std::once_flag once;
   std::call_once(once, [] {
-    for (const char* op : {kDecliningOp, kNoImageOp}) {
-      OpRegistry::Global().Register(OpSchema(op).Since(1).Input("X").Output("Y").Infer(InferSameAsInput0));
-      KernelRegistry::Global().RegisterFn(op, DoubleOnCpu);
-    }
-    cuda::RegisterCudaFn(KernelRegistry::Global(), kDecliningOp, DeclineOnCuda);
-    cuda::RegisterCudaFn(KernelRegistry::Global(), kNoImageOp, NoKernelImageOnCuda);
+    KernelRegistry& r = KernelRegistry::Global();
+    for (OpId op : {OpId::kShrink, OpId::kLpNormalization})
+      ASSERT_EQ(r.Find(op, DeviceType::kCuda), nullptr)
+          << OpName(op) << " has a CUDA kernel of its own now: borrow another CPU-only op for this test";
+    r.RegisterFn(OpId::kShrink, DeclineOnCuda, DeviceType::kCuda);
+    r.RegisterFn(OpId::kLpNormalization, NoKernelImageOnCuda, DeviceType::kCuda);
   });
 }
 

@@ -31,6 +31,14 @@ def f32(*shape, lo=-2.0, hi=2.0):
     return RNG.uniform(lo, hi, size=shape).astype(np.float32)
 
 
+def ints(dtype, *shape):
+    """Integers over the type's whole range, its extremes included."""
+    info = np.iinfo(dtype)
+    v = RNG.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
+    v.flat[0], v.flat[-1] = info.min, info.max
+    return v
+
+
 def i64(*values):
     return np.array(values, dtype=np.int64)
 
@@ -120,6 +128,23 @@ CASES = [
     Case("batch_norm", "BatchNormalization", [("X", f32(2, 3, 4, 4)), ("scale", f32(3)), ("B", f32(3)),
                                               ("input_mean", f32(3)), ("input_var", f32(3, lo=0.5, hi=2.0))],
          consts=("input_mean", "input_var"), split=("X", 0), rtol=1e-4, atol=1e-5),
+    # Quantization (graph/ops/quantization.cc): per tensor, per axis, blocked with a remainder block
+    # (onnx.reference implements DequantizeLinear from opset 19; test_dequantize_linear.py runs 13).
+    Case("dequantize_per_tensor_int8", "DequantizeLinear",
+         [("x", ints(np.int8, 4, 6)), ("x_scale", np.array(0.05, np.float32)), ("x_zero_point", np.array(-3, np.int8))],
+         opset=19),
+    Case("dequantize_per_axis_uint8", "DequantizeLinear",
+         [("x", ints(np.uint8, 2, 3, 4)), ("x_scale", f32(3, lo=0.01, hi=0.2)), ("x_zero_point", ints(np.uint8, 3))],
+         attrs={"axis": 1}, opset=19),
+    Case("dequantize_last_axis_int32", "DequantizeLinear",
+         [("x", ints(np.int32, 4, 5)), ("x_scale", f32(5, lo=1e-4, hi=1e-3))], attrs={"axis": -1},
+         opset=19),
+    Case("dequantize_blocked_int16", "DequantizeLinear",
+         [("x", ints(np.int16, 4, 7)), ("x_scale", f32(4, 3, lo=0.01, hi=0.2)), ("x_zero_point", ints(np.int16, 4, 3))],
+         attrs={"axis": 1, "block_size": 3}, opset=21),
+    Case("dequantize_f16_scale", "DequantizeLinear",
+         [("x", ints(np.int8, 3, 4)), ("x_scale", f32(4, lo=0.01, hi=0.2).astype(np.float16))], attrs={"axis": 1},
+         opset=19, rtol=1e-3, atol=1e-4),
 ]
 
 

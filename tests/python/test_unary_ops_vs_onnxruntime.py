@@ -1,7 +1,7 @@
 """The unary elementwise ops (src/graph/ops/unary_ops.h) against onnxruntime, an independent
 implementation: each op with its default attributes and with others, in float32, on graph inputs
-fed at run time. ONNX Runtime's contrib op QuickGelu (domain com.microsoft) is checked the same
-way. Run with PYTHONPATH holding the binding and ONEFLOW_LIBRARY the library."""
+fed at run time. ONNX Runtime's contrib ops QuickGelu and Gelu (domain com.microsoft; its Gelu
+shares ONNX Gelu's name) are checked the same way, alone and as a fused MatMul epilogue. Run with PYTHONPATH holding the binding and ONEFLOW_LIBRARY the library."""
 import numpy as np
 import pytest
 
@@ -27,7 +27,7 @@ CASES = [
     ("Celu", {}, (-4, 4)), ("Celu", {"alpha": 2.0}, (-4, 4)), ("Softsign", {}, (-4, 4)), ("Mish", {}, (-5, 5)),
     ("ThresholdedRelu", {}, (-4, 4)), ("ThresholdedRelu", {"alpha": 0.5}, (-4, 4)),
 ]
-CONTRIB = [("QuickGelu", {}, (-6, 6)), ("QuickGelu", {"alpha": 1.2}, (-6, 6))]
+CONTRIB = [("QuickGelu", {}, (-6, 6)), ("QuickGelu", {"alpha": 1.2}, (-6, 6)), ("Gelu", {}, (-6, 6))]
 
 
 def run_both(op, attrs, lo, hi, domain, opset):
@@ -64,3 +64,24 @@ def test_onnx_unary_matches_onnxruntime(op, attrs, rng):
 def test_contrib_unary_matches_onnxruntime(op, attrs, rng):
     x, got, want = run_both(op, attrs, *rng, "com.microsoft", 1)
     check(x, got, want, f"com.microsoft {op} {attrs}")
+
+
+@pytest.mark.parametrize("op,attrs", [("Gelu", {}), ("QuickGelu", {"alpha": 1.2})])
+def test_contrib_activation_after_matmul_matches_onnxruntime(op, attrs):
+    """MatMul -> com.microsoft activation: the fusion pass makes the activation a MatMul epilogue,
+    which must pick the contrib row (not ONNX Gelu, which shares the name) and its attributes."""
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-2, 2, size=(5, 16)).astype(np.float32)
+    w = rng.uniform(-0.5, 0.5, size=(16, 8)).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
+             helper.make_node(op, ["h"], ["y"], domain="com.microsoft", **attrs)]
+    graph = helper.make_graph(nodes, "mm_act", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [5, 8])],
+                              [helper.make_tensor("w", TensorProto.FLOAT, [16, 8], w.ravel())])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20), helper.make_opsetid("com.microsoft", 1)],
+                              ir_version=9)
+    data = model.SerializeToString()
+    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    with oneflow.Session(data) as s:
+        got = np.array(s.run({"x": x})["y"])
+    check(x, got, want, f"MatMul -> com.microsoft {op} {attrs}")

@@ -114,6 +114,12 @@ GRADCHECK_TEST_IN("com.microsoft", QuickGelu, Attributes) {
     RunGradCheck(c);
   }
 }
+// ONNX Runtime's contrib Gelu (com.microsoft, opset 1; no attributes), beside ONNX Gelu.
+GRADCHECK_TEST_IN("com.microsoft", Gelu, Contrib) {
+  GradCheckCase c("Gelu", "com.microsoft");
+  c.Input("X", Random({3, 4}, -3, 3));
+  RunGradCheck(c);
+}
 GRADCHECK_TEST(Sin, Basic) { CheckUnary("Sin", Random({2, 3}, -3, 3)); }
 GRADCHECK_TEST(Cos, Basic) { CheckUnary("Cos", Random({2, 3}, -3, 3)); }
 GRADCHECK_TEST(Tan, Basic) { CheckUnary("Tan", Random({2, 3}, -1.2, 1.2)); }

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "graph/op_schema.h"
+#include "../graph_builder.h"
 #include "kernels/kernel.h"
 #include "plan/plan.h"
 
@@ -98,6 +99,25 @@ TEST(OpFacts, FlopsEstimates) {
   EXPECT_DOUBLE_EQ(EstimateFlops(ResolvedNode("Conv"), {{1, 4, 5, 5}, {8, 4, 3, 3}}, {{1, 8, 3, 3}}), 2.0 * 72 * 36);
   // Everything else: about one operation per output element.
   EXPECT_DOUBLE_EQ(EstimateFlops(ResolvedNode("Relu"), {{3, 4}}, {{3, 4}}), 12.0);
+}
+
+// The planner's memory-traffic estimate counts the bytes a kernel touches: CastLike reads only the
+// type of its target (TypeOnlyInput, as Shape and Size do), so CastLike(x f32 [1024, 1024],
+// t f16 [1024, 1024]) moves 4 MiB in and 2 MiB out, not another 2 MiB for t.
+TEST(OpFacts, BytesEstimateSkipsTypeOnlyInputs) {
+  test_util::GraphBuilder gb;
+  const int x = gb.Input("x", DType::kFloat32, {1024, 1024});
+  const int t = gb.Input("t", DType::kFloat16, {1024, 1024});
+  const int y = gb.Node("CastLike", {x, t});
+  gb.g.outputs = {y};
+  PrepareGraph(gb.g);
+  PlanOptions o;
+  o.placement = Placement::Parse("cpu:0");
+  const Plan plan = MakePlan(gb.g, o);
+  ASSERT_EQ(plan.nodes.size(), 1u);
+  const NodePlan& np = plan.nodes[0];
+  const double mib = 1024.0 * 1024.0;
+  EXPECT_NEAR(np.compute_seconds, 6 * mib / o.cost.memory_bytes_per_s + np.flops / o.cost.flops_per_s, 1e-12);
 }
 
 }  // namespace

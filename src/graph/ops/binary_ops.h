@@ -71,7 +71,7 @@ struct RowDefaults {
 };
 
 struct Add : RowDefaults {
-  static constexpr const char* kName = "Add";
+  static constexpr const char* kName = op::kAdd;
   static constexpr Linearity kLinearity = Linearity::kBoth;
   template <class C>
   OF_HD static C Fwd(C a, C b) {
@@ -80,7 +80,7 @@ struct Add : RowDefaults {
   }
 };
 struct Sub : RowDefaults {
-  static constexpr const char* kName = "Sub";
+  static constexpr const char* kName = op::kSub;
   static constexpr Linearity kLinearity = Linearity::kBoth;
   template <class C>
   OF_HD static C Fwd(C a, C b) {
@@ -89,7 +89,7 @@ struct Sub : RowDefaults {
   }
 };
 struct Mul : RowDefaults {
-  static constexpr const char* kName = "Mul";
+  static constexpr const char* kName = op::kMul;
   static constexpr Linearity kLinearity = Linearity::kEither;
   template <class C>
   OF_HD static C Fwd(C a, C b) {
@@ -100,7 +100,7 @@ struct Mul : RowDefaults {
 // Integer division truncates (C semantics, as ONNX); the two cases C leaves undefined get numpy's
 // answers instead of a trap.
 struct Div : RowDefaults {
-  static constexpr const char* kName = "Div";
+  static constexpr const char* kName = op::kDiv;
   static constexpr Linearity kLinearity = Linearity::kFirst;
   template <class C>
   OF_HD static C Fwd(C a, C b) {
@@ -114,7 +114,7 @@ struct Div : RowDefaults {
   }
 };
 struct Pow : RowDefaults {
-  static constexpr const char* kName = "Pow";
+  static constexpr const char* kName = op::kPow;
   static constexpr double kCost = unary::kLibm;
   static constexpr bool kStandalone = false;
   static constexpr bool kFollowsLowPrecision = false;
@@ -126,14 +126,14 @@ struct Pow : RowDefaults {
   }
 };
 struct Max : RowDefaults {
-  static constexpr const char* kName = "Max";
+  static constexpr const char* kName = op::kMax;
   static constexpr bool kStandalone = false;
   static constexpr bool kFollowsLowPrecision = false;
   template <class C>
   OF_HD static C Fwd(C a, C b) { return (a != a || a > b) ? a : b; }  // a NaN on either side wins
 };
 struct Min : RowDefaults {
-  static constexpr const char* kName = "Min";
+  static constexpr const char* kName = op::kMin;
   static constexpr bool kStandalone = false;
   static constexpr bool kFollowsLowPrecision = false;
   template <class C>
@@ -143,7 +143,6 @@ struct Min : RowDefaults {
 }  // namespace binary
 
 // Every row, once: the order of BinaryOpId and of FusedElementwise's binary instructions.
-#define ONEFLOW_BINARY_OPS(X) X(Add) X(Sub) X(Mul) X(Div) X(Pow) X(Max) X(Min)
 
 enum class BinaryOpId : int16_t {
 #define OF_BINARY_ID(Op) k##Op,
@@ -155,6 +154,7 @@ enum class BinaryOpId : int16_t {
 // A row's facts as data, for code that looks ops up by name (passes, the schema registration).
 struct BinaryOpInfo {
   BinaryOpId id;
+  OpId op;  // its id in the op list
   const char* name;
   double cost;
   binary::Linearity linearity;
@@ -163,7 +163,7 @@ struct BinaryOpInfo {
 };
 
 #define OF_BINARY_INFO(Op)                                                                                   \
-  BinaryOpInfo{BinaryOpId::k##Op, binary::Op::kName, binary::Op::kCost, binary::Op::kLinearity, \
+  BinaryOpInfo{BinaryOpId::k##Op, OpId::k##Op, binary::Op::kName, binary::Op::kCost, binary::Op::kLinearity, \
                binary::Op::kStandalone, binary::Op::kFollowsLowPrecision},
 inline constexpr BinaryOpInfo kBinaryOps[] = {ONEFLOW_BINARY_OPS(OF_BINARY_INFO)};
 #undef OF_BINARY_INFO

@@ -7,7 +7,7 @@
 namespace oneflow {
 
 void RegisterBoxingOps(OpRegistry& r) {
-  r.Register(OpSchema("Boxing", kOneflowDomain).Since(1).Input("X").Output("Y")
+  r.Register(OpSchema(op::kBoxing, kOneflowDomain).Since(1).Input("X").Output("Y")
                  .RequiredAttr("mode", AttrKind::kString)   // all_reduce, all_gather, reduce_scatter,
                                                             // all_to_all, slice, zero_fill, zero_pad
                  .RequiredAttr("shape", AttrKind::kInts)    // the local output shape on this rank

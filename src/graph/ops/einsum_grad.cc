@@ -90,7 +90,7 @@ void GradEinsum(GradContext& c) {
                        static_cast<size_t>(std::find(tk.begin(), tk.end(), "...") - tk.begin())) == missing.end(),
              kUnsupported, "cannot differentiate ", c.node().Describe(), ": operand ", k,
              " has an ellipsis no other term has");
-    std::string g = c.Emit1("Einsum", inputs, MakeAttrs({{"equation", Attribute::String(grad_lhs + "->" + Join(kept))}}));
+    std::string g = c.Emit1(op::kEinsum, inputs, MakeAttrs({{"equation", Attribute::String(grad_lhs + "->" + Join(kept))}}));
     if (!missing.empty()) {
       // Restore the summed-out dims as 1s, then broadcast them.
       const int64_t rank = c.input_rank(k);
@@ -102,7 +102,7 @@ void GradEinsum(GradContext& c) {
         if (std::find(missing.begin(), missing.end(), i) != missing.end()) axes.push_back(pos);
         pos += tk[i] == "..." ? (has_ell ? ell : 0) : 1;
       }
-      g = c.Emit1("Expand", {c.Emit1("Unsqueeze", {g, c.Ints(axes)}), c.ShapeOf(c.input(k))});
+      g = c.Emit1(op::kExpand, {c.Emit1(op::kUnsqueeze, {g, c.Ints(axes)}), c.ShapeOf(c.input(k))});
     }
     c.SetInputGrad(k, c.SumToInputShape(g, k));
   }

@@ -163,16 +163,16 @@ void RegisterElementwiseOps(OpRegistry& r) {
     const BinaryOpInfo& row = BinaryInfo(id);
     r.Register(Binary(row.name, InferBroadcast).Grad(grad).Precision(PrecisionOf(row)).Sbp(SbpOf(row)));
   }
-  r.Register(Binary("Mod", InferBroadcast).Attr("fmod", Attribute::Int(0)));
+  r.Register(Binary(op::kMod, InferBroadcast).Attr("fmod", Attribute::Int(0)));
   r.Register(OpSchema(binary::Pow::kName).Since(13).Input("X").Input("Y").Output("Z").Infer(InferBroadcastDType0)
                  .Grad(GradPow).Precision(PrecisionOf(BinaryInfo(BinaryOpId::kPow))).Sbp(SbpOf(BinaryInfo(BinaryOpId::kPow))));
-  r.Register(OpSchema("PRelu").Since(13).Input("X").Input("slope").Output("Y").Infer(InferSameAsInput0SameDType)
+  r.Register(OpSchema(op::kPRelu).Since(13).Input("X").Input("slope").Output("Y").Infer(InferSameAsInput0SameDType)
                  .Grad(GradPRelu));
   // Variadic Min/Max (the rows' formulas pairwise), Sum and Mean. Sum passes partial sums through.
   using Variadic = std::tuple<const char*, GradFn, Linear>;  // explicit: clang cannot deduce a tuple of a function
   for (const auto& [op, grad, linear] : {Variadic{binary::Min::kName, GradMinMax, Linear::kNone},
                                          Variadic{binary::Max::kName, GradMinMax, Linear::kNone},
-                                         Variadic{"Mean", GradMean, Linear::kNone}, Variadic{"Sum", GradSum, Linear::kAll}}) {
+                                         Variadic{op::kMean, GradMean, Linear::kNone}, Variadic{op::kSum, GradSum, Linear::kAll}}) {
     r.Register(OpSchema(op).Since(13).VariadicInput("data_0").Output("result").Infer(InferBroadcast).Grad(grad)
                    .Sbp(ElementwiseSbp(linear)));
   }
@@ -181,43 +181,43 @@ void RegisterElementwiseOps(OpRegistry& r) {
   for (const UnaryOpInfo& op : kUnaryOps)
     if (op.standalone) RegisterUnaryRow(r, op);
 
-  r.Register(OpSchema("Shrink").Since(13).Input("input").Output("output")
+  r.Register(OpSchema(op::kShrink).Since(13).Input("input").Output("output")
                  .Attr("bias", Attribute::Float(0.0f)).Attr("lambd", Attribute::Float(0.5f)).Infer(InferSameAsInput0)
                  .Grad(GradShrink));
-  r.Register(OpSchema("Clip").Since(13).Input("input").OptionalInput("min").OptionalInput("max").Output("output")
+  r.Register(OpSchema(op::kClip).Since(13).Input("input").OptionalInput("min").OptionalInput("max").Output("output")
                  .Infer(InferSameAsInput0SameDType).Grad(GradClip));
 
   // ---- Comparison and logic ---------------------------------------------------------------------
-  for (const char* op : {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor"}) {
+  for (const char* op : {op::kEqual, op::kLess, op::kLessOrEqual, op::kGreater, op::kGreaterOrEqual, op::kAnd, op::kOr, op::kXor}) {
     r.Register(Binary(op, InferBroadcastToBool));
   }
-  r.Register(Unary("Not"));
-  r.Register(Unary("IsNaN").Infer(InferSameShapeBool));
-  r.Register(Unary("IsInf")
+  r.Register(Unary(op::kNot));
+  r.Register(Unary(op::kIsNaN).Infer(InferSameShapeBool));
+  r.Register(Unary(op::kIsInf)
                  .Attr("detect_negative", Attribute::Int(1))
                  .Attr("detect_positive", Attribute::Int(1))
                  .Infer(InferSameShapeBool));
-  r.Register(OpSchema("Where").Since(13).Input("condition").Input("X").Input("Y").Output("output").Infer(InferWhere).Grad(GradWhere));
+  r.Register(OpSchema(op::kWhere).Since(13).Input("condition").Input("X").Input("Y").Output("output").Infer(InferWhere).Grad(GradWhere));
 
   // ---- Bit ops ----------------------------------------------------------------------------------
-  r.Register(OpSchema("BitShift").Since(13).Input("X").Input("Y").Output("Z")
+  r.Register(OpSchema(op::kBitShift).Since(13).Input("X").Input("Y").Output("Z")
                  .RequiredAttr("direction", AttrKind::kString).Infer(InferBroadcast));
-  for (const char* op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor"}) r.Register(Binary(op, InferBroadcast, 18));
-  r.Register(Unary("BitwiseNot", 18));
+  for (const char* op : {op::kBitwiseAnd, op::kBitwiseOr, op::kBitwiseXor}) r.Register(Binary(op, InferBroadcast, 18));
+  r.Register(Unary(op::kBitwiseNot, 18));
 
   // ---- Type conversion and pass-through ---------------------------------------------------------
-  r.Register(OpSchema("Cast").Since(13).Input("input").Output("output")
+  r.Register(OpSchema(op::kCast).Since(13).Input("input").Output("output")
                  .RequiredAttr("to", AttrKind::kInt)
                  .Attr("saturate", Attribute::Int(1))          // float8 targets only (Cast-19)
                  .Attr("round_mode", Attribute::String("up"))  // float8e8m0 targets only (Cast-25)
                  .Infer(InferCast).Grad(GradCast));
-  r.Register(OpSchema("CastLike").Since(15).Input("input").Input("target_type").Output("output")
+  r.Register(OpSchema(op::kCastLike).Since(15).Input("input").TypeOnlyInput("target_type").Output("output")
                  .Attr("saturate", Attribute::Int(1))
                  .Attr("round_mode", Attribute::String("up"))
                  .Infer(InferCastLike).Grad(GradCastLike));
-  r.Register(OpSchema("Identity").Since(13).Input("input").Output("output").Infer(InferSameAsInput0).Grad(GradPassThrough)
+  r.Register(OpSchema(op::kIdentity).Since(13).Input("input").Output("output").Infer(InferSameAsInput0).Grad(GradPassThrough)
                  .Precision(PrecisionClass::kFollow).View());
-  r.Register(OpSchema("Dropout").Since(13).Input("data").OptionalInput("ratio").OptionalInput("training_mode")
+  r.Register(OpSchema(op::kDropout).Since(13).Input("data").OptionalInput("ratio").OptionalInput("training_mode")
                  .Output("output").OptionalOutput("mask").OptionalAttr("seed", AttrKind::kInt).Infer(InferDropout)
                  .Grad(GradPassThrough));
 }

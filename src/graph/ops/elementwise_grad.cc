@@ -55,14 +55,14 @@ void GradPow(GradContext& c) {
   const std::string& x = c.input(0);
   const DType xt = c.input_type(0).dtype;
   std::string y = c.input(1);
-  if (c.input_type(1).dtype != xt) y = c.Emit1("Cast", {y}, MakeAttrs({{"to", Attribute::Int(static_cast<int64_t>(xt))}}));
+  if (c.input_type(1).dtype != xt) y = c.Emit1(op::kCast, {y}, MakeAttrs({{"to", Attribute::Int(static_cast<int64_t>(xt))}}));
   if (c.needs_input_grad(0)) {
     // y * x^(y-1): defined at x = 0 for y >= 1, unlike y * z / x.
-    const std::string pow = c.Emit1("Pow", {x, c.Sub(y, c.Scalar(1.0, xt))});
+    const std::string pow = c.Emit1(op::kPow, {x, c.Sub(y, c.Scalar(1.0, xt))});
     c.SetInputGrad(0, c.SumToInputShape(c.Mul(dy, c.Mul(y, pow)), 0));
   }
   if (c.needs_input_grad(1)) {
-    const std::string g = c.Mul(c.Mul(dy, c.output(0)), c.Emit1("Log", {x}));
+    const std::string g = c.Mul(c.Mul(dy, c.output(0)), c.Emit1(op::kLog, {x}));
     c.SetInputGrad(1, c.SumToInputShape(g, 1));
   }
 }
@@ -72,8 +72,8 @@ void GradMinMax(GradContext& c) {
   const std::string zero = Zero(c, c.output_type(0).dtype);
   for (size_t i = 0; i < c.num_inputs(); ++i) {
     if (!c.needs_input_grad(i)) continue;
-    const std::string mask = c.Emit1("Equal", {c.input(i), c.output(0)});
-    c.SetInputGrad(i, c.SumToInputShape(c.Emit1("Where", {mask, c.output_grad(0), zero}), i));
+    const std::string mask = c.Emit1(op::kEqual, {c.input(i), c.output(0)});
+    c.SetInputGrad(i, c.SumToInputShape(c.Emit1(op::kWhere, {mask, c.output_grad(0), zero}), i));
   }
 }
 
@@ -92,8 +92,8 @@ void GradSum(GradContext& c) {
 void GradWhere(GradContext& c) {
   const std::string zero = Zero(c, c.output_type(0).dtype);
   const std::string& dy = c.output_grad(0);
-  if (c.needs_input_grad(1)) c.SetInputGrad(1, c.SumToInputShape(c.Emit1("Where", {c.input(0), dy, zero}), 1));
-  if (c.needs_input_grad(2)) c.SetInputGrad(2, c.SumToInputShape(c.Emit1("Where", {c.input(0), zero, dy}), 2));
+  if (c.needs_input_grad(1)) c.SetInputGrad(1, c.SumToInputShape(c.Emit1(op::kWhere, {c.input(0), dy, zero}), 1));
+  if (c.needs_input_grad(2)) c.SetInputGrad(2, c.SumToInputShape(c.Emit1(op::kWhere, {c.input(0), zero, dy}), 2));
 }
 
 // The gradient flows where min <= x <= max; the bounds themselves are treated as constants.
@@ -102,16 +102,16 @@ void GradClip(GradContext& c) {
     if (c.needs_input_grad(i)) c.NoGradient(i, "the bounds of Clip are not differentiable");
   if (!c.needs_input_grad(0)) return;
   std::string mask;
-  if (c.has_input(1)) mask = c.Emit1("GreaterOrEqual", {c.input(0), c.input(1)});
+  if (c.has_input(1)) mask = c.Emit1(op::kGreaterOrEqual, {c.input(0), c.input(1)});
   if (c.has_input(2)) {
-    const std::string upper = c.Emit1("LessOrEqual", {c.input(0), c.input(2)});
-    mask = mask.empty() ? upper : c.Emit1("And", {mask, upper});
+    const std::string upper = c.Emit1(op::kLessOrEqual, {c.input(0), c.input(2)});
+    mask = mask.empty() ? upper : c.Emit1(op::kAnd, {mask, upper});
   }
   if (mask.empty()) {
     c.SetInputGrad(0, c.output_grad(0));
     return;
   }
-  c.SetInputGrad(0, c.Emit1("Where", {mask, c.output_grad(0), Zero(c, c.input_type(0).dtype)}));
+  c.SetInputGrad(0, c.Emit1(op::kWhere, {mask, c.output_grad(0), Zero(c, c.input_type(0).dtype)}));
 }
 
 void GradPassThrough(GradContext& c) {
@@ -123,15 +123,15 @@ void GradPassThrough(GradContext& c) {
 // Y = X < 0 ? slope X : X, slope broadcast to X.
 void GradPRelu(GradContext& c) {
   const std::string zero = Zero(c, c.input_type(0).dtype);
-  const std::string neg = c.Emit1("Less", {c.input(0), zero});
+  const std::string neg = c.Emit1(op::kLess, {c.input(0), zero});
   const std::string& dy = c.output_grad(0);
-  if (c.needs_input_grad(0)) c.SetInputGrad(0, c.Emit1("Where", {neg, c.Mul(dy, c.input(1)), dy}));
+  if (c.needs_input_grad(0)) c.SetInputGrad(0, c.Emit1(op::kWhere, {neg, c.Mul(dy, c.input(1)), dy}));
   if (c.needs_input_grad(1))
-    c.SetInputGrad(1, c.SumToInputShape(c.Emit1("Where", {neg, c.Mul(dy, c.input(0)), zero}), 1));
+    c.SetInputGrad(1, c.SumToInputShape(c.Emit1(op::kWhere, {neg, c.Mul(dy, c.input(0)), zero}), 1));
 }
 
 void GradShrink(GradContext& c) {
-  c.SetInputGrad(0, c.EmitOneflow("ShrinkGrad", {c.output_grad(0), c.input(0)}, c.attrs()));
+  c.SetInputGrad(0, c.EmitOneflow(op::kShrinkGrad, {c.output_grad(0), c.input(0)}, c.attrs()));
 }
 
 void GradCastLike(GradContext& c) {
@@ -141,7 +141,7 @@ void GradCastLike(GradContext& c) {
 
 void GradCast(GradContext& c) {
   const int64_t to = static_cast<int64_t>(c.input_type(0).dtype);
-  c.SetInputGrad(0, c.Emit1("Cast", {c.output_grad(0)}, MakeAttrs({{"to", Attribute::Int(to)}})));
+  c.SetInputGrad(0, c.Emit1(op::kCast, {c.output_grad(0)}, MakeAttrs({{"to", Attribute::Int(to)}})));
 }
 
 GradFn UnaryGradRule(const std::string& op) {

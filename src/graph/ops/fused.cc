@@ -107,19 +107,19 @@ static OpSchema NhwcPoolSchema(const char* name) {
 
 void RegisterFusedOps(OpRegistry& r) {
   {
-    OpSchema s("FusedMatMul", kOneflowDomain);
+    OpSchema s(op::kFusedMatMul, kOneflowDomain);
     s.Since(1).Doc("MatMul + bias[N] + activation").Input("A").Input("B").OptionalInput("Bias").Output("Y");
     r.Register(ActivationAttrs(s).Infer(InferFusedMatMul));
   }
   {
-    OpSchema s("FusedGemm", kOneflowDomain);
+    OpSchema s(op::kFusedGemm, kOneflowDomain);
     s.Since(1).Doc("Gemm + activation").Input("A").Input("B").OptionalInput("C").Output("Y")
         .Attr("alpha", Attribute::Float(1.0f)).Attr("beta", Attribute::Float(1.0f))
         .Attr("transA", Attribute::Int(0)).Attr("transB", Attribute::Int(0));
     r.Register(ActivationAttrs(s).Infer(InferGemm));
   }
   {
-    OpSchema s("FusedConv", kOneflowDomain);
+    OpSchema s(op::kFusedConv, kOneflowDomain);
     s.Since(1).Doc("Conv + bias + residual Z + activation").Input("X").Input("W").OptionalInput("B")
         .OptionalInput("Z").Output("Y")
         .Attr("auto_pad", Attribute::String("NOTSET")).Attr("group", Attribute::Int(1))
@@ -129,7 +129,7 @@ void RegisterFusedOps(OpRegistry& r) {
     r.Register(ActivationAttrs(s).Infer(InferFusedConv));
   }
   {
-    OpSchema s("FusedAttention", kOneflowDomain);
+    OpSchema s(op::kFusedAttention, kOneflowDomain);
     r.Register(s.Since(1)
                    .Doc("softmax(scale * Q K^T [causal mask]) V per batch and head; scale 0 means 1/sqrt(D); "
                         "causal keeps key j for query i when j <= i")
@@ -138,7 +138,7 @@ void RegisterFusedOps(OpRegistry& r) {
                    .Infer(InferFusedAttention));
   }
   {
-    OpSchema s("FusedElementwise", kOneflowDomain);
+    OpSchema s(op::kFusedElementwise, kOneflowDomain);
     r.Register(s.Since(1)
                    .Doc("a straight-line program of elementwise ops evaluated per output element (f32 math)")
                    .VariadicInput("X").Output("Y")
@@ -146,14 +146,14 @@ void RegisterFusedOps(OpRegistry& r) {
                    .RequiredAttr("num_registers", AttrKind::kInt)
                    .Infer(InferFusedElementwise));
   }
-  r.Register(NhwcPoolSchema("NhwcMaxPool").Doc("MaxPool on [N, H, W, C]")
+  r.Register(NhwcPoolSchema(op::kNhwcMaxPool).Doc("MaxPool on [N, H, W, C]")
                  .Attr("storage_order", Attribute::Int(0))
                  .Infer([](InferContext& ctx) { InferNhwcPool(ctx, false); }));
-  r.Register(NhwcPoolSchema("NhwcAveragePool").Doc("AveragePool on [N, H, W, C]")
+  r.Register(NhwcPoolSchema(op::kNhwcAveragePool).Doc("AveragePool on [N, H, W, C]")
                  .Attr("count_include_pad", Attribute::Int(0))
                  .Infer([](InferContext& ctx) { InferNhwcPool(ctx, false); }));
   {
-    OpSchema s("NhwcGlobalAveragePool", kOneflowDomain);
+    OpSchema s(op::kNhwcGlobalAveragePool, kOneflowDomain);
     r.Register(s.Since(1).Doc("GlobalAveragePool on [N, H, W, C]").Input("X").Output("Y")
                    .Infer([](InferContext& ctx) { InferNhwcPool(ctx, true); }));
   }

@@ -43,19 +43,19 @@ OpSchema ActivationGrad(const char* name, const char* saved) {
 }  // namespace
 
 void RegisterGradOps(OpRegistry& r) {
-  r.Register(OpSchema("ReduceSumToShape", kOneflowDomain).Since(1)
+  r.Register(OpSchema(op::kReduceSumToShape, kOneflowDomain).Since(1)
                  .Doc("Sums X over the dims broadcasting expanded: Y has `shape`, X is a broadcast of it.")
                  .Input("X").ShapeInput("shape").Output("Y").Infer(InferReduceSumToShape));
 
   // The derivatives of the unary rows (<Op>Grad) are registered beside their ops (elementwise.cc).
-  r.Register(ActivationGrad("ShrinkGrad", "X").Attr("bias", Attribute::Float(0.0f)).Attr("lambd", Attribute::Float(0.5f)));
+  r.Register(ActivationGrad(op::kShrinkGrad, "X").Attr("bias", Attribute::Float(0.0f)).Attr("lambd", Attribute::Float(0.5f)));
 
   // Scatter-adds undoing gathers/slices into zeros of `shape`.
-  r.Register(OpSchema("GatherGrad", kOneflowDomain).Since(1)
+  r.Register(OpSchema(op::kGatherGrad, kOneflowDomain).Since(1)
                  .Doc("dX (of `shape`) = zeros with dY's slices added at `indices` along `axis` (Gather's adjoint).")
                  .Input("dY").Input("indices").ShapeInput("shape").Output("dX")
                  .Attr("axis", Attribute::Int(0)).Infer(InferScatterToShape));
-  r.Register(OpSchema("SliceGrad", kOneflowDomain).Since(1)
+  r.Register(OpSchema(op::kSliceGrad, kOneflowDomain).Since(1)
                  .Doc("dX (of `shape`) = zeros with dY written where Slice(starts, ends, axes, steps) read.")
                  .Input("dY").ShapeInput("shape").Input("starts").Input("ends").OptionalInput("axes").OptionalInput("steps")
                  .Output("dX").Infer(InferSliceGrad));

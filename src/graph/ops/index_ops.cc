@@ -263,25 +263,25 @@ void InferUnique(InferContext& ctx) {
 }  // namespace
 
 void RegisterIndexOps(OpRegistry& r) {
-  r.Register(OpSchema("Gather").Since(13).Input("data").Input("indices").Output("output")
+  r.Register(OpSchema(op::kGather).Since(13).Input("data").Input("indices").Output("output")
                  .Attr("axis", Attribute::Int(0)).Infer(InferGather).Grad(GradGather));
-  r.Register(OpSchema("GatherElements").Since(13).Input("data").Input("indices").Output("output")
+  r.Register(OpSchema(op::kGatherElements).Since(13).Input("data").Input("indices").Output("output")
                  .Attr("axis", Attribute::Int(0)).Infer(InferGatherElements).Grad(GradGatherElements));
-  r.Register(OpSchema("GatherND").Since(13).Input("data").Input("indices").Output("output")
+  r.Register(OpSchema(op::kGatherND).Since(13).Input("data").Input("indices").Output("output")
                  .Attr("batch_dims", Attribute::Int(0)).Infer(InferGatherND)
                  .Grad(GradGatherND));
-  r.Register(OpSchema("ScatterElements").Since(13).Input("data").Input("indices").Input("updates").Output("output")
+  r.Register(OpSchema(op::kScatterElements).Since(13).Input("data").Input("indices").Input("updates").Output("output")
                  .Attr("axis", Attribute::Int(0)).Attr("reduction", Attribute::String("none")).Infer(InferScatterElements));
-  r.Register(OpSchema("ScatterND").Since(13).Input("data").Input("indices").Input("updates").Output("output")
+  r.Register(OpSchema(op::kScatterND).Since(13).Input("data").Input("indices").Input("updates").Output("output")
                  .Attr("reduction", Attribute::String("none")).Infer(InferScatterND));
-  r.Register(OpSchema("OneHot").Since(13).Input("indices").ShapeInput("depth").Input("values").Output("output")
+  r.Register(OpSchema(op::kOneHot).Since(13).Input("indices").ShapeInput("depth").Input("values").Output("output")
                  .Attr("axis", Attribute::Int(-1)).Infer(InferOneHot));
-  r.Register(OpSchema("NonZero").Since(13).Input("X").Output("Y").Infer(InferNonZero));
-  r.Register(OpSchema("Compress").Since(13).Input("input").Input("condition").Output("output")
+  r.Register(OpSchema(op::kNonZero).Since(13).Input("X").Output("Y").Infer(InferNonZero));
+  r.Register(OpSchema(op::kCompress).Since(13).Input("input").Input("condition").Output("output")
                  .OptionalAttr("axis", AttrKind::kInt).Infer(InferCompress));
-  r.Register(OpSchema("ReverseSequence").Since(13).Input("input").Input("sequence_lens").Output("Y")
+  r.Register(OpSchema(op::kReverseSequence).Since(13).Input("input").Input("sequence_lens").Output("Y")
                  .Attr("batch_axis", Attribute::Int(1)).Attr("time_axis", Attribute::Int(0)).Infer(InferReverseSequence));
-  r.Register(OpSchema("Unique").Since(13).Input("X").Output("Y").OptionalOutput("indices")
+  r.Register(OpSchema(op::kUnique).Since(13).Input("X").Output("Y").OptionalOutput("indices")
                  .OptionalOutput("inverse_indices").OptionalOutput("counts").OptionalAttr("axis", AttrKind::kInt)
                  .Attr("sorted", Attribute::Int(1)).Infer(InferUnique));
 }

@@ -84,12 +84,12 @@ void GradSce(GradContext& c) {
   if (c.has_output_grad(0)) {
     std::vector<std::string> in{c.output_grad(0), c.input(0), c.input(1)};
     if (c.has_input(2)) in.push_back(c.input(2));
-    total = c.EmitOneflow("SoftmaxCrossEntropyLossGrad", in, LossAttrs(c));
+    total = c.EmitOneflow(op::kSoftmaxCrossEntropyLossGrad, in, LossAttrs(c));
   }
   if (c.has_output_grad(1)) {
     const std::string& dlp = c.output_grad(1);
-    const std::string sum = c.Emit1("ReduceSum", {dlp, c.Ints({1})}, MakeAttrs({{"keepdims", Attribute::Int(1)}}));
-    const std::string part = c.Sub(dlp, c.Mul(c.Emit1("Exp", {c.output(1)}), sum));
+    const std::string sum = c.Emit1(op::kReduceSum, {dlp, c.Ints({1})}, MakeAttrs({{"keepdims", Attribute::Int(1)}}));
+    const std::string part = c.Sub(dlp, c.Mul(c.Emit1(op::kExp, {c.output(1)}), sum));
     total = total.empty() ? part : c.Add(total, part);
   }
   c.SetInputGrad(0, total);
@@ -99,27 +99,27 @@ void GradNll(GradContext& c) {
   NoGradientForLabelsAndWeights(c);
   std::vector<std::string> in{c.output_grad(0), c.input(1), c.ShapeOf(c.input(0))};
   if (c.has_input(2)) in.push_back(c.input(2));
-  c.SetInputGrad(0, c.EmitOneflow("NegativeLogLikelihoodLossGrad", in, LossAttrs(c)));
+  c.SetInputGrad(0, c.EmitOneflow(op::kNegativeLogLikelihoodLossGrad, in, LossAttrs(c)));
 }
 
 }  // namespace
 
 void RegisterLossOps(OpRegistry& r) {
-  r.Register(OpSchema("SoftmaxCrossEntropyLoss").Since(13).Input("scores").Input("labels").OptionalInput("weights")
+  r.Register(OpSchema(op::kSoftmaxCrossEntropyLoss).Since(13).Input("scores").Input("labels").OptionalInput("weights")
                  .Output("output").OptionalOutput("log_prob")
                  .OptionalAttr("ignore_index", AttrKind::kInt).Attr("reduction", Attribute::String("mean"))
                  .Infer(InferSce).Grad(GradSce));
-  r.Register(OpSchema("NegativeLogLikelihoodLoss").Since(13).Input("input").Input("target").OptionalInput("weight")
+  r.Register(OpSchema(op::kNegativeLogLikelihoodLoss).Since(13).Input("input").Input("target").OptionalInput("weight")
                  .Output("loss")
                  .OptionalAttr("ignore_index", AttrKind::kInt).Attr("reduction", Attribute::String("mean"))
                  .Infer(InferNll).Grad(GradNll));
 
-  r.Register(OpSchema("SoftmaxCrossEntropyLossGrad", kOneflowDomain).Since(1)
+  r.Register(OpSchema(op::kSoftmaxCrossEntropyLossGrad, kOneflowDomain).Since(1)
                  .Doc("d scores of SoftmaxCrossEntropyLoss(scores, labels, weights) given d loss (same attributes).")
                  .Input("dloss").Input("scores").Input("labels").OptionalInput("weights").Output("dscores")
                  .OptionalAttr("ignore_index", AttrKind::kInt).Attr("reduction", Attribute::String("mean"))
                  .Infer(InferSceGrad));
-  r.Register(OpSchema("NegativeLogLikelihoodLossGrad", kOneflowDomain).Since(1)
+  r.Register(OpSchema(op::kNegativeLogLikelihoodLossGrad, kOneflowDomain).Since(1)
                  .Doc("d input of NegativeLogLikelihoodLoss(input of `shape`, target, weight) given d loss.")
                  .Input("dloss").Input("target").Input("shape").OptionalInput("weight").Output("dinput")
                  .OptionalAttr("ignore_index", AttrKind::kInt).Attr("reduction", Attribute::String("mean"))

@@ -9,11 +9,11 @@ std::string TransposeLast2(GradContext& c, const std::string& v, int64_t rank) {
   std::vector<int64_t> perm;
   for (int64_t i = 0; i < rank; ++i) perm.push_back(i);
   std::swap(perm[static_cast<size_t>(rank - 1)], perm[static_cast<size_t>(rank - 2)]);
-  return c.Emit1("Transpose", {v}, MakeAttrs({{"perm", Attribute::Ints(perm)}}));
+  return c.Emit1(op::kTranspose, {v}, MakeAttrs({{"perm", Attribute::Ints(perm)}}));
 }
 
 std::string Gemm(GradContext& c, const std::string& a, const std::string& b, bool ta, bool tb, float alpha = 1.0f) {
-  return c.Emit1("Gemm", {a, b}, MakeAttrs({{"transA", Attribute::Int(ta)}, {"transB", Attribute::Int(tb)},
+  return c.Emit1(op::kGemm, {a, b}, MakeAttrs({{"transA", Attribute::Int(ta)}, {"transB", Attribute::Int(tb)},
                                             {"alpha", Attribute::Float(alpha)}}));
 }
 
@@ -40,33 +40,33 @@ void GradMatMul(GradContext& c) {
   const bool dense = ra >= 2 && rb == 2;
   const int64_t k = dense ? KnownDim(c.input_type(1), 0) : -1, n = dense ? KnownDim(c.input_type(1), 1) : -1;
   if (dense && k >= 0 && n >= 0) {
-    const std::string dy2 = c.Emit1("Reshape", {dy, c.Ints({-1, n})});
+    const std::string dy2 = c.Emit1(op::kReshape, {dy, c.Ints({-1, n})});
     if (c.needs_input_grad(0))
-      c.SetInputGrad(0, c.Emit1("Reshape", {Gemm(c, dy2, b, false, true), c.ShapeOf(a)}));
-    if (c.needs_input_grad(1)) c.SetInputGrad(1, Gemm(c, c.Emit1("Reshape", {a, c.Ints({-1, k})}), dy2, true, false));
+      c.SetInputGrad(0, c.Emit1(op::kReshape, {Gemm(c, dy2, b, false, true), c.ShapeOf(a)}));
+    if (c.needs_input_grad(1)) c.SetInputGrad(1, Gemm(c, c.Emit1(op::kReshape, {a, c.Ints({-1, k})}), dy2, true, false));
     return;
   }
 
   // General case: 1-D operands become matrices (as MatMul promotes them), dY gets the dims back.
   std::string a2 = a, b2 = b;
   if (ra == 1 && rb == 1) {
-    dy = c.Emit1("Unsqueeze", {dy, c.Ints({0, 1})});
+    dy = c.Emit1(op::kUnsqueeze, {dy, c.Ints({0, 1})});
   } else if (ra == 1) {
-    dy = c.Emit1("Unsqueeze", {dy, c.Ints({-2})});
+    dy = c.Emit1(op::kUnsqueeze, {dy, c.Ints({-2})});
   } else if (rb == 1) {
-    dy = c.Emit1("Unsqueeze", {dy, c.Ints({-1})});
+    dy = c.Emit1(op::kUnsqueeze, {dy, c.Ints({-1})});
   }
-  if (ra == 1) a2 = c.Emit1("Unsqueeze", {a, c.Ints({0})});
-  if (rb == 1) b2 = c.Emit1("Unsqueeze", {b, c.Ints({-1})});
+  if (ra == 1) a2 = c.Emit1(op::kUnsqueeze, {a, c.Ints({0})});
+  if (rb == 1) b2 = c.Emit1(op::kUnsqueeze, {b, c.Ints({-1})});
   const int64_t ra2 = std::max<int64_t>(ra, 2), rb2 = std::max<int64_t>(rb, 2);
   if (c.needs_input_grad(0)) {
-    std::string da = c.Emit1("MatMul", {dy, TransposeLast2(c, b2, rb2)});  // [..., m, k]
-    if (ra == 1) da = c.Emit1("Squeeze", {da, c.Ints({-2})});              // [..., k]
+    std::string da = c.Emit1(op::kMatMul, {dy, TransposeLast2(c, b2, rb2)});  // [..., m, k]
+    if (ra == 1) da = c.Emit1(op::kSqueeze, {da, c.Ints({-2})});              // [..., k]
     c.SetInputGrad(0, c.SumToInputShape(da, 0));
   }
   if (c.needs_input_grad(1)) {
-    std::string db = c.Emit1("MatMul", {TransposeLast2(c, a2, ra2), dy});  // [..., k, n]
-    if (rb == 1) db = c.Emit1("Squeeze", {db, c.Ints({-1})});              // [..., k]
+    std::string db = c.Emit1(op::kMatMul, {TransposeLast2(c, a2, ra2), dy});  // [..., k, n]
+    if (rb == 1) db = c.Emit1(op::kSqueeze, {db, c.Ints({-1})});              // [..., k]
     c.SetInputGrad(1, c.SumToInputShape(db, 1));
   }
 }

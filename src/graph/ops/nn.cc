@@ -182,20 +182,20 @@ double ConvFlops(const AttrMap&, const std::vector<Shape>& in, const std::vector
 }  // namespace
 
 void RegisterNnOps(OpRegistry& r) {
-  r.Register(OpSchema("Det").Since(13).Input("X").Output("Y").Infer(InferDet));
-  r.Register(OpSchema("MatMul").Since(13).Input("A").Input("B").Output("Y").Infer(InferMatMul).Grad(GradMatMul)
+  r.Register(OpSchema(op::kDet).Since(13).Input("X").Output("Y").Infer(InferDet));
+  r.Register(OpSchema(op::kMatMul).Since(13).Input("A").Input("B").Output("Y").Infer(InferMatMul).Grad(GradMatMul)
                  .Precision(PrecisionClass::kLow).Flops(MatMulFlops));
-  r.Register(OpSchema("Gemm").Since(13).Input("A").Input("B").OptionalInput("C").Output("Y")
+  r.Register(OpSchema(op::kGemm).Since(13).Input("A").Input("B").OptionalInput("C").Output("Y")
                  .Attr("alpha", Attribute::Float(1.0f)).Attr("beta", Attribute::Float(1.0f))
                  .Attr("transA", Attribute::Int(0)).Attr("transB", Attribute::Int(0)).Infer(InferGemm)
                  .Grad(GradGemm).Precision(PrecisionClass::kLow).Flops(GemmFlops));
-  r.Register(OpSchema("Conv").Since(13).Input("X").Input("W").OptionalInput("B").Output("Y")
+  r.Register(OpSchema(op::kConv).Since(13).Input("X").Input("W").OptionalInput("B").Output("Y")
                  .Precision(PrecisionClass::kLow).Flops(ConvFlops)
                  .Attr("auto_pad", Attribute::String("NOTSET")).Attr("group", Attribute::Int(1))
                  .OptionalAttr("dilations", AttrKind::kInts).OptionalAttr("kernel_shape", AttrKind::kInts)
                  .OptionalAttr("pads", AttrKind::kInts).OptionalAttr("strides", AttrKind::kInts).Infer(InferConv)
                  .Grad(GradConv));
-  r.Register(OpSchema("ConvTranspose").Since(13).Input("X").Input("W").OptionalInput("B").Output("Y")
+  r.Register(OpSchema(op::kConvTranspose).Since(13).Input("X").Input("W").OptionalInput("B").Output("Y")
                  .Precision(PrecisionClass::kLow)
                  .Attr("auto_pad", Attribute::String("NOTSET")).Attr("group", Attribute::Int(1))
                  .OptionalAttr("dilations", AttrKind::kInts).OptionalAttr("kernel_shape", AttrKind::kInts)

@@ -106,45 +106,45 @@ OpSchema GradOp(const char* name) { return OpSchema(name, kOneflowDomain).Since(
 }  // namespace
 
 void RegisterNnGradOps(OpRegistry& r) {
-  r.Register(ConvAttrs(GradOp("ConvGradData").Input("dY").Input("W").ShapeInput("X_shape").Output("dX")
+  r.Register(ConvAttrs(GradOp(op::kConvGradData).Input("dY").Input("W").ShapeInput("X_shape").Output("dX")
                            .Doc("dX of Conv(X, W) for the upstream gradient dY"))
                  .Infer(InferConvGradData));
-  r.Register(ConvAttrs(GradOp("ConvGradFilter").Input("X").Input("dY").ShapeInput("W_shape").Output("dW")
+  r.Register(ConvAttrs(GradOp(op::kConvGradFilter).Input("X").Input("dY").ShapeInput("W_shape").Output("dW")
                            .Doc("dW of Conv(X, W) for the upstream gradient dY"))
                  .Infer(InferConvGradFilter));
-  r.Register(GradOp("ConvGradBias").Input("dY").Output("dB")
+  r.Register(GradOp(op::kConvGradBias).Input("dY").Output("dB")
                  .Doc("dB of Conv/ConvTranspose: dY summed over every axis but 1").Infer(InferConvGradBias));
-  r.Register(ConvTransposeAttrs(GradOp("ConvTransposeGradData").Input("dY").Input("W").ShapeInput("X_shape").Output("dX")
+  r.Register(ConvTransposeAttrs(GradOp(op::kConvTransposeGradData).Input("dY").Input("W").ShapeInput("X_shape").Output("dX")
                                     .Doc("dX of ConvTranspose(X, W): the Conv of dY by W"))
                  .Infer(InferConvGradData));
-  r.Register(ConvTransposeAttrs(GradOp("ConvTransposeGradFilter").Input("X").Input("dY").ShapeInput("W_shape")
+  r.Register(ConvTransposeAttrs(GradOp(op::kConvTransposeGradFilter).Input("X").Input("dY").ShapeInput("W_shape")
                                     .Output("dW").Doc("dW of ConvTranspose(X, W)"))
                  .Infer(InferConvGradFilter));
   // Indices (MaxPool's second output, storage_order 0) skips recomputing the argmax from X.
-  r.Register(PoolAttrs(GradOp("MaxPoolGrad").Input("dY").Input("X").OptionalInput("Indices").Output("dX")
+  r.Register(PoolAttrs(GradOp(op::kMaxPoolGrad).Input("dY").Input("X").OptionalInput("Indices").Output("dX")
                            .Attr("storage_order", Attribute::Int(0)))
                  .Infer([](InferContext& ctx) { InferLikeInput(ctx, 1); }));
-  r.Register(PoolAttrs(GradOp("AveragePoolGrad").Input("dY").ShapeInput("X_shape").Output("dX")
+  r.Register(PoolAttrs(GradOp(op::kAveragePoolGrad).Input("dY").ShapeInput("X_shape").Output("dX")
                            .Attr("count_include_pad", Attribute::Int(0)))
                  .Infer([](InferContext& ctx) { InferFromShapeInput(ctx, 1); }));
-  r.Register(GradOp("GlobalAveragePoolGrad").Input("dY").ShapeInput("X_shape").Output("dX")
+  r.Register(GradOp(op::kGlobalAveragePoolGrad).Input("dY").ShapeInput("X_shape").Output("dX")
                  .Infer([](InferContext& ctx) { InferFromShapeInput(ctx, 1); }));
-  r.Register(GradOp("GlobalMaxPoolGrad").Input("dY").Input("X").Output("dX")
+  r.Register(GradOp(op::kGlobalMaxPoolGrad).Input("dY").Input("X").Output("dX")
                  .Infer([](InferContext& ctx) { InferLikeInput(ctx, 1); }));
   // Softmax-family grads from the forward output Y (axis: opset-13 semantics, one axis).
-  for (const char* op : {"SoftmaxGrad", "LogSoftmaxGrad"})
+  for (const char* op : {op::kSoftmaxGrad, op::kLogSoftmaxGrad})
     r.Register(GradOp(op).Input("dY").Input("Y").Output("dX").Attr("axis", Attribute::Int(-1))
                    .Infer(InferSoftmaxGrad));
   // Mean/InvStdDev are the forward's optional outputs; when absent the kernel recomputes them.
-  r.Register(GradOp("LayerNormalizationGrad").Input("dY").Input("X").Input("Scale").OptionalInput("Mean")
+  r.Register(GradOp(op::kLayerNormalizationGrad).Input("dY").Input("X").Input("Scale").OptionalInput("Mean")
                  .OptionalInput("InvStdDev").Output("dX").OptionalOutput("dScale").OptionalOutput("dB")
                  .Attr("axis", Attribute::Int(-1)).Attr("epsilon", Attribute::Float(1e-5f)).Infer(InferNormGrad));
   // With mean and var given the forward ran in inference mode (fixed statistics); without them
   // in training mode, and the kernel recomputes the batch statistics from X.
-  r.Register(GradOp("BatchNormalizationGrad").Input("dY").Input("X").Input("scale").OptionalInput("mean")
+  r.Register(GradOp(op::kBatchNormalizationGrad).Input("dY").Input("X").Input("scale").OptionalInput("mean")
                  .OptionalInput("var").Output("dX").OptionalOutput("dscale").OptionalOutput("dB")
                  .Attr("epsilon", Attribute::Float(1e-5f)).Infer(InferNormGrad));
-  r.Register(GradOp("InstanceNormalizationGrad").Input("dY").Input("X").Input("scale").Output("dX")
+  r.Register(GradOp(op::kInstanceNormalizationGrad).Input("dY").Input("X").Input("scale").Output("dX")
                  .OptionalOutput("dscale").OptionalOutput("dB").Attr("epsilon", Attribute::Float(1e-5f))
                  .Infer(InferNormGrad));
 }

@@ -24,19 +24,19 @@ void RequireOnlyOutput0Grad(GradContext& c, const char* what) {
 
 void GradConv(GradContext& c) {
   const std::string& dy = c.output_grad(0);
-  if (c.needs_input_grad(0)) c.SetInputGrad(0, EmitGrad(c, "ConvGradData", {dy, c.input(1), c.ShapeOf(c.input(0))})[0]);
+  if (c.needs_input_grad(0)) c.SetInputGrad(0, EmitGrad(c, op::kConvGradData, {dy, c.input(1), c.ShapeOf(c.input(0))})[0]);
   if (c.needs_input_grad(1))
-    c.SetInputGrad(1, EmitGrad(c, "ConvGradFilter", {c.input(0), dy, c.ShapeOf(c.input(1))})[0]);
-  if (c.has_input(2) && c.needs_input_grad(2)) c.SetInputGrad(2, c.EmitOneflow("ConvGradBias", {dy}));
+    c.SetInputGrad(1, EmitGrad(c, op::kConvGradFilter, {c.input(0), dy, c.ShapeOf(c.input(1))})[0]);
+  if (c.has_input(2) && c.needs_input_grad(2)) c.SetInputGrad(2, c.EmitOneflow(op::kConvGradBias, {dy}));
 }
 
 void GradConvTranspose(GradContext& c) {
   const std::string& dy = c.output_grad(0);
   if (c.needs_input_grad(0))
-    c.SetInputGrad(0, EmitGrad(c, "ConvTransposeGradData", {dy, c.input(1), c.ShapeOf(c.input(0))})[0]);
+    c.SetInputGrad(0, EmitGrad(c, op::kConvTransposeGradData, {dy, c.input(1), c.ShapeOf(c.input(0))})[0]);
   if (c.needs_input_grad(1))
-    c.SetInputGrad(1, EmitGrad(c, "ConvTransposeGradFilter", {c.input(0), dy, c.ShapeOf(c.input(1))})[0]);
-  if (c.has_input(2) && c.needs_input_grad(2)) c.SetInputGrad(2, c.EmitOneflow("ConvGradBias", {dy}));
+    c.SetInputGrad(1, EmitGrad(c, op::kConvTransposeGradFilter, {c.input(0), dy, c.ShapeOf(c.input(1))})[0]);
+  if (c.has_input(2) && c.needs_input_grad(2)) c.SetInputGrad(2, c.EmitOneflow(op::kConvGradBias, {dy}));
 }
 
 void GradMaxPool(GradContext& c) {
@@ -45,29 +45,29 @@ void GradMaxPool(GradContext& c) {
   std::vector<std::string> in = {dy, c.input(0)};
   // The forward's Indices (row-major positions) save recomputing the argmax.
   if (c.has_output(1) && c.attrs().GetInt("storage_order", 0) == 0) in.push_back(c.output(1));
-  c.SetInputGrad(0, EmitGrad(c, "MaxPoolGrad", in)[0]);
+  c.SetInputGrad(0, EmitGrad(c, op::kMaxPoolGrad, in)[0]);
 }
 
 void GradAveragePool(GradContext& c) {
   if (c.needs_input_grad(0))
-    c.SetInputGrad(0, EmitGrad(c, "AveragePoolGrad", {c.output_grad(0), c.ShapeOf(c.input(0))})[0]);
+    c.SetInputGrad(0, EmitGrad(c, op::kAveragePoolGrad, {c.output_grad(0), c.ShapeOf(c.input(0))})[0]);
 }
 
 void GradGlobalAveragePool(GradContext& c) {
   if (c.needs_input_grad(0))
-    c.SetInputGrad(0, c.EmitOneflow("GlobalAveragePoolGrad", {c.output_grad(0), c.ShapeOf(c.input(0))}));
+    c.SetInputGrad(0, c.EmitOneflow(op::kGlobalAveragePoolGrad, {c.output_grad(0), c.ShapeOf(c.input(0))}));
 }
 
 void GradGlobalMaxPool(GradContext& c) {
-  if (c.needs_input_grad(0)) c.SetInputGrad(0, c.EmitOneflow("GlobalMaxPoolGrad", {c.output_grad(0), c.input(0)}));
+  if (c.needs_input_grad(0)) c.SetInputGrad(0, c.EmitOneflow(op::kGlobalMaxPoolGrad, {c.output_grad(0), c.input(0)}));
 }
 
 void GradSoftmax(GradContext& c) {
-  if (c.needs_input_grad(0)) c.SetInputGrad(0, EmitGrad(c, "SoftmaxGrad", {c.output_grad(0), c.output(0)})[0]);
+  if (c.needs_input_grad(0)) c.SetInputGrad(0, EmitGrad(c, op::kSoftmaxGrad, {c.output_grad(0), c.output(0)})[0]);
 }
 
 void GradLogSoftmax(GradContext& c) {
-  if (c.needs_input_grad(0)) c.SetInputGrad(0, EmitGrad(c, "LogSoftmaxGrad", {c.output_grad(0), c.output(0)})[0]);
+  if (c.needs_input_grad(0)) c.SetInputGrad(0, EmitGrad(c, op::kLogSoftmaxGrad, {c.output_grad(0), c.output(0)})[0]);
 }
 
 void GradLayerNormalization(GradContext& c) {
@@ -79,7 +79,7 @@ void GradLayerNormalization(GradContext& c) {
   AttrMap attrs = MakeAttrs({{"axis", Attribute::Int(c.attrs().GetInt("axis"))},
                              {"epsilon", Attribute::Float(c.attrs().GetFloat("epsilon"))}});
   const std::vector<std::string> g =
-      c.Emit("LayerNormalizationGrad", {dy, c.input(0), c.input(1), saved ? c.output(1) : "", saved ? c.output(2) : ""},
+      c.Emit(op::kLayerNormalizationGrad, {dy, c.input(0), c.input(1), saved ? c.output(1) : "", saved ? c.output(2) : ""},
              attrs, 3, kOneflowDomain);
   for (size_t i = 0; i < 3; ++i)
     if (c.has_input(i) && c.needs_input_grad(i)) c.SetInputGrad(i, g[i]);
@@ -94,7 +94,7 @@ void GradBatchNormalization(GradContext& c) {
   const std::string dy = c.OutputGradOrZeros(0);
   AttrMap attrs = MakeAttrs({{"epsilon", Attribute::Float(c.attrs().GetFloat("epsilon"))}});
   const std::vector<std::string> g = c.Emit(
-      "BatchNormalizationGrad", {dy, c.input(0), c.input(1), training ? "" : c.input(3), training ? "" : c.input(4)},
+      op::kBatchNormalizationGrad, {dy, c.input(0), c.input(1), training ? "" : c.input(3), training ? "" : c.input(4)},
       attrs, 3, kOneflowDomain);
   for (size_t i = 0; i < 3; ++i)
     if (c.needs_input_grad(i)) c.SetInputGrad(i, g[i]);
@@ -106,7 +106,7 @@ void GradBatchNormalization(GradContext& c) {
   }
   const DType t = c.input_type(4).dtype;
   const std::string inv =
-      c.Emit1("Reciprocal", {c.Emit1("Sqrt", {c.Add(c.input(4), c.Scalar(c.attrs().GetFloat("epsilon"), t))})});
+      c.Emit1(op::kReciprocal, {c.Emit1(op::kSqrt, {c.Add(c.input(4), c.Scalar(c.attrs().GetFloat("epsilon"), t))})});
   const std::string k = c.Mul(c.input(1), inv);
   if (c.needs_input_grad(3)) c.SetInputGrad(3, c.Neg(c.Mul(k, g[2])));
   if (c.needs_input_grad(4)) c.SetInputGrad(4, c.Mul(c.Mul(k, inv), c.Mul(g[1], c.Scalar(-0.5, t))));
@@ -114,7 +114,7 @@ void GradBatchNormalization(GradContext& c) {
 
 void GradInstanceNormalization(GradContext& c) {
   const std::vector<std::string> g =
-      c.Emit("InstanceNormalizationGrad", {c.output_grad(0), c.input(0), c.input(1)}, c.attrs(), 3, kOneflowDomain);
+      c.Emit(op::kInstanceNormalizationGrad, {c.output_grad(0), c.input(0), c.input(1)}, c.attrs(), 3, kOneflowDomain);
   for (size_t i = 0; i < 3; ++i)
     if (c.needs_input_grad(i)) c.SetInputGrad(i, g[i]);
 }

@@ -83,36 +83,36 @@ void InferMvn(InferContext& ctx) {
 }  // namespace
 
 void RegisterNormalizationOps(OpRegistry& r) {
-  for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) {
+  for (const char* op : {op::kSoftmax, op::kLogSoftmax, op::kHardmax}) {
     const std::string name = op;
     // Hardmax is piecewise constant: no gradient rule (autodiff names it if a path needs one).
-    const GradFn grad = name == "Softmax" ? GradFn(GradSoftmax) : name == "LogSoftmax" ? GradFn(GradLogSoftmax) : GradFn();
+    const GradFn grad = name == op::kSoftmax ? GradFn(GradSoftmax) : name == op::kLogSoftmax ? GradFn(GradLogSoftmax) : GradFn();
     r.Register(OpSchema(op).Since(13).Input("input").Output("output").Attr("axis", Attribute::Int(-1))
                    .Infer(InferSoftmaxLike).Grad(grad));
   }
   // Opset 13 still uses BatchNormalization-9, whose inference semantics are the same as 14/15
   // (training_mode only exists from 14; it defaults to 0).
-  r.Register(OpSchema("BatchNormalization").Since(13).Input("X").Input("scale").Input("B").Input("input_mean")
+  r.Register(OpSchema(op::kBatchNormalization).Since(13).Input("X").Input("scale").Input("B").Input("input_mean")
                  .Input("input_var").Output("Y").OptionalOutput("running_mean").OptionalOutput("running_var")
                  .Attr("epsilon", Attribute::Float(1e-5f)).Attr("momentum", Attribute::Float(0.9f))
                  .Attr("training_mode", Attribute::Int(0)).Infer(InferBatchNorm).Grad(GradBatchNormalization));
-  r.Register(OpSchema("LayerNormalization").Since(17).Input("X").Input("Scale").OptionalInput("B").Output("Y")
+  r.Register(OpSchema(op::kLayerNormalization).Since(17).Input("X").Input("Scale").OptionalInput("B").Output("Y")
                  .OptionalOutput("Mean").OptionalOutput("InvStdDev").Attr("axis", Attribute::Int(-1))
                  .Attr("epsilon", Attribute::Float(1e-5f)).Attr("stash_type", Attribute::Int(1))
                  .Infer(InferLayerNormLike).Grad(GradLayerNormalization));
-  r.Register(OpSchema("RMSNormalization").Since(23).Input("X").Input("scale").Output("Y")
+  r.Register(OpSchema(op::kRMSNormalization).Since(23).Input("X").Input("scale").Output("Y")
                  .Attr("axis", Attribute::Int(-1)).Attr("epsilon", Attribute::Float(1e-5f))
                  .Attr("stash_type", Attribute::Int(1)).Infer(InferLayerNormLike));
-  r.Register(OpSchema("InstanceNormalization").Since(13).Input("input").Input("scale").Input("B").Output("output")
+  r.Register(OpSchema(op::kInstanceNormalization).Since(13).Input("input").Input("scale").Input("B").Output("output")
                  .Attr("epsilon", Attribute::Float(1e-5f)).Infer(InferChannelNorm)
                  .Grad(GradInstanceNormalization));
   // Opset 18 takes scale/bias per group, opset 21 per channel; the kernel branches on the opset.
-  r.Register(OpSchema("GroupNormalization").Since(18).Input("X").Input("scale").Input("bias").Output("Y")
+  r.Register(OpSchema(op::kGroupNormalization).Since(18).Input("X").Input("scale").Input("bias").Output("Y")
                  .RequiredAttr("num_groups", AttrKind::kInt).Attr("epsilon", Attribute::Float(1e-5f))
                  .Attr("stash_type", Attribute::Int(1)).Infer(InferChannelNorm));
-  r.Register(OpSchema("LpNormalization").Since(13).Input("input").Output("output")
+  r.Register(OpSchema(op::kLpNormalization).Since(13).Input("input").Output("output")
                  .Attr("axis", Attribute::Int(-1)).Attr("p", Attribute::Int(2)).Infer(InferLpNorm));
-  r.Register(OpSchema("MeanVarianceNormalization").Since(13).Input("X").Output("Y")
+  r.Register(OpSchema(op::kMeanVarianceNormalization).Since(13).Input("X").Output("Y")
                  .Attr("axes", Attribute::Ints({0, 2, 3})).Infer(InferMvn));
 }
 

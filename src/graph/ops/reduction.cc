@@ -106,16 +106,16 @@ void InferTopK(InferContext& ctx) {
   ctx.set_output(1, TensorType::Of(DType::kInt64, dims));
 }
 
-const char* const kReduceOps[] = {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
-                                  "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
+const char* const kReduceOps[] = {op::kReduceMean, op::kReduceMax, op::kReduceMin, op::kReduceProd, op::kReduceL1,
+                                  op::kReduceL2, op::kReduceLogSum, op::kReduceLogSumExp, op::kReduceSumSquare};
 
 }  // namespace
 
 void RegisterReductionOps(OpRegistry& r) {
   // ReduceSum took axes as an input already at opset 13.
-  r.Register(OpSchema("ReduceSum").Since(13).Input("data").OptionalShapeInput("axes").Output("reduced")
+  r.Register(OpSchema(op::kReduceSum).Since(13).Input("data").OptionalShapeInput("axes").Output("reduced")
                  .Attr("keepdims", Attribute::Int(1)).Attr("noop_with_empty_axes", Attribute::Int(0))
-                 .Infer(InferReduce).Grad(ReduceGradRule("ReduceSum")));
+                 .Infer(InferReduce).Grad(ReduceGradRule(op::kReduceSum)));
   for (const char* op : kReduceOps) {
     r.Register(OpSchema(op).Since(13).Until(17).Input("data").Output("reduced")
                    .OptionalAttr("axes", AttrKind::kInts).Attr("keepdims", Attribute::Int(1))
@@ -124,18 +124,18 @@ void RegisterReductionOps(OpRegistry& r) {
                    .Attr("keepdims", Attribute::Int(1)).Attr("noop_with_empty_axes", Attribute::Int(0))
                    .Infer(InferReduce).Grad(ReduceGradRule(op)));
   }
-  for (const char* op : {"ArgMax", "ArgMin"}) {
+  for (const char* op : {op::kArgMax, op::kArgMin}) {
     r.Register(OpSchema(op).Since(13).Input("data").Output("reduced")
                    .Attr("axis", Attribute::Int(0)).Attr("keepdims", Attribute::Int(1))
                    .Attr("select_last_index", Attribute::Int(0)).Infer(InferArgReduce));
   }
-  r.Register(OpSchema("CumSum").Since(13).Input("x").LaunchInput("axis").Output("y")
+  r.Register(OpSchema(op::kCumSum).Since(13).Input("x").LaunchInput("axis").Output("y")
                  .Attr("exclusive", Attribute::Int(0)).Attr("reverse", Attribute::Int(0))
                  .Infer(InferCumulative).Grad(GradCumSum));
-  r.Register(OpSchema("CumProd").Since(26).Input("x").LaunchInput("axis").Output("y")
+  r.Register(OpSchema(op::kCumProd).Since(26).Input("x").LaunchInput("axis").Output("y")
                  .Attr("exclusive", Attribute::Int(0)).Attr("reverse", Attribute::Int(0))
                  .Infer(InferCumulative));
-  r.Register(OpSchema("TopK").Since(13).Input("X").ShapeInput("K").Output("Values").Output("Indices")
+  r.Register(OpSchema(op::kTopK).Since(13).Input("X").ShapeInput("K").Output("Values").Output("Indices")
                  .Attr("axis", Attribute::Int(-1)).Attr("largest", Attribute::Int(1))
                  .Attr("sorted", Attribute::Int(1)).Infer(InferTopK).Grad(GradTopK));
 }

@@ -33,7 +33,7 @@ Reduced ReducedAxes(GradContext& c) {
 // `v`, shaped like the output, with the reduced dims restored as 1s (broadcastable to X).
 std::string KeepDims(GradContext& c, const Reduced& r, const std::string& v) {
   if (r.keepdims || r.noop || r.axes.empty()) return v;
-  return c.Emit1("Unsqueeze", {v, c.Ints(r.axes)});
+  return c.Emit1(op::kUnsqueeze, {v, c.Ints(r.axes)});
 }
 
 // Number of elements reduced into each output element, as a scalar of the data dtype.
@@ -47,7 +47,7 @@ std::string ReducedCount(GradContext& c, const Reduced& r) {
   }
   if (known) return c.Scalar(static_cast<double>(n), x.dtype);
   const AttrMap to = MakeAttrs({{"to", Attribute::Int(static_cast<int64_t>(x.dtype))}});
-  return c.Div(c.Emit1("Cast", {c.Emit1("Size", {c.input(0)})}, to), c.Emit1("Cast", {c.Emit1("Size", {c.output(0)})}, to));
+  return c.Div(c.Emit1(op::kCast, {c.Emit1(op::kSize, {c.input(0)})}, to), c.Emit1(op::kCast, {c.Emit1(op::kSize, {c.output(0)})}, to));
 }
 
 using ReduceFormula = std::string (*)(GradContext& c, const Reduced& r, const std::string& dyk);
@@ -64,7 +64,7 @@ GradFn MakeReduceRule(ReduceFormula f) {
   };
 }
 
-std::string Broadcast(GradContext& c, const std::string& v) { return c.Emit1("Expand", {v, c.ShapeOf(c.input(0))}); }
+std::string Broadcast(GradContext& c, const std::string& v) { return c.Emit1(op::kExpand, {v, c.ShapeOf(c.input(0))}); }
 
 std::string SumFormula(GradContext& c, const Reduced&, const std::string& dyk) { return Broadcast(c, dyk); }
 std::string MeanFormula(GradContext& c, const Reduced& r, const std::string& dyk) {
@@ -72,15 +72,15 @@ std::string MeanFormula(GradContext& c, const Reduced& r, const std::string& dyk
 }
 // The gradient goes to every element equal to the extreme (ties share the full gradient).
 std::string ExtremeFormula(GradContext& c, const Reduced& r, const std::string& dyk) {
-  const std::string mask = c.Emit1("Equal", {c.input(0), KeepDims(c, r, c.output(0))});
-  return c.Emit1("Where", {mask, dyk, c.Scalar(0.0, c.input_type(0).dtype)});
+  const std::string mask = c.Emit1(op::kEqual, {c.input(0), KeepDims(c, r, c.output(0))});
+  return c.Emit1(op::kWhere, {mask, dyk, c.Scalar(0.0, c.input_type(0).dtype)});
 }
 // prod / x: undefined where x = 0.
 std::string ProdFormula(GradContext& c, const Reduced& r, const std::string& dyk) {
   return c.Div(c.Mul(dyk, KeepDims(c, r, c.output(0))), c.input(0));
 }
 std::string L1Formula(GradContext& c, const Reduced&, const std::string& dyk) {
-  return c.Mul(dyk, c.Emit1("Sign", {c.input(0)}));
+  return c.Mul(dyk, c.Emit1(op::kSign, {c.input(0)}));
 }
 // x / ||x||: undefined where the norm is 0.
 std::string L2Formula(GradContext& c, const Reduced& r, const std::string& dyk) {
@@ -90,20 +90,20 @@ std::string SumSquareFormula(GradContext& c, const Reduced&, const std::string& 
   return c.Mul(dyk, c.Mul(c.input(0), c.Scalar(2.0, c.input_type(0).dtype)));
 }
 std::string LogSumFormula(GradContext& c, const Reduced& r, const std::string& dyk) {
-  return Broadcast(c, c.Div(dyk, c.Emit1("Exp", {KeepDims(c, r, c.output(0))})));
+  return Broadcast(c, c.Div(dyk, c.Emit1(op::kExp, {KeepDims(c, r, c.output(0))})));
 }
 std::string LogSumExpFormula(GradContext& c, const Reduced& r, const std::string& dyk) {
-  return c.Mul(dyk, c.Emit1("Exp", {c.Sub(c.input(0), KeepDims(c, r, c.output(0)))}));
+  return c.Mul(dyk, c.Emit1(op::kExp, {c.Sub(c.input(0), KeepDims(c, r, c.output(0)))}));
 }
 
 }  // namespace
 
 GradFn ReduceGradRule(const std::string& op) {
   static const std::map<std::string, ReduceFormula> formulas = {
-      {"ReduceSum", SumFormula},       {"ReduceMean", MeanFormula},         {"ReduceMax", ExtremeFormula},
-      {"ReduceMin", ExtremeFormula},   {"ReduceProd", ProdFormula},         {"ReduceL1", L1Formula},
-      {"ReduceL2", L2Formula},         {"ReduceSumSquare", SumSquareFormula}, {"ReduceLogSum", LogSumFormula},
-      {"ReduceLogSumExp", LogSumExpFormula}};
+      {op::kReduceSum, SumFormula},       {op::kReduceMean, MeanFormula},         {op::kReduceMax, ExtremeFormula},
+      {op::kReduceMin, ExtremeFormula},   {op::kReduceProd, ProdFormula},         {op::kReduceL1, L1Formula},
+      {op::kReduceL2, L2Formula},         {op::kReduceSumSquare, SumSquareFormula}, {op::kReduceLogSum, LogSumFormula},
+      {op::kReduceLogSumExp, LogSumExpFormula}};
   auto it = formulas.find(op);
   return it == formulas.end() ? GradFn() : MakeReduceRule(it->second);
 }
@@ -112,10 +112,10 @@ void GradTopK(GradContext& c) {
   if (c.needs_input_grad(1)) c.NoGradient(1, "K is not differentiable");
   const Tensor zero(c.input_type(0).dtype, Shape{1});
   const std::string zeros =
-      c.Emit1("ConstantOfShape", {c.ShapeOf(c.input(0))}, MakeAttrs({{"value", Attribute::TensorValue(zero)}}));
+      c.Emit1(op::kConstantOfShape, {c.ShapeOf(c.input(0))}, MakeAttrs({{"value", Attribute::TensorValue(zero)}}));
   const AttrMap attrs = MakeAttrs({{"axis", Attribute::Int(c.attrs().GetInt("axis"))},
                                    {"reduction", Attribute::String("add")}});
-  c.SetInputGrad(0, c.Emit1("ScatterElements", {zeros, c.output(1), c.output_grad(0)}, attrs));
+  c.SetInputGrad(0, c.Emit1(op::kScatterElements, {zeros, c.output(1), c.output_grad(0)}, attrs));
 }
 
 // y_j = sum of x_i over i <= j (or < j, exclusive): dx_i = the same sum of dy in the other direction.
@@ -123,7 +123,7 @@ void GradCumSum(GradContext& c) {
   if (c.needs_input_grad(1)) c.NoGradient(1, "the axis is not differentiable");
   const AttrMap attrs = MakeAttrs({{"exclusive", Attribute::Int(c.attrs().GetInt("exclusive"))},
                                    {"reverse", Attribute::Int(c.attrs().GetInt("reverse") != 0 ? 0 : 1)}});
-  c.SetInputGrad(0, c.Emit1("CumSum", {c.output_grad(0), c.input(1)}, attrs));
+  c.SetInputGrad(0, c.Emit1(op::kCumSum, {c.output_grad(0), c.input(1)}, attrs));
 }
 
 }  // namespace oneflow

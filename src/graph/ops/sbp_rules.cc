@@ -306,24 +306,24 @@ SbpFn ElementwiseSbp(Linear linear) {
 void AttachSbpRules(OpRegistry& r) {
   // Elementwise: linear ops pass partial sums through. (The unary and binary rows of unary_ops.h
   // and binary_ops.h, and the variadic Min/Max/Sum/Mean, carry their own, from graph/ops/elementwise.cc.)
-  r.SetSbp("", "Identity", ElementwiseSbp(Linear::kAll));
-  for (const char* op : {"PRelu", "Where", "Mod", "Clip", "Cast", "Equal", "Less", "Greater", "Not"})
+  r.SetSbp("", op::kIdentity, ElementwiseSbp(Linear::kAll));
+  for (const char* op : {op::kPRelu, op::kWhere, op::kMod, op::kClip, op::kCast, op::kEqual, op::kLess, op::kGreater, op::kNot})
     r.SetSbp("", op, ElementwiseSbp(Linear::kNone));
   // Reductions.
-  r.SetSbp("", "ReduceSum", ReduceRule(true));
-  for (const char* op : {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2", "ReduceSumSquare"})
+  r.SetSbp("", op::kReduceSum, ReduceRule(true));
+  for (const char* op : {op::kReduceMean, op::kReduceMax, op::kReduceMin, op::kReduceProd, op::kReduceL2, op::kReduceSumSquare})
     r.SetSbp("", op, ReduceRule(false));
   // nn.
-  r.SetSbp("", "MatMul", MatMul);
-  r.SetSbp("", "Gemm", Gemm);
-  r.SetSbp("", "Conv", Conv);
+  r.SetSbp("", op::kMatMul, MatMul);
+  r.SetSbp("", op::kGemm, Gemm);
+  r.SetSbp("", op::kConv, Conv);
   // Normalization: split only where the op does not normalize.
-  r.SetSbp("", "LayerNormalization", [](const SbpContext& c) {
+  r.SetSbp("", op::kLayerNormalization, [](const SbpContext& c) {
     return NormalizedFrom(c, c.attrs->GetInt("axis", -1), true);
   });
-  for (const char* op : {"Softmax", "LogSoftmax"})
+  for (const char* op : {op::kSoftmax, op::kLogSoftmax})
     r.SetSbp("", op, [](const SbpContext& c) { return NormalizedFrom(c, c.attrs->GetInt("axis", -1), false); });
-  r.SetSbp("", "BatchNormalization", [](const SbpContext& c) {
+  r.SetSbp("", op::kBatchNormalization, [](const SbpContext& c) {
     Sigs sigs;
     if (c.outputs.size() != 1) return sigs;  // training-mode statistics are not split here
     sigs.push_back({{Sbp::S(0), Sbp::B(), Sbp::B(), Sbp::B(), Sbp::B()}, {Sbp::S(0)}});
@@ -331,15 +331,15 @@ void AttachSbpRules(OpRegistry& r) {
     return sigs;
   });
   // Tensor ops whose split mapping is clear.
-  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) r.SetSbp("", op, ShapeOnly);
-  r.SetSbp("", "Transpose", Transpose);
-  r.SetSbp("", "Concat", Concat);
-  r.SetSbp("", "Gather", Gather);
+  for (const char* op : {op::kReshape, op::kFlatten, op::kSqueeze, op::kUnsqueeze}) r.SetSbp("", op, ShapeOnly);
+  r.SetSbp("", op::kTranspose, Transpose);
+  r.SetSbp("", op::kConcat, Concat);
+  r.SetSbp("", op::kGather, Gather);
   // Gradient ops.
-  r.SetSbp(kOneflowDomain, "ShrinkGrad", ElementwiseSbp(Linear::kFirst));
-  for (const char* op : {"SoftmaxGrad", "LogSoftmaxGrad"}) r.SetSbp(kOneflowDomain, op, SoftmaxGradRule);
-  r.SetSbp(kOneflowDomain, "LayerNormalizationGrad", LayerNormGradRule);
-  r.SetSbp(kOneflowDomain, "ReduceSumToShape", ReduceSumToShapeRule);
+  r.SetSbp(kOneflowDomain, op::kShrinkGrad, ElementwiseSbp(Linear::kFirst));
+  for (const char* op : {op::kSoftmaxGrad, op::kLogSoftmaxGrad}) r.SetSbp(kOneflowDomain, op, SoftmaxGradRule);
+  r.SetSbp(kOneflowDomain, op::kLayerNormalizationGrad, LayerNormGradRule);
+  r.SetSbp(kOneflowDomain, op::kReduceSumToShape, ReduceSumToShapeRule);
 }
 
 }  // namespace oneflow

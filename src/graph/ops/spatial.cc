@@ -227,22 +227,22 @@ void InferAffineGrid(InferContext& ctx) {
 }  // namespace
 
 void RegisterSpatialOps(OpRegistry& r) {
-  r.Register(PoolSchema("MaxPool", 13).OptionalOutput("Indices").Attr("storage_order", Attribute::Int(0))
+  r.Register(PoolSchema(op::kMaxPool, 13).OptionalOutput("Indices").Attr("storage_order", Attribute::Int(0))
                  .Infer([](InferContext& ctx) { InferPool(ctx, false); }).Grad(GradMaxPool));
-  r.Register(PoolSchema("AveragePool", 13).Attr("count_include_pad", Attribute::Int(0))
+  r.Register(PoolSchema(op::kAveragePool, 13).Attr("count_include_pad", Attribute::Int(0))
                  .Infer([](InferContext& ctx) { RequireFloatInput(ctx); InferPool(ctx, false); })
                  .Grad(GradAveragePool));
-  r.Register(PoolSchema("LpPool", 13).Attr("p", Attribute::Int(2))
+  r.Register(PoolSchema(op::kLpPool, 13).Attr("p", Attribute::Int(2))
                  .Infer([](InferContext& ctx) { RequireFloatInput(ctx); InferPool(ctx, false); }));
-  r.Register(OpSchema("GlobalAveragePool").Since(13).Input("X").Output("Y")
+  r.Register(OpSchema(op::kGlobalAveragePool).Since(13).Input("X").Output("Y")
                  .Infer([](InferContext& ctx) { RequireFloatInput(ctx); InferPool(ctx, true); })
                  .Grad(GradGlobalAveragePool));
-  r.Register(OpSchema("GlobalMaxPool").Since(13).Input("X").Output("Y")
+  r.Register(OpSchema(op::kGlobalMaxPool).Since(13).Input("X").Output("Y")
                  .Infer([](InferContext& ctx) { InferPool(ctx, true); }).Grad(GradGlobalMaxPool));
-  r.Register(OpSchema("GlobalLpPool").Since(13).Input("X").Output("Y").Attr("p", Attribute::Int(2))
+  r.Register(OpSchema(op::kGlobalLpPool).Since(13).Input("X").Output("Y").Attr("p", Attribute::Int(2))
                  .Infer([](InferContext& ctx) { RequireFloatInput(ctx); InferPool(ctx, true); }));
   // One definition for Resize-13/18/19: the 18+ attributes simply keep their defaults in older models.
-  r.Register(OpSchema("Resize").Since(13).Input("X").OptionalShapeInput("roi").OptionalShapeInput("scales")
+  r.Register(OpSchema(op::kResize).Since(13).Input("X").OptionalShapeInput("roi").OptionalShapeInput("scales")
                  .OptionalShapeInput("sizes").Output("Y")
                  .Attr("antialias", Attribute::Int(0))
                  .OptionalAttr("axes", AttrKind::kInts)
@@ -254,24 +254,24 @@ void RegisterSpatialOps(OpRegistry& r) {
                  .Attr("mode", Attribute::String("nearest"))
                  .Attr("nearest_mode", Attribute::String("round_prefer_floor"))
                  .Infer(InferResize));
-  r.Register(OpSchema("Einsum").Since(13).VariadicInput("Inputs").Output("Output")
+  r.Register(OpSchema(op::kEinsum).Since(13).VariadicInput("Inputs").Output("Output")
                  .RequiredAttr("equation", AttrKind::kString).Infer(InferEinsum).Grad(GradEinsum));
-  r.Register(OpSchema("LRN").Since(13).Input("X").Output("Y")
+  r.Register(OpSchema(op::kLRN).Since(13).Input("X").Output("Y")
                  .Attr("alpha", Attribute::Float(0.0001f)).Attr("beta", Attribute::Float(0.75f))
                  .Attr("bias", Attribute::Float(1.0f)).RequiredAttr("size", AttrKind::kInt).Infer(InferLRN));
-  r.Register(OpSchema("MaxUnpool").Since(13).Input("X").Input("I").OptionalInput("output_shape").Output("output")
+  r.Register(OpSchema(op::kMaxUnpool).Since(13).Input("X").Input("I").OptionalInput("output_shape").Output("output")
                  .RequiredAttr("kernel_shape", AttrKind::kInts).OptionalAttr("pads", AttrKind::kInts)
                  .OptionalAttr("strides", AttrKind::kInts).Infer(InferMaxUnpool));
   // GridSample-16 is 4-D only with modes bilinear/bicubic; 20 renamed them linear/cubic and went N-D.
-  r.Register(OpSchema("GridSample").Since(16).Until(19).Input("X").Input("grid").Output("Y")
+  r.Register(OpSchema(op::kGridSample).Since(16).Until(19).Input("X").Input("grid").Output("Y")
                  .Attr("align_corners", Attribute::Int(0)).Attr("mode", Attribute::String("bilinear"))
                  .Attr("padding_mode", Attribute::String("zeros")).Infer(InferGridSample));
-  r.Register(OpSchema("GridSample").Since(20).Input("X").Input("grid").Output("Y")
+  r.Register(OpSchema(op::kGridSample).Since(20).Input("X").Input("grid").Output("Y")
                  .Attr("align_corners", Attribute::Int(0)).Attr("mode", Attribute::String("linear"))
                  .Attr("padding_mode", Attribute::String("zeros")).Infer(InferGridSample));
-  r.Register(OpSchema("AffineGrid").Since(20).Input("theta").Input("size").Output("grid")
+  r.Register(OpSchema(op::kAffineGrid).Since(20).Input("theta").Input("size").Output("grid")
                  .Attr("align_corners", Attribute::Int(0)).Infer(InferAffineGrid));
-  r.Register(OpSchema("Col2Im").Since(18).Input("input").Input("image_shape").Input("block_shape").Output("output")
+  r.Register(OpSchema(op::kCol2Im).Since(18).Input("input").Input("image_shape").Input("block_shape").Output("output")
                  .OptionalAttr("dilations", AttrKind::kInts).OptionalAttr("pads", AttrKind::kInts)
                  .OptionalAttr("strides", AttrKind::kInts).Infer(InferCol2Im));
 }

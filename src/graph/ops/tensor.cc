@@ -370,7 +370,7 @@ void InferSlice(InferContext& ctx) {
     if (x.dims[k].known()) dims[k] = x.dims[k].value;
   std::vector<SliceAxis> sl;
   try {
-    sl = ComputeSlice(dims, starts, ends, axes, steps, "Slice");
+    sl = ComputeSlice(dims, starts, ends, axes, steps, op::kSlice);
   } catch (const oneflow::Error& e) {
     ctx.Error(e.what());
   }
@@ -439,7 +439,7 @@ void InferPad(InferContext& ctx) {
   }
   std::vector<int64_t> p;
   try {
-    p = ExpandPads(x.rank(), pads, has_axes ? &axes : nullptr, "Pad");
+    p = ExpandPads(x.rank(), pads, has_axes ? &axes : nullptr, op::kPad);
   } catch (const oneflow::Error& e) {
     ctx.Error(e.what());
   }
@@ -610,48 +610,48 @@ void InferCenterCropPad(InferContext& ctx) {
 }  // namespace
 
 void RegisterTensorOps(OpRegistry& r) {
-  r.Register(OpSchema("Reshape").Since(13).Input("data").ShapeInput("shape").Output("reshaped")
+  r.Register(OpSchema(op::kReshape).Since(13).Input("data").ShapeInput("shape").Output("reshaped")
                  .Attr("allowzero", Attribute::Int(0)).Precision(PrecisionClass::kFollow).View().Infer(InferReshape).Grad(GradReshapeLike));
-  r.Register(OpSchema("Flatten").Since(13).Input("input").Output("output").Precision(PrecisionClass::kFollow).View()
+  r.Register(OpSchema(op::kFlatten).Since(13).Input("input").Output("output").Precision(PrecisionClass::kFollow).View()
                  .Attr("axis", Attribute::Int(1)).Infer(InferFlatten).Grad(GradReshapeLike));
-  r.Register(OpSchema("Squeeze").Since(13).Input("data").OptionalShapeInput("axes").Output("squeezed").View().Infer(InferSqueeze)
+  r.Register(OpSchema(op::kSqueeze).Since(13).Input("data").OptionalShapeInput("axes").Output("squeezed").View().Infer(InferSqueeze)
                  .Grad(GradReshapeLike));
-  r.Register(OpSchema("Unsqueeze").Since(13).Input("data").ShapeInput("axes").Output("expanded").View().Infer(InferUnsqueeze)
+  r.Register(OpSchema(op::kUnsqueeze).Since(13).Input("data").ShapeInput("axes").Output("expanded").View().Infer(InferUnsqueeze)
                  .Grad(GradReshapeLike));
-  r.Register(OpSchema("Transpose").Since(13).Input("data").Output("transposed").Precision(PrecisionClass::kFollow)
+  r.Register(OpSchema(op::kTranspose).Since(13).Input("data").Output("transposed").Precision(PrecisionClass::kFollow)
                  .OptionalAttr("perm", AttrKind::kInts).Infer(InferTranspose).Grad(GradTranspose));
-  r.Register(OpSchema("Concat").Since(13).VariadicInput("inputs").Output("concat_result")
+  r.Register(OpSchema(op::kConcat).Since(13).VariadicInput("inputs").Output("concat_result")
                  .RequiredAttr("axis", AttrKind::kInt).Infer(InferConcat).Grad(GradConcat));
-  r.Register(OpSchema("Split").Since(13).Input("input").OptionalShapeInput("split").VariadicOutput("outputs")
+  r.Register(OpSchema(op::kSplit).Since(13).Input("input").OptionalShapeInput("split").VariadicOutput("outputs")
                  .Attr("axis", Attribute::Int(0)).OptionalAttr("num_outputs", AttrKind::kInt).Infer(InferSplit).Grad(GradSplit));
-  r.Register(OpSchema("Slice").Since(13).Input("data").ShapeInput("starts").ShapeInput("ends").OptionalShapeInput("axes")
+  r.Register(OpSchema(op::kSlice).Since(13).Input("data").ShapeInput("starts").ShapeInput("ends").OptionalShapeInput("axes")
                  .OptionalShapeInput("steps").Output("output").Infer(InferSlice).Grad(GradSlice));
-  r.Register(OpSchema("Expand").Since(13).Input("input").ShapeInput("shape").Output("output").Infer(InferExpand).Grad(GradExpand));
-  r.Register(OpSchema("Tile").Since(13).Input("input").ShapeInput("repeats").Output("output").Infer(InferTile).Grad(GradTile));
-  r.Register(OpSchema("Pad").Since(13).Input("data").ShapeInput("pads").OptionalInput("constant_value")
+  r.Register(OpSchema(op::kExpand).Since(13).Input("input").ShapeInput("shape").Output("output").Infer(InferExpand).Grad(GradExpand));
+  r.Register(OpSchema(op::kTile).Since(13).Input("input").ShapeInput("repeats").Output("output").Infer(InferTile).Grad(GradTile));
+  r.Register(OpSchema(op::kPad).Since(13).Input("data").ShapeInput("pads").OptionalInput("constant_value")
                  .OptionalShapeInput("axes").Output("output").Attr("mode", Attribute::String("constant")).Infer(InferPad)
                  .Grad(GradPad));
-  r.Register(OpSchema("Shape").Since(13).TypeOnlyInput("data").Output("shape").OptionalAttr("start", AttrKind::kInt)
+  r.Register(OpSchema(op::kShape).Since(13).TypeOnlyInput("data").Output("shape").OptionalAttr("start", AttrKind::kInt)
                  .OptionalAttr("end", AttrKind::kInt).Infer(InferShape));
-  r.Register(OpSchema("Size").Since(13).TypeOnlyInput("data").Output("size").Infer(InferSize));
-  r.Register(OpSchema("Range").Since(13).ShapeInput("start").ShapeInput("limit").ShapeInput("delta").Output("output").Infer(InferRange));
-  r.Register(OpSchema("ConstantOfShape").Since(13).ShapeInput("input").Output("output")
+  r.Register(OpSchema(op::kSize).Since(13).TypeOnlyInput("data").Output("size").Infer(InferSize));
+  r.Register(OpSchema(op::kRange).Since(13).ShapeInput("start").ShapeInput("limit").ShapeInput("delta").Output("output").Infer(InferRange));
+  r.Register(OpSchema(op::kConstantOfShape).Since(13).ShapeInput("input").Output("output")
                  .OptionalAttr("value", AttrKind::kTensor).Infer(InferConstantOfShape));
-  r.Register(OpSchema("Constant").Since(13).Output("output").OptionalAttr("value", AttrKind::kTensor)
+  r.Register(OpSchema(op::kConstant).Since(13).Output("output").OptionalAttr("value", AttrKind::kTensor)
                  .OptionalAttr("value_float", AttrKind::kFloat).OptionalAttr("value_floats", AttrKind::kFloats)
                  .OptionalAttr("value_int", AttrKind::kInt).OptionalAttr("value_ints", AttrKind::kInts)
                  .OptionalAttr("value_string", AttrKind::kString).OptionalAttr("value_strings", AttrKind::kStrings)
                  .Infer(InferConstant));
-  r.Register(OpSchema("EyeLike").Since(13).Input("input").Output("output").Attr("k", Attribute::Int(0))
+  r.Register(OpSchema(op::kEyeLike).Since(13).Input("input").Output("output").Attr("k", Attribute::Int(0))
                  .OptionalAttr("dtype", AttrKind::kInt).Infer(InferEyeLike));
-  r.Register(OpSchema("Trilu").Since(14).Input("input").OptionalInput("k").Output("output")
+  r.Register(OpSchema(op::kTrilu).Since(14).Input("input").OptionalInput("k").Output("output")
                  .Attr("upper", Attribute::Int(1)).Infer(InferTrilu).Grad(GradTrilu));
-  r.Register(OpSchema("DepthToSpace").Since(13).Input("input").Output("output")
+  r.Register(OpSchema(op::kDepthToSpace).Since(13).Input("input").Output("output")
                  .RequiredAttr("blocksize", AttrKind::kInt).Attr("mode", Attribute::String("DCR")).Infer(InferDepthToSpace));
   // SpaceToDepth gained `mode` in opset 28; earlier models never set it, so the DCR default holds.
-  r.Register(OpSchema("SpaceToDepth").Since(13).Input("input").Output("output")
+  r.Register(OpSchema(op::kSpaceToDepth).Since(13).Input("input").Output("output")
                  .RequiredAttr("blocksize", AttrKind::kInt).Attr("mode", Attribute::String("DCR")).Infer(InferSpaceToDepth));
-  r.Register(OpSchema("CenterCropPad").Since(18).Input("input_data").ShapeInput("shape").Output("output")
+  r.Register(OpSchema(op::kCenterCropPad).Since(18).Input("input_data").ShapeInput("shape").Output("output")
                  .OptionalAttr("axes", AttrKind::kInts).Infer(InferCenterCropPad));
   RegisterIndexOps(r);
 }

@@ -21,14 +21,14 @@ int64_t NormalizedAxis(GradContext& c, int64_t axis, size_t input = 0) {
 
 std::string ZerosLike(GradContext& c, size_t input) {
   const Tensor zero(c.input_type(input).dtype, Shape{1});
-  return c.Emit1("ConstantOfShape", {c.ShapeOf(c.input(input))}, MakeAttrs({{"value", Attribute::TensorValue(zero)}}));
+  return c.Emit1(op::kConstantOfShape, {c.ShapeOf(c.input(input))}, MakeAttrs({{"value", Attribute::TensorValue(zero)}}));
 }
 
 }  // namespace
 
 void GradReshapeLike(GradContext& c) {
   NoGradientForOthers(c, "shape and axes inputs are not differentiable");
-  if (c.needs_input_grad(0)) c.SetInputGrad(0, c.Emit1("Reshape", {c.output_grad(0), c.ShapeOf(c.input(0))}));
+  if (c.needs_input_grad(0)) c.SetInputGrad(0, c.Emit1(op::kReshape, {c.output_grad(0), c.ShapeOf(c.input(0))}));
 }
 
 void GradTranspose(GradContext& c) {
@@ -38,7 +38,7 @@ void GradTranspose(GradContext& c) {
     for (int64_t i = r - 1; i >= 0; --i) perm.push_back(i);
   std::vector<int64_t> inverse(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
-  c.SetInputGrad(0, c.Emit1("Transpose", {c.output_grad(0)}, MakeAttrs({{"perm", Attribute::Ints(inverse)}})));
+  c.SetInputGrad(0, c.Emit1(op::kTranspose, {c.output_grad(0)}, MakeAttrs({{"perm", Attribute::Ints(inverse)}})));
 }
 
 void GradConcat(GradContext& c) {
@@ -57,12 +57,12 @@ void GradConcat(GradContext& c) {
       end = c.Ints({offset + len});
       offset += len;
     } else {
-      const std::string len = c.Emit1("Shape", {c.input(i)}, MakeAttrs({{"start", Attribute::Int(axis)},
+      const std::string len = c.Emit1(op::kShape, {c.input(i)}, MakeAttrs({{"start", Attribute::Int(axis)},
                                                                      {"end", Attribute::Int(axis + 1)}}));
       start = dyn_offset;
       end = dyn_offset = c.Add(dyn_offset, len);
     }
-    if (c.needs_input_grad(i)) c.SetInputGrad(i, c.Emit1("Slice", {c.output_grad(0), start, end, axes}));
+    if (c.needs_input_grad(i)) c.SetInputGrad(i, c.Emit1(op::kSlice, {c.output_grad(0), start, end, axes}));
   }
 }
 
@@ -70,7 +70,7 @@ void GradSplit(GradContext& c) {
   NoGradientForOthers(c, "split sizes are not differentiable");
   std::vector<std::string> parts;
   for (size_t k = 0; k < c.num_outputs(); ++k) parts.push_back(c.OutputGradOrZeros(k));
-  c.SetInputGrad(0, c.Emit1("Concat", parts, MakeAttrs({{"axis", Attribute::Int(c.attrs().GetInt("axis"))}})));
+  c.SetInputGrad(0, c.Emit1(op::kConcat, parts, MakeAttrs({{"axis", Attribute::Int(c.attrs().GetInt("axis"))}})));
 }
 
 void GradSlice(GradContext& c) {
@@ -78,13 +78,13 @@ void GradSlice(GradContext& c) {
   std::vector<std::string> in{c.output_grad(0), c.ShapeOf(c.input(0)), c.input(1), c.input(2)};
   if (c.has_input(3) || c.has_input(4)) in.push_back(c.input(3));
   if (c.has_input(4)) in.push_back(c.input(4));
-  c.SetInputGrad(0, c.EmitOneflow("SliceGrad", in));
+  c.SetInputGrad(0, c.EmitOneflow(op::kSliceGrad, in));
 }
 
 void GradGather(GradContext& c) {
   NoGradientForOthers(c, "indices are not differentiable");
   const int64_t axis = NormalizedAxis(c, c.attrs().GetInt("axis"));
-  c.SetInputGrad(0, c.EmitOneflow("GatherGrad", {c.output_grad(0), c.input(1), c.ShapeOf(c.input(0))},
+  c.SetInputGrad(0, c.EmitOneflow(op::kGatherGrad, {c.output_grad(0), c.input(1), c.ShapeOf(c.input(0))},
                                   MakeAttrs({{"axis", Attribute::Int(axis)}})));
 }
 
@@ -92,7 +92,7 @@ void GradGatherElements(GradContext& c) {
   NoGradientForOthers(c, "indices are not differentiable");
   const AttrMap attrs = MakeAttrs({{"axis", Attribute::Int(c.attrs().GetInt("axis"))},
                                    {"reduction", Attribute::String("add")}});
-  c.SetInputGrad(0, c.Emit1("ScatterElements", {ZerosLike(c, 0), c.input(1), c.output_grad(0)}, attrs));
+  c.SetInputGrad(0, c.Emit1(op::kScatterElements, {ZerosLike(c, 0), c.input(1), c.output_grad(0)}, attrs));
 }
 
 void GradExpand(GradContext& c) {
@@ -114,8 +114,8 @@ void GradTile(GradContext& c) {
     split.push_back(reps[d]);
     split.push_back(x.dims[d].value);
   }
-  const std::string v = c.Emit1("Reshape", {c.output_grad(0), c.Ints(split)});
-  c.SetInputGrad(0, c.Emit1("ReduceSum", {v, c.Ints(axes)}, MakeAttrs({{"keepdims", Attribute::Int(0)}})));
+  const std::string v = c.Emit1(op::kReshape, {c.output_grad(0), c.Ints(split)});
+  c.SetInputGrad(0, c.Emit1(op::kReduceSum, {v, c.Ints(axes)}, MakeAttrs({{"keepdims", Attribute::Int(0)}})));
 }
 
 // Constant mode only: dX is the window of dY that X occupies; cropped (negative) pads are padded back with zeros.
@@ -144,15 +144,15 @@ void GradPad(GradContext& c) {
     starts.push_back(std::max<int64_t>(b, 0));
     ends.push_back(e > 0 ? -e : INT64_MAX);
   }
-  if (cropped) g = c.Emit1("Pad", {g, c.Ints(restore)});
-  c.SetInputGrad(0, c.Emit1("Slice", {g, c.Ints(starts), c.Ints(ends)}));
+  if (cropped) g = c.Emit1(op::kPad, {g, c.Ints(restore)});
+  c.SetInputGrad(0, c.Emit1(op::kSlice, {g, c.Ints(starts), c.Ints(ends)}));
 }
 
 void GradTrilu(GradContext& c) {
   NoGradientForOthers(c, "k is not differentiable");
   std::vector<std::string> in{c.output_grad(0)};
   if (c.has_input(1)) in.push_back(c.input(1));
-  c.SetInputGrad(0, c.Emit1("Trilu", in, MakeAttrs({{"upper", Attribute::Int(c.attrs().GetInt("upper"))}})));
+  c.SetInputGrad(0, c.Emit1(op::kTrilu, in, MakeAttrs({{"upper", Attribute::Int(c.attrs().GetInt("upper"))}})));
 }
 
 // The adjoint of GatherND (batch_dims 0): scatter-add of dY into zeros at the same indices.
@@ -162,7 +162,7 @@ void GradGatherND(GradContext& c) {
     c.NoGradient(0, "only batch_dims = 0 has a gradient rule");
     return;
   }
-  c.SetInputGrad(0, c.Emit1("ScatterND", {ZerosLike(c, 0), c.input(1), c.output_grad(0)},
+  c.SetInputGrad(0, c.Emit1(op::kScatterND, {ZerosLike(c, 0), c.input(1), c.output_grad(0)},
                             MakeAttrs({{"reduction", Attribute::String("add")}})));
 }
 

@@ -55,6 +55,6 @@ bool TryReadUnaryParams(const UnaryOpInfo& info, const AttrMap& attrs, float* ou
   }
 }
 
-std::string UnaryGradOpName(const UnaryOpInfo& info) { return std::string(info.name) + "Grad"; }
+std::string UnaryGradOpName(const UnaryOpInfo& info) { return OpName(info.grad_op); }
 
 }  // namespace oneflow

@@ -31,6 +31,7 @@
 #include <type_traits>
 
 #include "base/fast_math.h"
+#include "graph/op_list.h"
 
 #if defined(__CUDACC__)
 #define OF_HD __host__ __device__ __forceinline__
@@ -115,7 +116,6 @@ enum class Linearity : uint8_t { kNone, kLinear };  // kLinear: f(a + b) = f(a) 
 constexpr double kCheap = 1.0, kMath = 20.0, kLibm = 60.0;
 
 struct RowDefaults {
-  static constexpr const char* kDomain = "";
   static constexpr int kSince = 13;
   static constexpr Types kTypes = Types::kFloat;
   static constexpr ParamList kParams{};
@@ -151,28 +151,28 @@ struct RowDefaults {
 // ops: Exp's is dY * Y) or none.
 
 struct Relu : RowDefaults {
-  static constexpr const char* kName = "Relu";
+  static constexpr const char* kName = op::kRelu;
   static constexpr bool kFollowsLowPrecision = true;
   static constexpr Types kTypes = Types::kNumeric;
   OF_FWD(x > C(0) ? x : C(0))
   OF_BWD_FROM_Y(y > C(0) ? d : C(0))
 };
 struct LeakyRelu : RowDefaults {
-  static constexpr const char* kName = "LeakyRelu";
+  static constexpr const char* kName = op::kLeakyRelu;
   static constexpr bool kFollowsLowPrecision = true;
   static constexpr ParamList kParams{1, {{"alpha", 0.01f}}};
   OF_FWD(x < C(0) ? C(p[0]) * x : x)
   OF_BWD_FROM_X(x > C(0) ? d : d * C(p[0]))
 };
 struct Sigmoid : RowDefaults {
-  static constexpr const char* kName = "Sigmoid";
+  static constexpr const char* kName = op::kSigmoid;
   static constexpr bool kFollowsLowPrecision = true;
   static constexpr double kCost = kMath;
   OF_FWD(math::FastSigmoid(x))
   OF_BWD_FROM_Y(d * y * (C(1) - y))
 };
 struct Tanh : RowDefaults {
-  static constexpr const char* kName = "Tanh";
+  static constexpr const char* kName = op::kTanh;
   static constexpr bool kFollowsLowPrecision = true;
   static constexpr double kCost = kMath;
   OF_FWD(math::FastTanh(x))
@@ -191,7 +191,7 @@ OF_HD C GeluGrad(C d, C x, bool tanh_form) {
   return d * (cdf + x * C(0.39894228040143267794) * math::Exp(C(-0.5) * x * x));
 }
 struct Gelu : RowDefaults {
-  static constexpr const char* kName = "Gelu";
+  static constexpr const char* kName = op::kGelu;
   static constexpr bool kFollowsLowPrecision = true;
   static constexpr int kSince = 20;
   static constexpr ParamList kParams{1, {{"approximate", 0.0f, "none|tanh"}}};
@@ -200,13 +200,13 @@ struct Gelu : RowDefaults {
   OF_BWD_FROM_X(GeluGrad(d, x, p[0] != 0.0f))
 };
 struct HardSigmoid : RowDefaults {
-  static constexpr const char* kName = "HardSigmoid";
+  static constexpr const char* kName = op::kHardSigmoid;
   static constexpr ParamList kParams{2, {{"alpha", 0.2f}, {"beta", 0.5f}}};
   OF_FWD(math::Clamp(C(p[0]) * x + C(p[1]), C(0), C(1)))
   OF_BWD_FROM_X((C(p[0]) * x + C(p[1]) > C(0) && C(p[0]) * x + C(p[1]) < C(1)) ? d * C(p[0]) : C(0))
 };
 struct HardSwish : RowDefaults {
-  static constexpr const char* kName = "HardSwish";
+  static constexpr const char* kName = op::kHardSwish;
   static constexpr int kSince = 14;
   OF_FWD(x * math::Clamp(x * C(1.0 / 6.0) + C(0.5), C(0), C(1)))
   OF_BWD_FROM_X(x < C(-3) ? C(0) : (x > C(3) ? d : d * (x / C(3) + C(0.5))))
@@ -214,24 +214,24 @@ struct HardSwish : RowDefaults {
 // Not standalone: Clip-13 takes its bounds as inputs (graph/ops/elementwise.cc, kernels/cpu/unary.cc);
 // this row is the formula fused programs and epilogues apply with constant bounds.
 struct Clip : RowDefaults {
-  static constexpr const char* kName = "Clip";
+  static constexpr const char* kName = op::kClip;
   static constexpr bool kStandalone = false;
   static constexpr ParamList kParams{2, {{"min", -INFINITY}, {"max", INFINITY}}};
   OF_FWD(math::Clamp(x, C(p[0]), C(p[1])))
 };
 struct Exp : RowDefaults {
-  static constexpr const char* kName = "Exp";
+  static constexpr const char* kName = op::kExp;
   static constexpr double kCost = kMath;
   OF_FWD(math::FastExp(x))
 };
 struct Log : RowDefaults {
-  static constexpr const char* kName = "Log";
+  static constexpr const char* kName = op::kLog;
   static constexpr double kCost = kLibm;
   OF_FWD(math::Log(x))
 };
 // Abs and Neg of an integer's minimum wrap to the minimum (numpy), computed in the unsigned type.
 struct Neg : RowDefaults {
-  static constexpr const char* kName = "Neg";
+  static constexpr const char* kName = op::kNeg;
   static constexpr Types kTypes = Types::kNumeric;
   static constexpr Linearity kLinearity = Linearity::kLinear;
   template <class C>
@@ -241,7 +241,7 @@ struct Neg : RowDefaults {
   }
 };
 struct Abs : RowDefaults {
-  static constexpr const char* kName = "Abs";
+  static constexpr const char* kName = op::kAbs;
   static constexpr Types kTypes = Types::kNumeric;
   template <class C>
   OF_HD static C Fwd(C x, const float* p) {
@@ -251,57 +251,57 @@ struct Abs : RowDefaults {
   }
 };
 struct Sqrt : RowDefaults {
-  static constexpr const char* kName = "Sqrt";
+  static constexpr const char* kName = op::kSqrt;
   static constexpr double kCost = kMath;
   OF_FWD(math::Sqrt(x))
 };
 struct Reciprocal : RowDefaults {
-  static constexpr const char* kName = "Reciprocal";
+  static constexpr const char* kName = op::kReciprocal;
   OF_FWD(C(1) / x)
 };
 struct Erf : RowDefaults {
-  static constexpr const char* kName = "Erf";
+  static constexpr const char* kName = op::kErf;
   static constexpr double kCost = kMath;
   OF_FWD(math::FastErf(x))
   OF_BWD_FROM_X(d * C(1.12837916709551257390) * math::Exp(-x * x))  // 2 / sqrt(pi) exp(-x^2)
 };
 struct Softplus : RowDefaults {
-  static constexpr const char* kName = "Softplus";
+  static constexpr const char* kName = op::kSoftplus;
   static constexpr double kCost = kLibm;
   OF_FWD(math::Softplus(x))
   OF_BWD_FROM_X(d / (C(1) + math::Exp(-x)))
 };
 // Fused-only: Pow by the constant 2, 3 or 0.5 (passes/elementwise_fusion.cc).
 struct Square : RowDefaults {
-  static constexpr const char* kName = "Square";
+  static constexpr const char* kName = op::kSquare;
   static constexpr bool kStandalone = false;
   OF_FWD(x * x)
 };
 struct Cube : RowDefaults {
-  static constexpr const char* kName = "Cube";
+  static constexpr const char* kName = op::kCube;
   static constexpr bool kStandalone = false;
   OF_FWD(x * x * x)
 };
 struct PowHalf : RowDefaults {  // Pow(x, 0.5): +0 for -0 and +inf for -inf, where sqrt gives -0 and NaN
-  static constexpr const char* kName = "PowHalf";
+  static constexpr const char* kName = op::kPowHalf;
   static constexpr bool kStandalone = false;
   static constexpr double kCost = kMath;
   OF_FWD(x == -C(INFINITY) ? C(INFINITY) : math::Sqrt(x) + C(0))
 };
 struct Floor : RowDefaults {
-  static constexpr const char* kName = "Floor";
+  static constexpr const char* kName = op::kFloor;
   OF_FWD(math::Floor(x))
 };
 struct Ceil : RowDefaults {
-  static constexpr const char* kName = "Ceil";
+  static constexpr const char* kName = op::kCeil;
   OF_FWD(math::Ceil(x))
 };
 struct Round : RowDefaults {  // half to even, the default rounding mode
-  static constexpr const char* kName = "Round";
+  static constexpr const char* kName = op::kRound;
   OF_FWD(math::Rint(x))
 };
 struct Sign : RowDefaults {
-  static constexpr const char* kName = "Sign";
+  static constexpr const char* kName = op::kSign;
   static constexpr Types kTypes = Types::kNumeric;
   template <class C>
   OF_HD static C Fwd(C x, const float*) {
@@ -323,28 +323,28 @@ OF_LIBM_ROW(Sinh) OF_LIBM_ROW(Cosh) OF_LIBM_ROW(Asinh) OF_LIBM_ROW(Acosh) OF_LIB
 #undef OF_LIBM_ROW
 
 struct Elu : RowDefaults {
-  static constexpr const char* kName = "Elu";
+  static constexpr const char* kName = op::kElu;
   static constexpr ParamList kParams{1, {{"alpha", 1.0f}}};
   static constexpr double kCost = kLibm;
   OF_FWD(x < C(0) ? C(p[0]) * math::Expm1(x) : x)
   OF_BWD_FROM_X(x > C(0) ? d : d * C(p[0]) * math::Exp(x))
 };
 struct Selu : RowDefaults {
-  static constexpr const char* kName = "Selu";
+  static constexpr const char* kName = op::kSelu;
   static constexpr ParamList kParams{2, {{"alpha", 1.67326319217681884765625f}, {"gamma", 1.05070102214813232421875f}}};
   static constexpr double kCost = kLibm;
   OF_FWD(x <= C(0) ? C(p[1]) * C(p[0]) * math::Expm1(x) : C(p[1]) * x)
   OF_BWD_FROM_X(d * (x > C(0) ? C(p[1]) : C(p[1]) * C(p[0]) * math::Exp(x)))
 };
 struct Celu : RowDefaults {
-  static constexpr const char* kName = "Celu";
+  static constexpr const char* kName = op::kCelu;
   static constexpr ParamList kParams{1, {{"alpha", 1.0f}}};
   static constexpr double kCost = kLibm;
   OF_FWD(x > C(0) ? x : C(p[0]) * math::Expm1(x / C(p[0])))
   OF_BWD_FROM_X(x > C(0) ? d : d * math::Exp(x / C(p[0])))
 };
 struct Softsign : RowDefaults {
-  static constexpr const char* kName = "Softsign";
+  static constexpr const char* kName = op::kSoftsign;
   OF_FWD(x / (C(1) + math::Fabs(x)))
   OF_BWD_FROM_X(d / ((C(1) + math::Fabs(x)) * (C(1) + math::Fabs(x))))
 };
@@ -355,14 +355,14 @@ OF_HD C MishGrad(C d, C x) {
   return d * (t + x * (C(1) - t * t) / (C(1) + math::Exp(-x)));
 }
 struct Mish : RowDefaults {
-  static constexpr const char* kName = "Mish";
+  static constexpr const char* kName = op::kMish;
   static constexpr int kSince = 18;
   static constexpr double kCost = kLibm;
   OF_FWD(x * math::Tanh(math::Softplus(x)))
   OF_BWD_FROM_X(MishGrad(d, x))
 };
 struct ThresholdedRelu : RowDefaults {
-  static constexpr const char* kName = "ThresholdedRelu";
+  static constexpr const char* kName = op::kThresholdedRelu;
   static constexpr ParamList kParams{1, {{"alpha", 1.0f}}};
   OF_FWD(x > C(p[0]) ? x : C(0))
   OF_BWD_FROM_X(x > C(p[0]) ? d : C(0))
@@ -374,7 +374,7 @@ OF_HD C SwishGrad(C d, C x, C a) {
   return d * (s + a * x * s * (C(1) - s));
 }
 struct Swish : RowDefaults {
-  static constexpr const char* kName = "Swish";
+  static constexpr const char* kName = op::kSwish;
   static constexpr int kSince = 24;
   static constexpr ParamList kParams{1, {{"alpha", 1.0f}}};
   static constexpr double kCost = kMath;
@@ -383,14 +383,23 @@ struct Swish : RowDefaults {
 };
 // ONNX Runtime's contrib op (com.microsoft QuickGelu, as CLIP and other exported transformers use
 // it): Swish with alpha 1.702, the sigmoid approximation of Gelu.
-struct QuickGelu : RowDefaults {
-  static constexpr const char* kName = "QuickGelu";
-  static constexpr const char* kDomain = "com.microsoft";
+struct MsQuickGelu : RowDefaults {
+  static constexpr const char* kName = op::kMsQuickGelu;
   static constexpr int kSince = 1;
   static constexpr ParamList kParams{1, {{"alpha", 1.702f}}};
   static constexpr double kCost = kMath;
   OF_FWD(x * math::FastSigmoid(C(p[0]) * x))
   OF_BWD_FROM_X(SwishGrad(d, x, C(p[0])))
+};
+// ONNX Runtime's contrib Gelu (com.microsoft Gelu, which its transformer optimizer writes into
+// BERT- and GPT-style models): the exact erf form, ONNX Gelu with approximate="none", no attributes.
+struct MsGelu : RowDefaults {
+  static constexpr const char* kName = op::kMsGelu;
+  static constexpr bool kFollowsLowPrecision = true;
+  static constexpr int kSince = 1;
+  static constexpr double kCost = kMath;
+  OF_FWD(math::FastGelu(x))
+  OF_BWD_FROM_X(GeluGrad(d, x, false))
 };
 
 #undef OF_FWD
@@ -419,13 +428,6 @@ inline void WithFirstParam(const float* p, Body&& body) {
 
 // Every row, once. The order is the order of UnaryOpId and of FusedElementwise's unary
 // instructions; append new rows anywhere (programs are built and run by the same library).
-#define ONEFLOW_UNARY_OPS(X)                                                                          \
-  X(Relu) X(LeakyRelu) X(Sigmoid) X(Tanh) X(Gelu) X(HardSigmoid) X(HardSwish) X(Clip) X(Exp) X(Log)   \
-  X(Neg) X(Abs) X(Sqrt) X(Reciprocal) X(Erf) X(Softplus) X(Square) X(Cube) X(PowHalf) X(Floor)      \
-  X(Ceil) X(Round) X(Sign) X(Sin) X(Cos) X(Tan) X(Asin) X(Acos) X(Atan) X(Sinh) X(Cosh) X(Asinh)      \
-  X(Acosh) X(Atanh) X(Elu) X(Selu) X(Celu) X(Softsign) X(Mish) X(ThresholdedRelu) X(Swish)           \
-  X(QuickGelu)
-
 // A typed id per row; kNone (0) is "no op" (an epilogue without activation).
 enum class UnaryOpId : int16_t {
   kNone = 0,
@@ -438,7 +440,12 @@ enum class UnaryOpId : int16_t {
 // A row's facts as data, for code that looks ops up by name at run time (passes, epilogues).
 struct UnaryOpInfo {
   UnaryOpId id;
+  OpId op;       // its id in the op list
+  OpId grad_op;  // the id of its <Name>Grad op (a schema and kernels only where `grad` says)
   const char* name;
+  // The row's token, unique where names are not (MsGelu is com.microsoft Gelu): what fused ops'
+  // "activation" attribute stores.
+  const char* token;
   const char* domain;
   int since;
   unary::Types types;
@@ -451,7 +458,7 @@ struct UnaryOpInfo {
 };
 
 #define OF_UNARY_INFO(Op)                                                                                     \
-  UnaryOpInfo{UnaryOpId::k##Op, unary::Op::kName,   unary::Op::kDomain,     unary::Op::kSince,                \
+  UnaryOpInfo{UnaryOpId::k##Op, OpId::k##Op, OpId::k##Op##Grad, unary::Op::kName, #Op,   OpDomain(OpId::k##Op),     unary::Op::kSince,                \
               unary::Op::kTypes, unary::Op::kParams, unary::Op::kGrad, unary::Op::kLinearity, unary::Op::kCost, \
               unary::Op::kStandalone, unary::Op::kFollowsLowPrecision},
 // Indexed by UnaryOpId - 1.

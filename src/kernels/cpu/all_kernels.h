@@ -19,6 +19,7 @@ void RegisterCpuNnGradKernels(KernelRegistry& r);         // cpu/conv_grad.cc, p
 void RegisterCpuBoxingKernels(KernelRegistry& r);         // cpu/boxing.cc (collectives of a plan)
 void RegisterCpuAttentionKernels(KernelRegistry& r);      // cpu/attention.cc (ai.oneflow FusedAttention)
 void RegisterCpuFusedElementwiseKernels(KernelRegistry& r);  // cpu/fused_elementwise.cc
+void RegisterCpuQuantizationKernels(KernelRegistry& r);   // cpu/quantization.cc
 
 inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuElementwiseKernels(r);
@@ -35,6 +36,7 @@ inline void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterCpuBoxingKernels(r);
   RegisterCpuAttentionKernels(r);
   RegisterCpuFusedElementwiseKernels(r);
+  RegisterCpuQuantizationKernels(r);
 }
 
 }  // namespace oneflow

@@ -82,7 +82,7 @@ void FusedAttentionKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterCpuAttentionKernels(KernelRegistry& r) {
-  r.RegisterFn("FusedAttention", FusedAttentionKernel, kOneflowDomain);
+  r.RegisterFn(OpId::kFusedAttention, FusedAttentionKernel);
 }
 
 }  // namespace oneflow

@@ -214,20 +214,20 @@ void BitShiftKernel(KernelContext& ctx) {
 
 void RegisterCpuBinaryKernels(KernelRegistry& r) {
 #define OF_REGISTER_BINARY_ROW(Op) \
-  if constexpr (binary::Op::kStandalone) r.RegisterFn(binary::Op::kName, BinaryRowKernel<binary::Op>);
+  if constexpr (binary::Op::kStandalone) r.RegisterFn(OpId::k##Op, BinaryRowKernel<binary::Op>);
   ONEFLOW_BINARY_OPS(OF_REGISTER_BINARY_ROW)
 #undef OF_REGISTER_BINARY_ROW
-  r.RegisterFn(binary::Pow::kName, PowKernel);
-  r.RegisterFn(binary::Max::kName, MaxKernel);
-  r.RegisterFn(binary::Min::kName, MinKernel);
-  r.RegisterFn("Mod", ModKernel);
-  r.RegisterFn("PRelu", PReluKernel);
-  r.RegisterFn("Sum", SumKernel);
-  r.RegisterFn("Mean", MeanKernel);
-  r.RegisterFn("BitwiseAnd", BitwiseAndKernel);
-  r.RegisterFn("BitwiseOr", BitwiseOrKernel);
-  r.RegisterFn("BitwiseXor", BitwiseXorKernel);
-  r.RegisterFn("BitShift", BitShiftKernel);
+  r.RegisterFn(OpId::kPow, PowKernel);
+  r.RegisterFn(OpId::kMax, MaxKernel);
+  r.RegisterFn(OpId::kMin, MinKernel);
+  r.RegisterFn(OpId::kMod, ModKernel);
+  r.RegisterFn(OpId::kPRelu, PReluKernel);
+  r.RegisterFn(OpId::kSum, SumKernel);
+  r.RegisterFn(OpId::kMean, MeanKernel);
+  r.RegisterFn(OpId::kBitwiseAnd, BitwiseAndKernel);
+  r.RegisterFn(OpId::kBitwiseOr, BitwiseOrKernel);
+  r.RegisterFn(OpId::kBitwiseXor, BitwiseXorKernel);
+  r.RegisterFn(OpId::kBitShift, BitShiftKernel);
 }
 
 }  // namespace oneflow

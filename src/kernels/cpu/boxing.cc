@@ -25,6 +25,6 @@ class BoxingKernel final : public OpKernel {
 
 }  // namespace
 
-void RegisterCpuBoxingKernels(KernelRegistry& r) { r.RegisterClass<BoxingKernel>("Boxing", kOneflowDomain); }
+void RegisterCpuBoxingKernels(KernelRegistry& r) { r.RegisterClass<BoxingKernel>(OpId::kBoxing); }
 
 }  // namespace oneflow

@@ -75,9 +75,9 @@ void CastInto(ThreadPool& pool, const Tensor& src, Tensor& dst) {
 }
 
 void RegisterCpuCastKernels(KernelRegistry& r) {
-  r.RegisterFn("Cast", CastKernel);
-  r.RegisterFn("CastLike", CastKernel);  // output dtype comes from inference (target_type's dtype)
-  r.RegisterFn("Dropout", DropoutKernel);
+  r.RegisterFn(OpId::kCast, CastKernel);
+  r.RegisterFn(OpId::kCastLike, CastKernel);  // output dtype comes from inference (target_type's dtype)
+  r.RegisterFn(OpId::kDropout, DropoutKernel);
 }
 
 }  // namespace oneflow

@@ -108,15 +108,15 @@ void WhereKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterCpuCompareKernels(KernelRegistry& r) {
-  r.RegisterFn("Equal", EqualKernel);
-  r.RegisterFn("Less", LessKernel);
-  r.RegisterFn("LessOrEqual", LessOrEqualKernel);
-  r.RegisterFn("Greater", GreaterKernel);
-  r.RegisterFn("GreaterOrEqual", GreaterOrEqualKernel);
-  r.RegisterFn("And", AndKernel);
-  r.RegisterFn("Or", OrKernel);
-  r.RegisterFn("Xor", XorKernel);
-  r.RegisterFn("Where", WhereKernel);
+  r.RegisterFn(OpId::kEqual, EqualKernel);
+  r.RegisterFn(OpId::kLess, LessKernel);
+  r.RegisterFn(OpId::kLessOrEqual, LessOrEqualKernel);
+  r.RegisterFn(OpId::kGreater, GreaterKernel);
+  r.RegisterFn(OpId::kGreaterOrEqual, GreaterOrEqualKernel);
+  r.RegisterFn(OpId::kAnd, AndKernel);
+  r.RegisterFn(OpId::kOr, OrKernel);
+  r.RegisterFn(OpId::kXor, XorKernel);
+  r.RegisterFn(OpId::kWhere, WhereKernel);
 }
 
 }  // namespace oneflow

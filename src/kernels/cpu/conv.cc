@@ -52,7 +52,7 @@ ConvPlan MakePlan(const ConvGeometry& g, const Shape& x, const Shape& w) {
   p.Mg = p.M / p.G;
   OF_REQUIRE(p.Cg * p.G == p.C && w[1] == p.Cg && p.Mg * p.G == p.M, "Conv: X ", ShapeToString(x), " and W ",
              ShapeToString(w), " do not match group ", g.group);
-  SetConvPlanSpatial(p, g, g.out.data(), "Conv");
+  SetConvPlanSpatial(p, g, g.out.data(), op::kConv);
   return p;
 }
 

@@ -371,7 +371,7 @@ ConvPlan ConvPlanOf(const KernelContext& ctx, const Shape& x, const Shape& w, co
   p.Mg = p.M / p.G;
   OF_REQUIRE(p.Cg * p.G == p.C && w[1] == p.Cg && p.Mg * p.G == p.M, node, ": X ", ShapeToString(x), " and W ",
              ShapeToString(w), " do not match group ", g.group);
-  SetConvPlanSpatial(p, g, g.out.data(), "Conv");
+  SetConvPlanSpatial(p, g, g.out.data(), op::kConv);
   return p;
 }
 
@@ -394,7 +394,7 @@ ConvPlan ConvTransposePlanOf(const KernelContext& ctx, const Shape& x, const Sha
   OF_REQUIRE(p.Mg * p.G == p.M, node, ": input channels ", p.M, " are not divisible by group ", p.G);
   const std::vector<int64_t> x_spatial = g.in;
   g.in = g.out;  // the conv reads Y's positions and writes X's
-  SetConvPlanSpatial(p, g, x_spatial.data(), "ConvTranspose");
+  SetConvPlanSpatial(p, g, x_spatial.data(), op::kConvTranspose);
   return p;
 }
 
@@ -471,11 +471,11 @@ void ConvGradBiasKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterCpuConvGradKernels(KernelRegistry& r) {
-  r.RegisterFn("ConvGradData", ConvGradDataKernel<false>, kOneflowDomain);
-  r.RegisterFn("ConvGradFilter", ConvGradFilterKernel<false>, kOneflowDomain);
-  r.RegisterFn("ConvGradBias", ConvGradBiasKernel, kOneflowDomain);
-  r.RegisterFn("ConvTransposeGradData", ConvGradDataKernel<true>, kOneflowDomain);
-  r.RegisterFn("ConvTransposeGradFilter", ConvGradFilterKernel<true>, kOneflowDomain);
+  r.RegisterFn(OpId::kConvGradData, ConvGradDataKernel<false>);
+  r.RegisterFn(OpId::kConvGradFilter, ConvGradFilterKernel<false>);
+  r.RegisterFn(OpId::kConvGradBias, ConvGradBiasKernel);
+  r.RegisterFn(OpId::kConvTransposeGradData, ConvGradDataKernel<true>);
+  r.RegisterFn(OpId::kConvTransposeGradFilter, ConvGradFilterKernel<true>);
 }
 
 }  // namespace oneflow

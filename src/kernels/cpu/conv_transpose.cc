@@ -18,7 +18,7 @@ ConvPlan MakeConvPlan(const ConvGeometry& g, const Shape& x, const Shape& w, con
   p.M = y[1];
   OF_REQUIRE(w[0] == p.C && p.Cg * p.G == p.C && p.M == p.Mg * p.G, "ConvTranspose: X ", ShapeToString(x), " and W ",
              ShapeToString(w), " do not match group ", g.group);
-  SetConvPlanSpatial(p, g, y.data() + 2, "ConvTranspose");
+  SetConvPlanSpatial(p, g, y.data() + 2, op::kConvTranspose);
   return p;
 }
 

@@ -58,6 +58,6 @@ void DetKernel(KernelContext& ctx) {
 
 }  // namespace
 
-void RegisterCpuDetKernel(KernelRegistry& r) { r.RegisterFn("Det", DetKernel); }
+void RegisterCpuDetKernel(KernelRegistry& r) { r.RegisterFn(OpId::kDet, DetKernel); }
 
 }  // namespace oneflow

@@ -112,6 +112,6 @@ void EinsumKernel(KernelContext& ctx) {
 
 }  // namespace
 
-void RegisterCpuEinsumKernels(KernelRegistry& r) { r.RegisterFn("Einsum", EinsumKernel); }
+void RegisterCpuEinsumKernels(KernelRegistry& r) { r.RegisterFn(OpId::kEinsum, EinsumKernel); }
 
 }  // namespace oneflow

@@ -79,9 +79,19 @@ void ApplyActivation(const ActivationParams& p, double* x, int64_t n) { Apply(p,
 ActivationParams ActivationFromAttrs(const std::string& name, const std::vector<float>& params) {
   ActivationParams a;
   if (name.empty() || name == "None") return a;
+  // The row's token; a plain name where only one row has it (models saved before contrib rows
+  // carried a token of their own say "QuickGelu").
   const UnaryOpInfo* info = nullptr;
-  for (const UnaryOpInfo& row : kUnaryOps)
-    if (name == row.name) info = &row;
+  int by_name = 0;
+  for (const UnaryOpInfo& row : kUnaryOps) {
+    if (name == row.token) {
+      info = &row;
+      by_name = 0;
+      break;
+    }
+    if (name == row.name && by_name++ == 0) info = &row;
+  }
+  if (by_name > 1) info = nullptr;
   if (!info) Fail(ErrorCode::kInvalidModel, "unknown fused activation '", name, "'");
   OF_CHECK(params.size() <= static_cast<size_t>(info->params.count), kInvalidModel, "fused activation ", name,
            " takes ", info->params.count, " parameters, got ", params.size());
@@ -91,6 +101,6 @@ ActivationParams ActivationFromAttrs(const std::string& name, const std::vector<
   return a;
 }
 
-const char* ActivationName(Activation a) { return a == Activation::kNone ? "None" : UnaryInfo(a).name; }
+const char* ActivationName(Activation a) { return a == Activation::kNone ? "None" : UnaryInfo(a).token; }
 
 }  // namespace oneflow

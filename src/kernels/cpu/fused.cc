@@ -6,9 +6,9 @@
 namespace oneflow {
 
 void RegisterCpuFusedKernels(KernelRegistry& r) {
-  r.RegisterClass<MatMulKernel>("FusedMatMul", kOneflowDomain);
-  r.RegisterClass<GemmKernel>("FusedGemm", kOneflowDomain);
-  r.RegisterClass<ConvKernel>("FusedConv", kOneflowDomain);
+  r.RegisterClass<MatMulKernel>(OpId::kFusedMatMul);
+  r.RegisterClass<GemmKernel>(OpId::kFusedGemm);
+  r.RegisterClass<ConvKernel>(OpId::kFusedConv);
 }
 
 }  // namespace oneflow

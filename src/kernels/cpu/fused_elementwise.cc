@@ -176,7 +176,7 @@ class FusedElementwiseKernel final : public OpKernel {
 }  // namespace
 
 void RegisterCpuFusedElementwiseKernels(KernelRegistry& r) {
-  r.RegisterClass<FusedElementwiseKernel>("FusedElementwise", kOneflowDomain);
+  r.RegisterClass<FusedElementwiseKernel>(OpId::kFusedElementwise);
 }
 
 }  // namespace oneflow

@@ -337,16 +337,16 @@ void UniqueKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterCpuGatherScatterKernels(KernelRegistry& r) {
-  r.RegisterFn("Gather", GatherKernel);
-  r.RegisterFn("GatherElements", GatherElementsKernel);
-  r.RegisterFn("GatherND", GatherNDKernel);
-  r.RegisterFn("ScatterElements", ScatterElementsKernel);
-  r.RegisterFn("ScatterND", ScatterNDKernel);
-  r.RegisterFn("OneHot", OneHotKernel);
-  r.RegisterFn("NonZero", NonZeroKernel);
-  r.RegisterFn("Compress", CompressKernel);
-  r.RegisterFn("ReverseSequence", ReverseSequenceKernel);
-  r.RegisterFn("Unique", UniqueKernel);
+  r.RegisterFn(OpId::kGather, GatherKernel);
+  r.RegisterFn(OpId::kGatherElements, GatherElementsKernel);
+  r.RegisterFn(OpId::kGatherND, GatherNDKernel);
+  r.RegisterFn(OpId::kScatterElements, ScatterElementsKernel);
+  r.RegisterFn(OpId::kScatterND, ScatterNDKernel);
+  r.RegisterFn(OpId::kOneHot, OneHotKernel);
+  r.RegisterFn(OpId::kNonZero, NonZeroKernel);
+  r.RegisterFn(OpId::kCompress, CompressKernel);
+  r.RegisterFn(OpId::kReverseSequence, ReverseSequenceKernel);
+  r.RegisterFn(OpId::kUnique, UniqueKernel);
 }
 
 }  // namespace oneflow

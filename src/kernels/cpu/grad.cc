@@ -49,7 +49,7 @@ void DerivativeKernel(KernelContext& ctx) {
 template <UnaryOpId kId, class Op>
 void RegisterDerivative(KernelRegistry& r) {
   if constexpr (Op::kStandalone && Op::kGrad != unary::GradFrom::kNone)
-    r.RegisterFn(UnaryGradOpName(UnaryInfo(kId)), DerivativeKernel<kId, Op>, kOneflowDomain);
+    r.RegisterFn(UnaryInfo(kId).grad_op, DerivativeKernel<kId, Op>);
 }
 
 void ShrinkGradKernel(KernelContext& ctx) {
@@ -194,13 +194,13 @@ void SliceGradKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterCpuGradKernels(KernelRegistry& r) {
-  r.RegisterFn("ReduceSumToShape", ReduceSumToShapeKernel, kOneflowDomain);
+  r.RegisterFn(OpId::kReduceSumToShape, ReduceSumToShapeKernel);
 #define OF_REGISTER_DERIVATIVE(Op) RegisterDerivative<UnaryOpId::k##Op, unary::Op>(r);
   ONEFLOW_UNARY_OPS(OF_REGISTER_DERIVATIVE)
 #undef OF_REGISTER_DERIVATIVE
-  r.RegisterFn("ShrinkGrad", ShrinkGradKernel, kOneflowDomain);
-  r.RegisterFn("GatherGrad", GatherGradKernel, kOneflowDomain);
-  r.RegisterFn("SliceGrad", SliceGradKernel, kOneflowDomain);
+  r.RegisterFn(OpId::kShrinkGrad, ShrinkGradKernel);
+  r.RegisterFn(OpId::kGatherGrad, GatherGradKernel);
+  r.RegisterFn(OpId::kSliceGrad, SliceGradKernel);
 }
 
 }  // namespace oneflow

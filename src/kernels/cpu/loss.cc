@@ -185,10 +185,10 @@ void NllGradKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterCpuLossKernels(KernelRegistry& r) {
-  r.RegisterFn("SoftmaxCrossEntropyLoss", SceKernel);
-  r.RegisterFn("NegativeLogLikelihoodLoss", NllKernel);
-  r.RegisterFn("SoftmaxCrossEntropyLossGrad", SceGradKernel, kOneflowDomain);
-  r.RegisterFn("NegativeLogLikelihoodLossGrad", NllGradKernel, kOneflowDomain);
+  r.RegisterFn(OpId::kSoftmaxCrossEntropyLoss, SceKernel);
+  r.RegisterFn(OpId::kNegativeLogLikelihoodLoss, NllKernel);
+  r.RegisterFn(OpId::kSoftmaxCrossEntropyLossGrad, SceGradKernel);
+  r.RegisterFn(OpId::kNegativeLogLikelihoodLossGrad, NllGradKernel);
 }
 
 }  // namespace oneflow

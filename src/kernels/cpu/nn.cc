@@ -10,10 +10,10 @@ ActivationParams ReadActivation(const AttrMap& attrs) {
 }
 
 void RegisterCpuNnKernels(KernelRegistry& r) {
-  r.RegisterClass<MatMulKernel>("MatMul");
-  r.RegisterClass<GemmKernel>("Gemm");
-  r.RegisterClass<ConvKernel>("Conv");
-  r.RegisterClass<ConvTransposeKernel>("ConvTranspose");
+  r.RegisterClass<MatMulKernel>(OpId::kMatMul);
+  r.RegisterClass<GemmKernel>(OpId::kGemm);
+  r.RegisterClass<ConvKernel>(OpId::kConv);
+  r.RegisterClass<ConvTransposeKernel>(OpId::kConvTranspose);
   RegisterCpuDetKernel(r);
 }
 

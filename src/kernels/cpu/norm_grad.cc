@@ -298,11 +298,11 @@ void InstanceNormGradKernel(KernelContext& ctx) { ChannelNormGrad(ctx, true); }
 }  // namespace
 
 void RegisterCpuNormGradKernels(KernelRegistry& r) {
-  r.RegisterFn("SoftmaxGrad", SoftmaxGradKernel<false>, kOneflowDomain);
-  r.RegisterFn("LogSoftmaxGrad", SoftmaxGradKernel<true>, kOneflowDomain);
-  r.RegisterFn("LayerNormalizationGrad", LayerNormGradKernel, kOneflowDomain);
-  r.RegisterFn("BatchNormalizationGrad", BatchNormGradKernel, kOneflowDomain);
-  r.RegisterFn("InstanceNormalizationGrad", InstanceNormGradKernel, kOneflowDomain);
+  r.RegisterFn(OpId::kSoftmaxGrad, SoftmaxGradKernel<false>);
+  r.RegisterFn(OpId::kLogSoftmaxGrad, SoftmaxGradKernel<true>);
+  r.RegisterFn(OpId::kLayerNormalizationGrad, LayerNormGradKernel);
+  r.RegisterFn(OpId::kBatchNormalizationGrad, BatchNormGradKernel);
+  r.RegisterFn(OpId::kInstanceNormalizationGrad, InstanceNormGradKernel);
 }
 
 }  // namespace oneflow

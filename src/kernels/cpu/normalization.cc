@@ -478,16 +478,16 @@ void MvnKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterCpuNormalizationKernels(KernelRegistry& r) {
-  r.RegisterFn("Softmax", SoftmaxKernel<false>);
-  r.RegisterFn("LogSoftmax", SoftmaxKernel<true>);
-  r.RegisterFn("Hardmax", HardmaxKernel);
-  r.RegisterFn("BatchNormalization", BatchNormKernel);
-  r.RegisterFn("LayerNormalization", LayerNormKernel<false>);
-  r.RegisterFn("RMSNormalization", LayerNormKernel<true>);
-  r.RegisterFn("InstanceNormalization", InstanceNormKernel);
-  r.RegisterFn("GroupNormalization", GroupNormKernel);
-  r.RegisterFn("LpNormalization", LpNormKernel);
-  r.RegisterFn("MeanVarianceNormalization", MvnKernel);
+  r.RegisterFn(OpId::kSoftmax, SoftmaxKernel<false>);
+  r.RegisterFn(OpId::kLogSoftmax, SoftmaxKernel<true>);
+  r.RegisterFn(OpId::kHardmax, HardmaxKernel);
+  r.RegisterFn(OpId::kBatchNormalization, BatchNormKernel);
+  r.RegisterFn(OpId::kLayerNormalization, LayerNormKernel<false>);
+  r.RegisterFn(OpId::kRMSNormalization, LayerNormKernel<true>);
+  r.RegisterFn(OpId::kInstanceNormalization, InstanceNormKernel);
+  r.RegisterFn(OpId::kGroupNormalization, GroupNormKernel);
+  r.RegisterFn(OpId::kLpNormalization, LpNormKernel);
+  r.RegisterFn(OpId::kMeanVarianceNormalization, MvnKernel);
 }
 
 }  // namespace oneflow

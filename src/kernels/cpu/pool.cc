@@ -444,13 +444,13 @@ void MaxUnpoolKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterCpuPoolKernels(KernelRegistry& r) {
-  r.RegisterFn("MaxPool", MaxPoolKernel);
-  r.RegisterFn("AveragePool", AveragePoolKernel);
-  r.RegisterFn("LpPool", LpPoolKernel);
-  r.RegisterFn("GlobalMaxPool", GlobalMaxPoolKernel);
-  r.RegisterFn("GlobalAveragePool", GlobalAveragePoolKernel);
-  r.RegisterFn("GlobalLpPool", GlobalLpPoolKernel);
-  r.RegisterFn("MaxUnpool", MaxUnpoolKernel);
+  r.RegisterFn(OpId::kMaxPool, MaxPoolKernel);
+  r.RegisterFn(OpId::kAveragePool, AveragePoolKernel);
+  r.RegisterFn(OpId::kLpPool, LpPoolKernel);
+  r.RegisterFn(OpId::kGlobalMaxPool, GlobalMaxPoolKernel);
+  r.RegisterFn(OpId::kGlobalAveragePool, GlobalAveragePoolKernel);
+  r.RegisterFn(OpId::kGlobalLpPool, GlobalLpPoolKernel);
+  r.RegisterFn(OpId::kMaxUnpool, MaxUnpoolKernel);
 }
 
 }  // namespace oneflow

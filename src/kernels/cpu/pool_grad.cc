@@ -210,10 +210,10 @@ void AveragePoolGradKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterCpuPoolGradKernels(KernelRegistry& r) {
-  r.RegisterFn("MaxPoolGrad", MaxPoolGradKernel<false>, kOneflowDomain);
-  r.RegisterFn("GlobalMaxPoolGrad", MaxPoolGradKernel<true>, kOneflowDomain);
-  r.RegisterFn("AveragePoolGrad", AveragePoolGradKernel<false>, kOneflowDomain);
-  r.RegisterFn("GlobalAveragePoolGrad", AveragePoolGradKernel<true>, kOneflowDomain);
+  r.RegisterFn(OpId::kMaxPoolGrad, MaxPoolGradKernel<false>);
+  r.RegisterFn(OpId::kGlobalMaxPoolGrad, MaxPoolGradKernel<true>);
+  r.RegisterFn(OpId::kAveragePoolGrad, AveragePoolGradKernel<false>);
+  r.RegisterFn(OpId::kGlobalAveragePoolGrad, AveragePoolGradKernel<true>);
 }
 
 }  // namespace oneflow

@@ -270,9 +270,9 @@ void NhwcGlobalAveragePoolKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterCpuNhwcPoolKernels(KernelRegistry& r) {
-  r.RegisterFn("NhwcMaxPool", NhwcPoolKernel<true>, kOneflowDomain);
-  r.RegisterFn("NhwcAveragePool", NhwcPoolKernel<false>, kOneflowDomain);
-  r.RegisterFn("NhwcGlobalAveragePool", NhwcGlobalAveragePoolKernel, kOneflowDomain);
+  r.RegisterFn(OpId::kNhwcMaxPool, NhwcPoolKernel<true>);
+  r.RegisterFn(OpId::kNhwcAveragePool, NhwcPoolKernel<false>);
+  r.RegisterFn(OpId::kNhwcGlobalAveragePool, NhwcGlobalAveragePoolKernel);
 }
 
 }  // namespace oneflow

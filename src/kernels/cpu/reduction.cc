@@ -455,21 +455,21 @@ void TopKKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterCpuReductionKernels(KernelRegistry& r) {
-  r.RegisterFn("ReduceSum", ReduceKernel<RK::kSum>);
-  r.RegisterFn("ReduceMean", ReduceKernel<RK::kMean>);
-  r.RegisterFn("ReduceMax", ReduceKernel<RK::kMax>);
-  r.RegisterFn("ReduceMin", ReduceKernel<RK::kMin>);
-  r.RegisterFn("ReduceProd", ReduceKernel<RK::kProd>);
-  r.RegisterFn("ReduceL1", ReduceKernel<RK::kL1>);
-  r.RegisterFn("ReduceL2", ReduceKernel<RK::kL2>);
-  r.RegisterFn("ReduceLogSum", ReduceKernel<RK::kLogSum>);
-  r.RegisterFn("ReduceLogSumExp", ReduceKernel<RK::kLogSumExp>);
-  r.RegisterFn("ReduceSumSquare", ReduceKernel<RK::kSumSquare>);
-  r.RegisterFn("ArgMax", ArgKernel<true>);
-  r.RegisterFn("ArgMin", ArgKernel<false>);
-  r.RegisterFn("CumSum", CumKernel<false>);
-  r.RegisterFn("CumProd", CumKernel<true>);
-  r.RegisterFn("TopK", TopKKernel);
+  r.RegisterFn(OpId::kReduceSum, ReduceKernel<RK::kSum>);
+  r.RegisterFn(OpId::kReduceMean, ReduceKernel<RK::kMean>);
+  r.RegisterFn(OpId::kReduceMax, ReduceKernel<RK::kMax>);
+  r.RegisterFn(OpId::kReduceMin, ReduceKernel<RK::kMin>);
+  r.RegisterFn(OpId::kReduceProd, ReduceKernel<RK::kProd>);
+  r.RegisterFn(OpId::kReduceL1, ReduceKernel<RK::kL1>);
+  r.RegisterFn(OpId::kReduceL2, ReduceKernel<RK::kL2>);
+  r.RegisterFn(OpId::kReduceLogSum, ReduceKernel<RK::kLogSum>);
+  r.RegisterFn(OpId::kReduceLogSumExp, ReduceKernel<RK::kLogSumExp>);
+  r.RegisterFn(OpId::kReduceSumSquare, ReduceKernel<RK::kSumSquare>);
+  r.RegisterFn(OpId::kArgMax, ArgKernel<true>);
+  r.RegisterFn(OpId::kArgMin, ArgKernel<false>);
+  r.RegisterFn(OpId::kCumSum, CumKernel<false>);
+  r.RegisterFn(OpId::kCumProd, CumKernel<true>);
+  r.RegisterFn(OpId::kTopK, TopKKernel);
 }
 
 }  // namespace oneflow

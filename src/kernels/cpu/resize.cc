@@ -403,8 +403,8 @@ void GridSampleKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterCpuResizeKernels(KernelRegistry& r) {
-  r.RegisterFn("Resize", ResizeKernel);
-  r.RegisterFn("GridSample", GridSampleKernel);
+  r.RegisterFn(OpId::kResize, ResizeKernel);
+  r.RegisterFn(OpId::kGridSample, GridSampleKernel);
 }
 
 }  // namespace oneflow

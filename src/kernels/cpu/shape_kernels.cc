@@ -134,13 +134,13 @@ void TriluKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterCpuShapeKernels(KernelRegistry& r) {
-  r.RegisterFn("Shape", ShapeKernel);
-  r.RegisterFn("Size", SizeKernel);
-  r.RegisterFn("Range", RangeKernel);
-  r.RegisterFn("ConstantOfShape", ConstantOfShapeKernel);
-  r.RegisterFn("Constant", ConstantKernel);
-  r.RegisterFn("EyeLike", EyeLikeKernel);
-  r.RegisterFn("Trilu", TriluKernel);
+  r.RegisterFn(OpId::kShape, ShapeKernel);
+  r.RegisterFn(OpId::kSize, SizeKernel);
+  r.RegisterFn(OpId::kRange, RangeKernel);
+  r.RegisterFn(OpId::kConstantOfShape, ConstantOfShapeKernel);
+  r.RegisterFn(OpId::kConstant, ConstantKernel);
+  r.RegisterFn(OpId::kEyeLike, EyeLikeKernel);
+  r.RegisterFn(OpId::kTrilu, TriluKernel);
 }
 
 }  // namespace oneflow

@@ -149,9 +149,9 @@ void RegisterCpuSpatialKernels(KernelRegistry& r) {
   RegisterCpuPoolKernels(r);
   RegisterCpuResizeKernels(r);
   RegisterCpuEinsumKernels(r);
-  r.RegisterFn("LRN", LRNKernel);
-  r.RegisterFn("Col2Im", Col2ImKernel);
-  r.RegisterFn("AffineGrid", AffineGridKernel);
+  r.RegisterFn(OpId::kLRN, LRNKernel);
+  r.RegisterFn(OpId::kCol2Im, Col2ImKernel);
+  r.RegisterFn(OpId::kAffineGrid, AffineGridKernel);
 }
 
 }  // namespace oneflow

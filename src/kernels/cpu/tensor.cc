@@ -261,16 +261,16 @@ void SpaceToDepthKernel(KernelContext& ctx) {
 
 void RegisterCpuTensorKernels(KernelRegistry& r) {
   // Pure reshapes: output 0 is input 0's bytes with the inferred shape.
-  r.RegisterFn("Transpose", TransposeKernel);
-  r.RegisterFn("Concat", ConcatKernel);
-  r.RegisterFn("Split", SplitKernel);
-  r.RegisterFn("Slice", SliceKernel);
-  r.RegisterFn("Expand", ExpandKernel);
-  r.RegisterFn("Tile", TileKernel);
-  r.RegisterFn("Pad", PadKernel);
-  r.RegisterFn("CenterCropPad", CenterCropPadKernel);
-  r.RegisterFn("DepthToSpace", DepthToSpaceKernel);
-  r.RegisterFn("SpaceToDepth", SpaceToDepthKernel);
+  r.RegisterFn(OpId::kTranspose, TransposeKernel);
+  r.RegisterFn(OpId::kConcat, ConcatKernel);
+  r.RegisterFn(OpId::kSplit, SplitKernel);
+  r.RegisterFn(OpId::kSlice, SliceKernel);
+  r.RegisterFn(OpId::kExpand, ExpandKernel);
+  r.RegisterFn(OpId::kTile, TileKernel);
+  r.RegisterFn(OpId::kPad, PadKernel);
+  r.RegisterFn(OpId::kCenterCropPad, CenterCropPadKernel);
+  r.RegisterFn(OpId::kDepthToSpace, DepthToSpaceKernel);
+  r.RegisterFn(OpId::kSpaceToDepth, SpaceToDepthKernel);
   RegisterCpuShapeKernels(r);
   RegisterCpuGatherScatterKernels(r);
 }

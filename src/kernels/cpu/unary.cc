@@ -43,7 +43,7 @@ void RowKernel(KernelContext& ctx) {
 
 template <UnaryOpId kId, class Op>
 void RegisterRow(KernelRegistry& r) {
-  if constexpr (Op::kStandalone) r.RegisterFn(Op::kName, RowKernel<kId, Op>, Op::kDomain);
+  if constexpr (Op::kStandalone) r.RegisterFn(UnaryInfo(kId).op, RowKernel<kId, Op>);
 }
 
 // ---- Unary ops outside the rows: bounds as inputs, integer saturation, bool results -----------
@@ -146,12 +146,12 @@ void RegisterCpuUnaryKernels(KernelRegistry& r) {
 #define OF_REGISTER_ROW(Op) RegisterRow<UnaryOpId::k##Op, unary::Op>(r);
   ONEFLOW_UNARY_OPS(OF_REGISTER_ROW)
 #undef OF_REGISTER_ROW
-  r.RegisterFn("Shrink", ShrinkKernel);
-  r.RegisterFn("Clip", ClipKernel);
-  r.RegisterFn("IsNaN", IsNaNKernel);
-  r.RegisterFn("IsInf", IsInfKernel);
-  r.RegisterFn("Not", NotKernel);
-  r.RegisterFn("BitwiseNot", BitwiseNotKernel);
+  r.RegisterFn(OpId::kShrink, ShrinkKernel);
+  r.RegisterFn(OpId::kClip, ClipKernel);
+  r.RegisterFn(OpId::kIsNaN, IsNaNKernel);
+  r.RegisterFn(OpId::kIsInf, IsInfKernel);
+  r.RegisterFn(OpId::kNot, NotKernel);
+  r.RegisterFn(OpId::kBitwiseNot, BitwiseNotKernel);
 }
 
 }  // namespace oneflow

@@ -148,7 +148,7 @@ void RegisterCudaAttentionKernels(KernelRegistry& r) {
   // What the static types already show the kernel cannot do (f64, head sizes above kMaxD) is refused
   // at creation, so placement runs such a node on the CPU kernel from the start instead of paying a
   // failed run; shapes known only at run time are still checked by FusedAttentionFn.
-  r.Register(KernelDef{kOneflowDomain, "FusedAttention", DeviceType::kCuda,
+  r.Register(KernelDef{OpId::kFusedAttention, DeviceType::kCuda,
                        [](const KernelInitContext& c) -> std::unique_ptr<OpKernel> {
                          const std::string what = c.node().Describe();
                          if (!c.has_input(0)) return std::make_unique<FunctionKernel>(cuda::FusedAttentionFn);

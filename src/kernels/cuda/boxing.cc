@@ -64,7 +64,7 @@ class CudaBoxingKernel final : public OpKernel {
 }  // namespace
 
 void RegisterCudaBoxingKernels(KernelRegistry& r) {
-  r.Register(KernelDef{kOneflowDomain, "Boxing", DeviceType::kCuda,
+  r.Register(KernelDef{OpId::kBoxing, DeviceType::kCuda,
                        [](const KernelInitContext& c) -> std::unique_ptr<OpKernel> {
                          return std::make_unique<CudaBoxingKernel>(c);
                        }});

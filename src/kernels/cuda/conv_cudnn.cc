@@ -442,13 +442,13 @@ namespace oneflow {
 
 void RegisterCudaConvKernels(KernelRegistry& r) {
   using namespace cuda;
-  RegisterCudaFn(r, "Conv", ConvFn);
-  RegisterCudaFn(r, "FusedConv", ConvFn, kOneflowDomain);
-  RegisterCudaFn(r, "ConvTranspose", ConvTransposeFn);
-  RegisterCudaFn(r, "ConvGradData", ConvGradDataFn, kOneflowDomain);
-  RegisterCudaFn(r, "ConvGradFilter", ConvGradFilterFn, kOneflowDomain);
-  RegisterCudaFn(r, "ConvTransposeGradData", ConvTransposeGradDataFn, kOneflowDomain);
-  RegisterCudaFn(r, "ConvTransposeGradFilter", ConvTransposeGradFilterFn, kOneflowDomain);
+  r.RegisterFn(OpId::kConv, ConvFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kFusedConv, ConvFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kConvTranspose, ConvTransposeFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kConvGradData, ConvGradDataFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kConvGradFilter, ConvGradFilterFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kConvTransposeGradData, ConvTransposeGradDataFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kConvTransposeGradFilter, ConvTransposeGradFilterFn, DeviceType::kCuda);
 }
 
 }  // namespace oneflow

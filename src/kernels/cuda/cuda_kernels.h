@@ -46,10 +46,6 @@ inline void RegisterAllCudaKernels(KernelRegistry& r) {
 
 namespace cuda {
 
-// Registers a stateless CUDA kernel.
-void RegisterCudaFn(KernelRegistry& r, const std::string& op, void (*fn)(KernelContext&),
-                    const std::string& domain = "");
-
 // The unary activations the fused MatMul/Gemm epilogues may need after cuBLASLt (codes of
 // kernels/cpu/elementwise_util.h's Activation): applied in place to `n` elements of dtype `dt`.
 void LaunchActivationInPlace(DType dt, void* data, int64_t n, const ActivationParams& act, cudaStream_t stream);

@@ -244,13 +244,6 @@ void LaunchBroadcastTo(DType dt, const void* src, const Shape& src_shape, void* 
   OF_CUDA_CHECK_LAUNCH("BroadcastCopyKernel");
 }
 
-void RegisterCudaFn(KernelRegistry& r, const std::string& op, void (*fn)(KernelContext&), const std::string& domain) {
-  r.Register(KernelDef{domain, op, DeviceType::kCuda,
-                       [fn](const KernelInitContext&) -> std::unique_ptr<OpKernel> {
-                         return std::make_unique<FunctionKernel>(fn);
-                       }});
-}
-
 }  // namespace oneflow::cuda
 
 namespace oneflow {
@@ -259,14 +252,14 @@ void RegisterCudaElementwiseKernels(KernelRegistry& r) {
   using namespace cuda;
 #define OF_REGISTER_ROW(Op)                                                                         \
   if constexpr (unary::Op::kStandalone)                                                             \
-    RegisterCudaFn(r, unary::Op::kName, UnaryRowFn<UnaryOpId::k##Op>, unary::Op::kDomain);
+    r.RegisterFn(OpId::k##Op, UnaryRowFn<UnaryOpId::k##Op>, DeviceType::kCuda);
   ONEFLOW_UNARY_OPS(OF_REGISTER_ROW)
 #undef OF_REGISTER_ROW
   // Max and Min take two inputs here (the variadic forms fall back to the CPU).
-#define OF_REGISTER_BINARY_ROW(Op) RegisterCudaFn(r, binary::Op::kName, BinaryFn<BinaryOpId::k##Op>);
+#define OF_REGISTER_BINARY_ROW(Op) r.RegisterFn(OpId::k##Op, BinaryFn<BinaryOpId::k##Op>, DeviceType::kCuda);
   ONEFLOW_BINARY_OPS(OF_REGISTER_BINARY_ROW)
 #undef OF_REGISTER_BINARY_ROW
-  RegisterCudaFn(r, "Cast", CastFn);
+  r.RegisterFn(OpId::kCast, CastFn, DeviceType::kCuda);
 }
 
 }  // namespace oneflow

@@ -195,7 +195,7 @@ class FusedElementwiseCudaKernel final : public OpKernel {
 namespace oneflow {
 
 void RegisterCudaFusedElementwiseKernels(KernelRegistry& r) {
-  r.Register(KernelDef{kOneflowDomain, "FusedElementwise", DeviceType::kCuda,
+  r.Register(KernelDef{OpId::kFusedElementwise, DeviceType::kCuda,
                        [](const KernelInitContext& c) -> std::unique_ptr<OpKernel> {
                          return std::make_unique<cuda::FusedElementwiseCudaKernel>(c);
                        }});

@@ -186,7 +186,7 @@ void ReduceSumToShapeFn(KernelContext& ctx) {
       GenericSumKernel<T><<<GridFor(nout), kThreads, 0, st>>>(x.data<T>(), y.data<T>(), nout, m);
     }
   });
-  OF_CUDA_CHECK_LAUNCH("ReduceSumToShape");
+  OF_CUDA_CHECK_LAUNCH(op::kReduceSumToShape);
 }
 
 // ---- Sum (variadic, numpy broadcasting) ----------------------------------------------------------
@@ -259,14 +259,14 @@ namespace oneflow {
 
 void RegisterCudaGradKernels(KernelRegistry& r) {
   using namespace cuda;
-  RegisterCudaFn(r, "ReduceSumToShape", ReduceSumToShapeFn, kOneflowDomain);
-  RegisterCudaFn(r, "Sum", SumFn);
+  r.RegisterFn(OpId::kReduceSumToShape, ReduceSumToShapeFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kSum, SumFn, DeviceType::kCuda);
 #define OF_REGISTER_DERIVATIVE(Op)                                                                  \
   if constexpr (unary::Op::kStandalone && unary::Op::kGrad != unary::GradFrom::kNone)               \
-    RegisterCudaFn(r, UnaryGradOpName(UnaryInfo(UnaryOpId::k##Op)), DerivativeFn<UnaryOpId::k##Op>, kOneflowDomain);
+    r.RegisterFn(OpId::k##Op##Grad, DerivativeFn<UnaryOpId::k##Op>, DeviceType::kCuda);
   ONEFLOW_UNARY_OPS(OF_REGISTER_DERIVATIVE)
 #undef OF_REGISTER_DERIVATIVE
-  RegisterCudaFn(r, "ShrinkGrad", ShrinkGradFn, kOneflowDomain);
+  r.RegisterFn(OpId::kShrinkGrad, ShrinkGradFn, DeviceType::kCuda);
 }
 
 }  // namespace oneflow

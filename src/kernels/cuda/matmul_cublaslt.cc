@@ -395,8 +395,8 @@ class CudaGemmKernel final : public OpKernel {
 };
 
 template <typename K>
-void RegisterLt(KernelRegistry& r, const char* op, const std::string& domain) {
-  r.Register(KernelDef{domain, op, DeviceType::kCuda,
+void RegisterLt(KernelRegistry& r, OpId op) {
+  r.Register(KernelDef{op, DeviceType::kCuda,
                        [](const KernelInitContext& c) -> std::unique_ptr<OpKernel> { return std::make_unique<K>(c); }});
 }
 
@@ -406,10 +406,10 @@ void RegisterLt(KernelRegistry& r, const char* op, const std::string& domain) {
 namespace oneflow {
 
 void RegisterCudaMatMulKernels(KernelRegistry& r) {
-  cuda::RegisterLt<cuda::CudaMatMulKernel>(r, "MatMul", "");
-  cuda::RegisterLt<cuda::CudaMatMulKernel>(r, "FusedMatMul", kOneflowDomain);
-  cuda::RegisterLt<cuda::CudaGemmKernel>(r, "Gemm", "");
-  cuda::RegisterLt<cuda::CudaGemmKernel>(r, "FusedGemm", kOneflowDomain);
+  cuda::RegisterLt<cuda::CudaMatMulKernel>(r, OpId::kMatMul);
+  cuda::RegisterLt<cuda::CudaMatMulKernel>(r, OpId::kFusedMatMul);
+  cuda::RegisterLt<cuda::CudaGemmKernel>(r, OpId::kGemm);
+  cuda::RegisterLt<cuda::CudaGemmKernel>(r, OpId::kFusedGemm);
 }
 
 }  // namespace oneflow

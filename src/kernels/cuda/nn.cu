@@ -587,19 +587,19 @@ namespace oneflow {
 
 void RegisterCudaNnKernels(KernelRegistry& r) {
   using namespace cuda;
-  RegisterCudaFn(r, "MaxPool", MaxPoolFn);
-  RegisterCudaFn(r, "AveragePool", AveragePoolFn);
-  RegisterCudaFn(r, "GlobalAveragePool", GlobalAveragePoolFn);
-  RegisterCudaFn(r, "GlobalMaxPool", GlobalMaxPoolFn);
-  RegisterCudaFn(r, "NhwcMaxPool", NhwcMaxPoolFn, kOneflowDomain);
-  RegisterCudaFn(r, "NhwcAveragePool", NhwcAveragePoolFn, kOneflowDomain);
-  RegisterCudaFn(r, "NhwcGlobalAveragePool", NhwcGlobalAveragePoolFn, kOneflowDomain);
-  RegisterCudaFn(r, "BatchNormalization", BatchNormFn);
-  RegisterCudaFn(r, "ConvGradBias", ConvGradBiasFn, kOneflowDomain);
-  RegisterCudaFn(r, "MaxPoolGrad", MaxPoolGradFn, kOneflowDomain);
-  RegisterCudaFn(r, "AveragePoolGrad", AveragePoolGradFn, kOneflowDomain);
-  RegisterCudaFn(r, "GlobalAveragePoolGrad", GlobalAveragePoolGradFn, kOneflowDomain);
-  RegisterCudaFn(r, "GlobalMaxPoolGrad", GlobalMaxPoolGradFn, kOneflowDomain);
+  r.RegisterFn(OpId::kMaxPool, MaxPoolFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kAveragePool, AveragePoolFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kGlobalAveragePool, GlobalAveragePoolFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kGlobalMaxPool, GlobalMaxPoolFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kNhwcMaxPool, NhwcMaxPoolFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kNhwcAveragePool, NhwcAveragePoolFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kNhwcGlobalAveragePool, NhwcGlobalAveragePoolFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kBatchNormalization, BatchNormFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kConvGradBias, ConvGradBiasFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kMaxPoolGrad, MaxPoolGradFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kAveragePoolGrad, AveragePoolGradFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kGlobalAveragePoolGrad, GlobalAveragePoolGradFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kGlobalMaxPoolGrad, GlobalMaxPoolGradFn, DeviceType::kCuda);
 }
 
 }  // namespace oneflow

@@ -85,7 +85,7 @@ void SoftmaxGradFn(KernelContext& ctx) {
                                                                                      n, inner);
     }
   });
-  OF_CUDA_CHECK_LAUNCH("SoftmaxGrad");
+  OF_CUDA_CHECK_LAUNCH(op::kSoftmaxGrad);
 }
 
 // ---- LayerNormalizationGrad over [rows, n] -----------------------------------------------------
@@ -393,7 +393,7 @@ void SceFn(KernelContext& ctx) {
       SceReduceKernel<T><<<1, 1024, 0, st>>>(work.data<float>(), positions, l.reduction, ctx.output(0).data<T>(), nullptr);
     }
   });
-  OF_CUDA_CHECK_LAUNCH("SoftmaxCrossEntropyLoss");
+  OF_CUDA_CHECK_LAUNCH(op::kSoftmaxCrossEntropyLoss);
   CheckLabels(ctx, flag, st, l.c);
 }
 
@@ -429,7 +429,7 @@ void SceGradFn(KernelContext& ctx) {
                                                                      flag.data<int>(), l);
     });
   });
-  OF_CUDA_CHECK_LAUNCH("SoftmaxCrossEntropyLossGrad");
+  OF_CUDA_CHECK_LAUNCH(op::kSoftmaxCrossEntropyLossGrad);
   CheckLabels(ctx, flag, st, l.c);
 }
 
@@ -440,11 +440,11 @@ namespace oneflow {
 
 void RegisterCudaNormLossGradKernels(KernelRegistry& r) {
   using namespace cuda;
-  RegisterCudaFn(r, "SoftmaxGrad", SoftmaxGradFn<false>, kOneflowDomain);
-  RegisterCudaFn(r, "LogSoftmaxGrad", SoftmaxGradFn<true>, kOneflowDomain);
-  RegisterCudaFn(r, "LayerNormalizationGrad", LayerNormGradFn, kOneflowDomain);
-  RegisterCudaFn(r, "SoftmaxCrossEntropyLoss", SceFn);
-  RegisterCudaFn(r, "SoftmaxCrossEntropyLossGrad", SceGradFn, kOneflowDomain);
+  r.RegisterFn(OpId::kSoftmaxGrad, SoftmaxGradFn<false>, DeviceType::kCuda);
+  r.RegisterFn(OpId::kLogSoftmaxGrad, SoftmaxGradFn<true>, DeviceType::kCuda);
+  r.RegisterFn(OpId::kLayerNormalizationGrad, LayerNormGradFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kSoftmaxCrossEntropyLoss, SceFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kSoftmaxCrossEntropyLossGrad, SceGradFn, DeviceType::kCuda);
 }
 
 }  // namespace oneflow

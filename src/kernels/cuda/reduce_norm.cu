@@ -247,8 +247,8 @@ void LayerNormFn(KernelContext& ctx) {
 }
 
 template <int kOp>
-void RegisterReduce(KernelRegistry& r, const char* op) {
-  r.Register(KernelDef{"", op, DeviceType::kCuda,
+void RegisterReduce(KernelRegistry& r, OpId op) {
+  r.Register(KernelDef{op, DeviceType::kCuda,
                        [](const KernelInitContext& c) -> std::unique_ptr<OpKernel> {
                          return std::make_unique<ReduceKernel>(c, kOp);
                        }});
@@ -261,13 +261,13 @@ namespace oneflow {
 
 void RegisterCudaReductionKernels(KernelRegistry& r) {
   using namespace cuda;
-  RegisterReduce<kSum>(r, "ReduceSum");
-  RegisterReduce<kMean>(r, "ReduceMean");
-  RegisterReduce<kMax>(r, "ReduceMax");
-  RegisterReduce<kMin>(r, "ReduceMin");
-  RegisterCudaFn(r, "Softmax", SoftmaxFn<false>);
-  RegisterCudaFn(r, "LogSoftmax", SoftmaxFn<true>);
-  RegisterCudaFn(r, "LayerNormalization", LayerNormFn);
+  RegisterReduce<kSum>(r, OpId::kReduceSum);
+  RegisterReduce<kMean>(r, OpId::kReduceMean);
+  RegisterReduce<kMax>(r, OpId::kReduceMax);
+  RegisterReduce<kMin>(r, OpId::kReduceMin);
+  r.RegisterFn(OpId::kSoftmax, SoftmaxFn<false>, DeviceType::kCuda);
+  r.RegisterFn(OpId::kLogSoftmax, SoftmaxFn<true>, DeviceType::kCuda);
+  r.RegisterFn(OpId::kLayerNormalization, LayerNormFn, DeviceType::kCuda);
 }
 
 }  // namespace oneflow

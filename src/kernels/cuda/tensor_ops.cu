@@ -756,32 +756,32 @@ namespace oneflow {
 void RegisterCudaTensorKernels(KernelRegistry& r) {
   using namespace cuda;
   // Shape-only ops: output 0 is input 0's device data with the inferred shape.
-  RegisterCudaFn(r, "Slice", SliceFn);
-  RegisterCudaFn(r, "Split", SplitFn);
-  RegisterCudaFn(r, "Concat", ConcatFn);
-  RegisterCudaFn(r, "Expand", ExpandFn);
-  RegisterCudaFn(r, "Tile", TileFn);
-  RegisterCudaFn(r, "Pad", PadFn);
-  RegisterCudaFn(r, "Gather", GatherFn);
-  RegisterCudaFn(r, "GatherElements", GatherElementsFn);
-  RegisterCudaFn(r, "Where", WhereFn);
-  RegisterCudaFn(r, "Equal", CompareFn<kEqual>);
-  RegisterCudaFn(r, "Less", CompareFn<kLess>);
-  RegisterCudaFn(r, "LessOrEqual", CompareFn<kLessEqual>);
-  RegisterCudaFn(r, "Greater", CompareFn<kGreater>);
-  RegisterCudaFn(r, "GreaterOrEqual", CompareFn<kGreaterEqual>);
-  RegisterCudaFn(r, "And", CompareFn<kAnd>);
-  RegisterCudaFn(r, "Or", CompareFn<kOr>);
-  RegisterCudaFn(r, "Xor", CompareFn<kXor>);
-  RegisterCudaFn(r, "Not", NotFn);
-  RegisterCudaFn(r, "Range", RangeFn);
-  RegisterCudaFn(r, "Trilu", TriluFn);
-  r.Register(KernelDef{"", "CumSum", DeviceType::kCuda,
+  r.RegisterFn(OpId::kSlice, SliceFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kSplit, SplitFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kConcat, ConcatFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kExpand, ExpandFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kTile, TileFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kPad, PadFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kGather, GatherFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kGatherElements, GatherElementsFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kWhere, WhereFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kEqual, CompareFn<kEqual>, DeviceType::kCuda);
+  r.RegisterFn(OpId::kLess, CompareFn<kLess>, DeviceType::kCuda);
+  r.RegisterFn(OpId::kLessOrEqual, CompareFn<kLessEqual>, DeviceType::kCuda);
+  r.RegisterFn(OpId::kGreater, CompareFn<kGreater>, DeviceType::kCuda);
+  r.RegisterFn(OpId::kGreaterOrEqual, CompareFn<kGreaterEqual>, DeviceType::kCuda);
+  r.RegisterFn(OpId::kAnd, CompareFn<kAnd>, DeviceType::kCuda);
+  r.RegisterFn(OpId::kOr, CompareFn<kOr>, DeviceType::kCuda);
+  r.RegisterFn(OpId::kXor, CompareFn<kXor>, DeviceType::kCuda);
+  r.RegisterFn(OpId::kNot, NotFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kRange, RangeFn, DeviceType::kCuda);
+  r.RegisterFn(OpId::kTrilu, TriluFn, DeviceType::kCuda);
+  r.Register(KernelDef{OpId::kCumSum, DeviceType::kCuda,
                        [](const KernelInitContext& c) -> std::unique_ptr<OpKernel> {
                          return std::make_unique<CumSumOp>(c);
                        }});
-  RegisterCudaFn(r, "ArgMax", ArgFn<true>);
-  RegisterCudaFn(r, "ArgMin", ArgFn<false>);
+  r.RegisterFn(OpId::kArgMax, ArgFn<true>, DeviceType::kCuda);
+  r.RegisterFn(OpId::kArgMin, ArgFn<false>, DeviceType::kCuda);
 }
 
 }  // namespace oneflow

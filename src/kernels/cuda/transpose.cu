@@ -75,13 +75,15 @@ void TransposeFn(KernelContext& ctx) {
 
 void LaunchTranspose(DType dt, const void* x, const Shape& x_shape, const std::vector<int64_t>& perm, void* y,
                      cudaStream_t stream) {
-  Permute(dt, x, x_shape, perm, y, stream, "Transpose");
+  Permute(dt, x, x_shape, perm, y, stream, op::kTranspose);
 }
 
 }  // namespace oneflow::cuda
 
 namespace oneflow {
 
-void RegisterCudaTransposeKernels(KernelRegistry& r) { cuda::RegisterCudaFn(r, "Transpose", cuda::TransposeFn); }
+void RegisterCudaTransposeKernels(KernelRegistry& r) {
+  r.RegisterFn(OpId::kTranspose, cuda::TransposeFn, DeviceType::kCuda);
+}
 
 }  // namespace oneflow
