@@ -1,5 +1,5 @@
-// The binary arithmetic ops, each formula written once. A row of ONEFLOW_BINARY_OPS names a struct
-// below holding the op's ONNX name, its cost, how SBP partial sums pass through it, whether its
+// The binary arithmetic ops, each formula written once. A row of ONEFLOW_BINARY_TABLE
+// (graph/op_list.h) names a struct below holding the op's ONNX name, its cost, how SBP partial sums pass through it, whether its
 // schema and kernels come from the row, its mixed-precision class, and its scalar formula
 //
 //   Fwd(a, b)      y = f(a, b)

@@ -1,7 +1,7 @@
-// The unary elementwise ops, each defined once. A row of ONEFLOW_UNARY_OPS names a struct below
-// that holds every fact about the op: its ONNX name, domain and first opset, its attributes (the
-// formula's parameters, with defaults), which element types it takes, its cost, how SBP partial
-// sums pass through it, and two scalar formulas:
+// The unary elementwise ops, each defined once. A row of ONEFLOW_UNARY_TABLE (graph/op_list.h,
+// which gives the op its id, name and domain) names a struct below that holds every other fact
+// about the op: its first opset, its attributes (the formula's parameters, with defaults), which
+// element types it takes, its cost, how SBP partial sums pass through it, and two scalar formulas:
 //
 //   Fwd(x, p)      y = f(x)                 p: the parameters, in the order of kParams
 //   Bwd(d, s, p)   dX = d * f'(.)           s: the saved forward value, X or Y as kGrad says
@@ -382,14 +382,11 @@ struct Swish : RowDefaults {
   OF_BWD_FROM_X(SwishGrad(d, x, C(p[0])))
 };
 // ONNX Runtime's contrib op (com.microsoft QuickGelu, as CLIP and other exported transformers use
-// it): Swish with alpha 1.702, the sigmoid approximation of Gelu.
-struct MsQuickGelu : RowDefaults {
+// it): Swish with alpha 1.702, the sigmoid approximation of Gelu; Swish's formulas.
+struct MsQuickGelu : Swish {
   static constexpr const char* kName = op::kMsQuickGelu;
   static constexpr int kSince = 1;
   static constexpr ParamList kParams{1, {{"alpha", 1.702f}}};
-  static constexpr double kCost = kMath;
-  OF_FWD(x * math::FastSigmoid(C(p[0]) * x))
-  OF_BWD_FROM_X(SwishGrad(d, x, C(p[0])))
 };
 // ONNX Runtime's contrib Gelu (com.microsoft Gelu, which its transformer optimizer writes into
 // BERT- and GPT-style models): the exact erf form, ONNX Gelu with approximate="none", no attributes.
