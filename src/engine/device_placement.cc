@@ -14,11 +14,7 @@ namespace oneflow {
 namespace {
 
 // Nodes that read only the shape (and dtype) of these inputs, never their bytes (OpSchema::TypeOnlyInput).
-bool IsDataFreeInput(const Node& n, size_t i) {
-  if (n.schema == nullptr) return false;
-  const auto& only = n.schema->type_only_inputs;
-  return std::find(only.begin(), only.end(), i) != only.end();
-}
+bool IsDataFreeInput(const Node& n, size_t i) { return n.schema != nullptr && n.schema->ReadsOnlyTypeOf(i); }
 
 // "Known or named": a dim inference can express without seeing data.
 bool DimDetermined(const Dim& d) { return d.known() || !d.symbol.empty(); }

@@ -6,7 +6,7 @@
 namespace oneflow {
 
 OpId FindOpId(std::string_view domain, std::string_view name) {
-  // Keyed by "domain\0name"; names are unique across domains today, but the key does not rely on it.
+  // Keyed by "domain\0name": a name may stand in two domains (ONNX Gelu and com.microsoft Gelu).
   static const auto* index = [] {
     auto* m = new std::unordered_map<std::string, OpId>();
     for (int i = 1; i < kOpCount; ++i) {
@@ -24,18 +24,6 @@ OpId FindOpId(std::string_view domain, std::string_view name) {
   key.append(name);
   auto it = index->find(key);
   return it == index->end() ? OpId::kUnknown : it->second;
-}
-
-OpId UnaryGradOpId(OpId id) {
-  switch (id) {
-#define OF_UNARY_GRAD_CASE(Name) \
-  case OpId::k##Name:            \
-    return OpId::k##Name##Grad;
-    ONEFLOW_UNARY_OPS(OF_UNARY_GRAD_CASE)
-#undef OF_UNARY_GRAD_CASE
-    default:
-      return OpId::kUnknown;
-  }
 }
 
 }  // namespace oneflow

@@ -138,7 +138,5 @@ constexpr const char* OpName(OpId id) { return op_list_detail::kEntries[static_c
 constexpr const char* OpDomain(OpId id) { return op_list_detail::kEntries[static_cast<int>(id)].domain; }
 // The id of `name` in `domain`, or kUnknown. A hash lookup built on first use.
 OpId FindOpId(std::string_view domain, std::string_view name);
-// The <Name>Grad op of a unary row's op, or kUnknown when `id` is not a unary row.
-OpId UnaryGradOpId(OpId id);
 
 }  // namespace oneflow

@@ -3,6 +3,7 @@
 // graph/grad_context.h) and its SBP signatures for global tensors (SbpFn, graph/sbp_signature.h).
 #pragma once
 
+#include <algorithm>
 #include <climits>
 #include <functional>
 #include <map>
@@ -166,6 +167,11 @@ struct OpSchema {
   OpSchema& Precision(PrecisionClass p) { precision = p; return *this; }
   OpSchema& Flops(FlopsFn fn) { flops = std::move(fn); return *this; }
   OpSchema& View() { view = true; return *this; }
+
+  // Whether input `i` is read for its type only (TypeOnlyInput): its bytes are never touched.
+  bool ReadsOnlyTypeOf(size_t i) const {
+    return std::find(type_only_inputs.begin(), type_only_inputs.end(), i) != type_only_inputs.end();
+  }
 };
 
 class OpRegistry {

@@ -14,7 +14,9 @@ NodeRunner::NodeRunner(const Graph& graph, const Node& node, DeviceType device)
     kind_ = KernelKind::kView;
     return;
   }
-  const KernelDef* def = KernelRegistry::Global().Find(node.domain, node.op_type, device);
+  const KernelRegistry& kernels = KernelRegistry::Global();
+  const KernelDef* def = node.schema != nullptr ? kernels.Find(node.schema->id, device)
+                                                : kernels.Find(node.domain, node.op_type, device);
   OF_CHECK(def != nullptr, kUnsupported, "no ", device == DeviceType::kCpu ? "CPU" : "CUDA", " kernel for ",
            node.Describe());
   kernel_ = def->factory(KernelInitContext(graph, node));

@@ -1,5 +1,4 @@
 // Candidate n-D signatures per node (from the op registry's 1-D rules) and their compute cost.
-#include <algorithm>
 #include <set>
 
 #include "base/error.h"
@@ -111,11 +110,6 @@ std::vector<Candidate> NodeCandidates(const Graph& g, const Node& n, const PlanO
   // split S(1) instead of left as a full-size partial sum).
   const std::vector<int64_t> c0 = P.Coord(0);
   const bool is_view = n.schema && n.schema->view;  // OpSchema::View
-  auto reads_only_type = [&](size_t i) {
-    if (!n.schema) return false;
-    const auto& t = n.schema->type_only_inputs;
-    return std::find(t.begin(), t.end(), i) != t.end();
-  };
   for (Candidate& c : kept) {
     std::vector<Shape> li(ni), lo(no);
     double bytes = 0;
@@ -126,7 +120,7 @@ std::vector<Candidate> NodeCandidates(const Graph& g, const Node& n, const PlanO
       double b = static_cast<double>(NumElements(li[i]) * static_cast<int64_t>(DTypeSize(v.type.dtype)));
       // The memory traffic counts the bytes the kernel reads: none of an input it reads only the
       // type of (OpSchema::TypeOnlyInput, e.g. Shape's data).
-      if (!reads_only_type(i)) bytes += b;
+      if (!n.schema || !n.schema->ReadsOnlyTypeOf(i)) bytes += b;
       if (v.is_parameter) c.param_bytes += b;
     }
     for (size_t j = 0; j < no; ++j) {

@@ -81,9 +81,9 @@ TEST(CudaTrainKernels, EveryRowDerivativeMatchesCpu) {
     // Saved Y of Sigmoid/Tanh lies in (-1, 1); saved X anywhere.
     const bool saved_y = row.grad == unary::GradFrom::kY;
     for (DType dt : {DType::kFloat32, DType::kBFloat16}) {
-      OpCall c = GradOp(UnaryGradOpName(row), RandomTensor(dt, {2049}, rng),
+      OpCall c = GradOp(std::string(OpName(row.grad_op)), RandomTensor(dt, {2049}, rng),
                         RandomTensor(dt, {2049}, rng, saved_y ? 0.0f : -4.0f, saved_y ? 1.0f : 4.0f));
-      ExpectGpuMatchesCpu(c, Tol(dt), UnaryGradOpName(row) + " " + DTypeName(dt));
+      ExpectGpuMatchesCpu(c, Tol(dt), std::string(OpName(row.grad_op)) + " " + DTypeName(dt));
     }
   }
   EXPECT_GE(rows, 17);  // the rows with Bwd when this test was written

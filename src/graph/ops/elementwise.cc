@@ -123,8 +123,8 @@ void RegisterUnaryRow(OpRegistry& r, const UnaryOpInfo& op) {
     s.Grad(UnaryGradRule(op.name));
   } else {
     const bool from_y = op.grad == unary::GradFrom::kY;
-    s.Grad(DerivativeOpRule(UnaryGradOpName(op), from_y));
-    OpSchema g(UnaryGradOpName(op), kOneflowDomain);
+    s.Grad(DerivativeOpRule(OpName(op.grad_op), from_y));
+    OpSchema g(op.grad_op);
     g.Since(1).Input("dY").Input(from_y ? "Y" : "X").Output("dX").Infer(InferDerivative);
     AddParamAttrs(g, op.params);
     g.Sbp(ElementwiseSbp(Linear::kFirst));  // linear in dY

@@ -55,6 +55,5 @@ bool TryReadUnaryParams(const UnaryOpInfo& info, const AttrMap& attrs, float* ou
   }
 }
 
-std::string UnaryGradOpName(const UnaryOpInfo& info) { return OpName(info.grad_op); }
 
 }  // namespace oneflow

@@ -481,7 +481,5 @@ inline void WithRowParams(const UnaryOpInfo& info, const AttrMap& attrs, const s
   const float p1 = p[1];
   unary::WithFirstParam<Op>(p, [&](auto first) { body(first, p1); });
 }
-// The name of the ai.oneflow op computing a row's derivative (rows with kGrad != kNone).
-std::string UnaryGradOpName(const UnaryOpInfo& info);
 
 }  // namespace oneflow
