@@ -4,10 +4,10 @@
 # NATIVE_FUZZ_SECONDS (default 30) from the same seeds converted to .ofm. Exits non-zero on any
 # finding; the crashing input is left in build-fuzz/artifacts/ (native-artifacts/). The seed is fixed (FUZZ_SEED, default 1) so CI runs repeat;
 # set FUZZ_SEED=0 for a random one in longer local campaigns.
-#   usage: scripts/fuzz-smoke.sh [SECONDS]
+#   usage: scripts/fuzz-smoke.sh [SECONDS]   (or FUZZ_SECONDS=N in the environment)
 set -euo pipefail
 
-SECONDS_TO_RUN=${1:-60}
+SECONDS_TO_RUN=${1:-${FUZZ_SECONDS:-60}}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}
 PY=${PYTHON:-python3}
