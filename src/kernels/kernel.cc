@@ -1,10 +1,8 @@
 // Kernel contexts and the kernel registry.
 #include "kernels/kernel.h"
 
-#include "kernels/cpu/all_kernels.h"
-#ifdef ONEFLOW_HAVE_CUDA
-#include "kernels/cuda/cuda_kernels.h"
-#endif
+#include <cstdio>
+#include <cstdlib>
 
 namespace oneflow {
 
@@ -30,16 +28,36 @@ Tensor& KernelContext::output(size_t i) {
 }
 
 KernelRegistry& KernelRegistry::Global() {
-  static KernelRegistry* registry = [] {
-    auto* r = new KernelRegistry();
-    RegisterAllCpuKernels(*r);
-#ifdef ONEFLOW_HAVE_CUDA
-    RegisterAllCudaKernels(*r);
-#endif
-    return r;
-  }();
+  // Built on first use, which may be the first registrar's: registrars of other translation units run
+  // in no set order. Never destroyed, so a kernel lookup during exit still finds a live registry.
+  static KernelRegistry* registry = new KernelRegistry();
   return *registry;
 }
+
+namespace {
+
+// A registrar runs before main, where an exception would end the program with no word of why.
+template <typename F>
+void RegisterAtLoad(F&& add) {
+  try {
+    add(KernelRegistry::Global());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "oneflow: kernel registration failed: %s\n", e.what());
+    std::abort();
+  }
+}
+
+}  // namespace
+
+KernelRegistrar::KernelRegistrar(OpId op, DeviceType device, KernelFactory factory) {
+  RegisterAtLoad([&](KernelRegistry& r) { r.Register(KernelDef{op, device, std::move(factory)}); });
+}
+
+KernelRegistrar::KernelRegistrar(OpId op, DeviceType device, void (*fn)(KernelContext&)) {
+  RegisterAtLoad([&](KernelRegistry& r) { r.RegisterFn(op, fn, device); });
+}
+
+KernelRegistrar::KernelRegistrar(void (*register_table)(KernelRegistry&)) { RegisterAtLoad(register_table); }
 
 void KernelRegistry::Register(KernelDef def) {
   OF_CHECK(def.op != OpId::kUnknown && def.factory, kInternal, "kernel registered without an op or factory");

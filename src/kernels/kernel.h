@@ -104,16 +104,13 @@ struct KernelDef {
 // a kernel for an op the list lacks does not compile.
 class KernelRegistry {
  public:
-  static KernelRegistry& Global();  // every built-in kernel, registered on first use
+  // Every built-in kernel. Each registers itself where it is defined (ONEFLOW_KERNEL below), during
+  // static initialization, so there is no list of kernels to keep in step with the op list.
+  static KernelRegistry& Global();
 
   void Register(KernelDef def);  // throws kInternal when (op, device) already has one
   // Shorthands for the common cases.
   void RegisterFn(OpId op, void (*fn)(KernelContext&), DeviceType device = DeviceType::kCpu);
-  template <typename K>
-  void RegisterClass(OpId op) {
-    Register(KernelDef{op, DeviceType::kCpu,
-                       [](const KernelInitContext& c) -> std::unique_ptr<OpKernel> { return std::make_unique<K>(c); }});
-  }
 
   const KernelDef* Find(OpId op, DeviceType device) const;
   // Find by name, for nodes and tests that hold one; nullptr for a name the op list lacks.
@@ -123,5 +120,43 @@ class KernelRegistry {
   static constexpr int kDeviceCount = 2;  // DeviceType::kCpu, kCuda
   KernelDef defs_[kOpCount][kDeviceCount];  // factory empty: no kernel
 };
+
+// Registration where a kernel is defined, at namespace scope right after it:
+//   ONEFLOW_KERNEL(Relu, ReluKernel);                    CPU function kernel of OpId::kRelu
+//   ONEFLOW_CUDA_KERNEL(Relu, ReluFn);                   CUDA function kernel
+//   ONEFLOW_KERNEL_CLASS(MatMul, MatMulKernel);          OpKernel subclass built per node from its
+//   ONEFLOW_CUDA_KERNEL_CLASS(MatMul, CudaMatMulKernel); KernelInitContext (CPU, CUDA)
+//   ONEFLOW_KERNEL_FACTORY(Reduce, DeviceType::kCuda, MakeReduce);  a KernelFactory that may refuse
+//   ONEFLOW_KERNEL_TABLE(RegisterUnaryRows);             a function registering a generated table of rows
+// Each expands to a static object whose constructor registers into KernelRegistry::Global(). Every
+// module is an OBJECT library, so no object file, and no registrar, is dropped at link time. A broken
+// registration (an op registered twice) stops the program at load with a message naming the op.
+class KernelRegistrar {
+ public:
+  KernelRegistrar(OpId op, DeviceType device, KernelFactory factory);
+  KernelRegistrar(OpId op, DeviceType device, void (*fn)(KernelContext&));
+  explicit KernelRegistrar(void (*register_table)(KernelRegistry&));
+};
+
+template <typename K>
+std::unique_ptr<OpKernel> ConstructKernel(const KernelInitContext& c) {
+  return std::make_unique<K>(c);
+}
+
+#define OF_KERNEL_CONCAT_INNER(a, b) a##b
+#define OF_KERNEL_CONCAT(a, b) OF_KERNEL_CONCAT_INNER(a, b)
+#define OF_KERNEL_REGISTRAR \
+  [[maybe_unused]] static const ::oneflow::KernelRegistrar OF_KERNEL_CONCAT(of_kernel_registrar_, __COUNTER__)
+#define ONEFLOW_KERNEL(Op, fn) OF_KERNEL_REGISTRAR(::oneflow::OpId::k##Op, ::oneflow::DeviceType::kCpu, fn)
+#define ONEFLOW_CUDA_KERNEL(Op, fn) OF_KERNEL_REGISTRAR(::oneflow::OpId::k##Op, ::oneflow::DeviceType::kCuda, fn)
+#define ONEFLOW_KERNEL_CLASS(Op, K)                                           \
+  OF_KERNEL_REGISTRAR(::oneflow::OpId::k##Op, ::oneflow::DeviceType::kCpu, \
+                      ::oneflow::KernelFactory(::oneflow::ConstructKernel<K>))
+#define ONEFLOW_CUDA_KERNEL_CLASS(Op, K)                                       \
+  OF_KERNEL_REGISTRAR(::oneflow::OpId::k##Op, ::oneflow::DeviceType::kCuda, \
+                      ::oneflow::KernelFactory(::oneflow::ConstructKernel<K>))
+#define ONEFLOW_KERNEL_FACTORY(Op, device, factory) \
+  OF_KERNEL_REGISTRAR(::oneflow::OpId::k##Op, device, ::oneflow::KernelFactory(factory))
+#define ONEFLOW_KERNEL_TABLE(register_table) OF_KERNEL_REGISTRAR(register_table)
 
 }  // namespace oneflow

@@ -18,6 +18,8 @@
 #include "serialize/model_io.h"
 #include "serialize/native_format.h"
 #include "serialize/native_layout.h"
+#include "../test_support.h"
+#include "../graph_builder.h"
 
 namespace oneflow {
 namespace {
@@ -393,13 +395,7 @@ TEST(NativeFormat, CheckpointRoundTripsRolesTargetsAndMetadata) {
 
 // Loads `bytes`; returns the error (kOk when it loaded).
 ErrorCode LoadError(const std::string& bytes, std::string* message) {
-  try {
-    ReadNativeModelMemory(bytes.data(), bytes.size());
-  } catch (const Error& e) {
-    *message = e.what();
-    return e.code();
-  }
-  return ErrorCode::kOk;
+  return test_util::ErrorCodeOf([&] { ReadNativeModelMemory(bytes.data(), bytes.size()); }, message);
 }
 
 // A model with several weights, big enough that most of the file is weight data.
@@ -409,17 +405,8 @@ Graph WeightHeavy() {
   for (int i = 0; i < 4; ++i) {
     std::vector<float> v(3 * 250);
     for (size_t k = 0; k < v.size(); ++k) v[k] = static_cast<float>(k % 17) * 0.125f + static_cast<float>(i);
-    int c = g.AddConstant("extra" + std::to_string(i), Make<float>(DType::kFloat32, {250, 3}, v));
-    g.values[static_cast<size_t>(c)].is_parameter = true;
-    int out = g.AddValue("sum" + std::to_string(i));
-    Node n;
-    n.op_type = "Add";
-    n.name = "add_extra" + std::to_string(i);
-    n.opset = 17;
-    n.inputs = {prev, c};
-    n.outputs = {out};
-    g.nodes.push_back(n);
-    prev = out;
+    int c = test_util::AddParam(g, "extra" + std::to_string(i), Make<float>(DType::kFloat32, {250, 3}, v));
+    prev = test_util::AddOp(g, "Add", {prev, c}, "sum" + std::to_string(i));
   }
   g.outputs = {prev};
   return g;

@@ -11,6 +11,8 @@
 
 #include "engine/session.h"
 #include "serialize/native_format.h"
+#include "../graph_builder.h"
+#include "graph/grad_context.h"
 
 namespace oneflow {
 namespace {
@@ -37,18 +39,9 @@ TEST(NativeLarge, ThreeGigabyteModelRoundTripsAndRuns) {
     Tensor w = Tensor::Uninitialized(DType::kInt32, {rows[t], kCols});
     int32_t* p = w.data<int32_t>();
     for (int64_t i = 0; i < w.numel(); ++i) p[i] = Pattern(static_cast<uint64_t>(t), static_cast<uint64_t>(i));
-    int c = g.AddConstant("table" + std::to_string(t), w);
-    g.values[static_cast<size_t>(c)].is_parameter = true;
-    int y = g.AddValue("y" + std::to_string(t));
-    Node n;
-    n.op_type = "Gather";
-    n.name = "gather" + std::to_string(t);
-    n.opset = 17;
-    n.inputs = {c, ids};
-    n.outputs = {y};
-    n.attrs.set("axis", Attribute::Int(0));
-    g.nodes.push_back(n);
-    g.outputs.push_back(y);
+    int c = test_util::AddParam(g, "table" + std::to_string(t), w);
+    g.outputs.push_back(test_util::AddOp(g, "Gather", {c, ids}, "y" + std::to_string(t),
+                                         MakeAttrs({{"axis", Attribute::Int(0)}})));
   }
   const uint64_t weight_bytes = static_cast<uint64_t>(rows[0] + rows[1]) * kCols * 4;
   ASSERT_GE(weight_bytes, 3ull << 30);

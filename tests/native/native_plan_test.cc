@@ -13,6 +13,7 @@
 #include "serialize/checksum.h"
 #include "serialize/native_format.h"
 #include "serialize/native_layout.h"
+#include "../graph_builder.h"
 
 namespace oneflow {
 namespace {
@@ -29,16 +30,9 @@ Graph AnnotatedMatMul() {
   int x = g.AddValue("X", TensorType::Of(DType::kFloat32, Shape{8, 4}));
   Tensor w(DType::kFloat32, {4, 6});
   for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 0.5f * static_cast<float>(i);
-  int wid = g.AddConstant("W", w);
-  g.values[static_cast<size_t>(wid)].is_parameter = true;
-  int y = g.AddValue("Y", TensorType::Of(DType::kFloat32, Shape{8, 6}));
-  Node n;
-  n.op_type = "MatMul";
-  n.name = "mm";
-  n.opset = 17;
-  n.inputs = {x, wid};
-  n.outputs = {y};
-  g.nodes.push_back(n);
+  int wid = test_util::AddParam(g, "W", w);
+  int y = test_util::AddOp(g, "MatMul", {x, wid}, "Y");
+  g.values[static_cast<size_t>(y)].type = TensorType::Of(DType::kFloat32, Shape{8, 6});
   g.inputs = {x};
   g.outputs = {y};
   g.placement = Placement::Parse("cpu:[[0,1],[2,3]]");

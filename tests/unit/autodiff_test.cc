@@ -11,6 +11,7 @@
 #include "graph/grad_context.h"
 #include "passes/passes.h"
 #include "gradcheck.h"
+#include "../test_support.h"
 
 namespace oneflow {
 namespace {
@@ -24,16 +25,6 @@ struct Builder : test_util::GraphBuilder {
 
 AttrMap NoKeep() { return MakeAttrs({{"keepdims", Attribute::Int(0)}}); }
 
-ErrorCode CodeOf(const std::function<void()>& f, std::string* msg) {
-  try {
-    f();
-  } catch (const Error& e) {
-    *msg = e.what();
-    return e.code();
-  }
-  return ErrorCode::kOk;
-}
-
 TEST(Autodiff, OpWithoutRuleOnThePathIsNamed) {
   Builder b;
   int w = b.Param("w", Random({2, 3}));
@@ -42,7 +33,7 @@ TEST(Autodiff, OpWithoutRuleOnThePathIsNamed) {
   Graph& g = b.Done(b.Op("ReduceSum", {b.Op("Mul", {f, e}, "m")}, "loss", NoKeep()));
   const size_t nodes = g.nodes.size(), values = g.values.size();
   std::string msg;
-  EXPECT_EQ(CodeOf([&] { BuildGradients(g, "loss", {"w"}); }, &msg), ErrorCode::kUnsupported);
+  EXPECT_EQ(test_util::ErrorCodeOf([&] { BuildGradients(g, "loss", {"w"}); }, &msg), ErrorCode::kUnsupported);
   EXPECT_NE(msg.find("Hardmax 'hard'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("no gradient rule"), std::string::npos) << msg;
   EXPECT_EQ(g.nodes.size(), nodes);  // left unchanged
@@ -56,7 +47,7 @@ TEST(Autodiff, NonDifferentiableInputOnThePathIsNamed) {
   int c = b.Op("Clip", {x, lo}, "clipped");
   Graph& g = b.Done(b.Op("ReduceSum", {c}, "loss", NoKeep()));
   std::string msg;
-  EXPECT_EQ(CodeOf([&] { BuildGradients(g, "loss", {"lo"}); }, &msg), ErrorCode::kUnsupported);
+  EXPECT_EQ(test_util::ErrorCodeOf([&] { BuildGradients(g, "loss", {"lo"}); }, &msg), ErrorCode::kUnsupported);
   EXPECT_NE(msg.find("Clip 'clipped'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("'lo'"), std::string::npos) << msg;
   // The same graph differentiates fine with respect to x.
@@ -71,15 +62,15 @@ TEST(Autodiff, LossMustBeAFloatScalar) {
   int am = b.Op("ArgMax", {e}, "am", MakeAttrs({{"keepdims", Attribute::Int(0)}}));
   Graph& g = b.Done(s);
   std::string msg;
-  EXPECT_EQ(CodeOf([&] { BuildGradients(g, "e", {"w"}); }, &msg), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(test_util::ErrorCodeOf([&] { BuildGradients(g, "e", {"w"}); }, &msg), ErrorCode::kInvalidArgument);
   EXPECT_NE(msg.find("scalar"), std::string::npos) << msg;
   EXPECT_NE(msg.find("float64[2,3]"), std::string::npos) << msg;
-  EXPECT_EQ(CodeOf([&] { BuildGradients(g, "am", {"w"}); }, &msg), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(test_util::ErrorCodeOf([&] { BuildGradients(g, "am", {"w"}); }, &msg), ErrorCode::kInvalidArgument);
   EXPECT_NE(msg.find("float"), std::string::npos) << msg;
-  EXPECT_EQ(CodeOf([&] { BuildGradients(g, "nope", {"w"}); }, &msg), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(CodeOf([&] { BuildGradients(g, "rowsum", {"missing"}); }, &msg), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(test_util::ErrorCodeOf([&] { BuildGradients(g, "nope", {"w"}); }, &msg), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(test_util::ErrorCodeOf([&] { BuildGradients(g, "rowsum", {"missing"}); }, &msg), ErrorCode::kInvalidArgument);
   EXPECT_NE(msg.find("missing"), std::string::npos) << msg;
-  EXPECT_EQ(CodeOf([&] { BuildGradients(g, "rowsum", {"w", "w"}); }, &msg), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(test_util::ErrorCodeOf([&] { BuildGradients(g, "rowsum", {"w", "w"}); }, &msg), ErrorCode::kInvalidArgument);
   // A [1,1]-shaped loss (one element) is accepted.
   Builder b2;
   int w2 = b2.Param("w", Random({2, 3}));

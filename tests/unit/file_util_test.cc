@@ -12,16 +12,10 @@
 
 #include "base/error.h"
 #include "base/file_util.h"
+#include "../test_support.h"
 
 namespace oneflow {
 namespace {
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string MakeTempDir() {
   char tmpl[] = "/tmp/oneflow_file_util_XXXXXX";
@@ -42,13 +36,13 @@ TEST(FileUtil, WritesAndReplaces) {
   std::string dir = MakeTempDir();
   std::string path = dir + "/model.bin";
   WriteFileAtomically(path, "first", 5);
-  EXPECT_EQ(ReadAll(path), "first");
+  EXPECT_EQ(test_util::ReadFileBytes(path), "first");
   WriteFileAtomically(path, [](FileSink& s) {
     s.Write("sec", 3);
     s.Write("ond!", 4);
     EXPECT_EQ(s.bytes_written(), 7u);
   });
-  EXPECT_EQ(ReadAll(path), "second!");
+  EXPECT_EQ(test_util::ReadFileBytes(path), "second!");
   EXPECT_EQ(CountEntries(dir), 1);  // no temporary left behind
 }
 
@@ -62,7 +56,7 @@ TEST(FileUtil, FailingWriterLeavesOldFileAndNoTemporary) {
                                      Fail(ErrorCode::kRuntime, "simulated crash in the middle of a save");
                                    }),
                Error);
-  EXPECT_EQ(ReadAll(path), "keep me");
+  EXPECT_EQ(test_util::ReadFileBytes(path), "keep me");
   EXPECT_EQ(CountEntries(dir), 1);
 }
 

@@ -9,6 +9,7 @@
 #include "graph/autodiff.h"
 #include "graph/losses.h"
 #include "gradcheck.h"
+#include "../test_support.h"
 
 namespace oneflow {
 namespace {
@@ -73,14 +74,7 @@ TEST(AppendLoss, SoftmaxCrossEntropyMatchesLoops) {
 TEST(AppendLoss, BadInputsAreRefusedAndLeaveTheGraphAlone) {
   Graph g = PredictionGraph({4});
   const size_t nodes = g.nodes.size();
-  auto code = [&](const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return e.code();
-    }
-    return ErrorCode::kOk;
-  };
+  auto code = [](const std::function<void()>& f) { return test_util::ErrorCodeOf(f); };
   EXPECT_EQ(code([&] { AppendLoss(g, LossKind::kL1, "nope", "y"); }), ErrorCode::kInvalidArgument);
   EXPECT_EQ(code([&] { AppendLoss(g, LossKind::kL1, "pred", "p"); }), ErrorCode::kInvalidArgument);
   EXPECT_EQ(code([&] { AppendLoss(g, LossKind::kSoftmaxCrossEntropy, "pred", "y"); }), ErrorCode::kInvalidArgument);

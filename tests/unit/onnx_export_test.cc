@@ -22,16 +22,11 @@
 #include "onnx.pb.h"
 #include "serialize/onnx_export.h"
 #include "serialize/onnx_import.h"
+#include "../test_support.h"
+#include "../graph_builder.h"
 
 namespace oneflow {
 namespace {
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<std::string> ListDir(const std::string& dir) {
   std::vector<std::string> names;
@@ -78,29 +73,12 @@ Graph AddGraph(int64_t w_elems) {
   g.name = "add";
   g.opset_imports[""] = 17;
   int x = g.AddValue("X", TensorType::Of(DType::kFloat32, {Dim::Symbol("batch"), Dim::Known(w_elems)}));
-  int w = g.AddConstant("W", FloatTensor({w_elems}, 0.5f));
-  g.values[static_cast<size_t>(w)].is_parameter = true;
-  int y = g.AddValue("Y", TensorType::Of(DType::kFloat32, {Dim::Symbol("batch"), Dim::Known(w_elems)}));
-  Node n;
-  n.name = "add0";
-  n.op_type = "Add";
-  n.opset = 17;
-  n.inputs = {x, w};
-  n.outputs = {y};
-  g.nodes.push_back(n);
+  int w = test_util::AddParam(g, "W", FloatTensor({w_elems}, 0.5f));
+  int y = test_util::AddOp(g, "Add", {x, w}, "Y");
+  g.values[static_cast<size_t>(y)].type = TensorType::Of(DType::kFloat32, {Dim::Symbol("batch"), Dim::Known(w_elems)});
   g.inputs = {x};
   g.outputs = {y};
   return g;
-}
-
-ErrorCode CodeOf(const std::function<void()>& f, std::string* message) {
-  try {
-    f();
-  } catch (const Error& e) {
-    *message = e.what();
-    return e.code();
-  }
-  return ErrorCode::kOk;
 }
 
 TEST(OnnxExport, AttributesOfEveryKind) {
@@ -254,7 +232,7 @@ TEST(OnnxExport, ExternalDataWhenForcedOverTheThreshold) {
   ASSERT_EQ(files.size(), 2u);
   const std::string data_name = files[0] == "model.onnx" ? files[1] : files[0];
   EXPECT_EQ(data_name.rfind("model.onnx.", 0), 0u) << data_name;
-  onnx::ModelProto m = Parse(ReadAll(path));
+  onnx::ModelProto m = Parse(test_util::ReadFileBytes(path));
   ASSERT_EQ(m.graph().initializer_size(), 2);
   for (const auto& tp : m.graph().initializer()) {
     if (tp.name() == "b_small") {  // under min_external_tensor_bytes: inline
@@ -270,7 +248,7 @@ TEST(OnnxExport, ExternalDataWhenForcedOverTheThreshold) {
     EXPECT_EQ(ext["length"], "16384");
     size_t offset = std::stoul(ext["offset"]);
     EXPECT_EQ(offset % 64, 0u);
-    std::string data = ReadAll(dir + "/" + data_name);
+    std::string data = test_util::ReadFileBytes(dir + "/" + data_name);
     ASSERT_GE(data.size(), offset + 16384);
     std::vector<float> w(4096);
     std::memcpy(w.data(), data.data() + offset, 16384);
@@ -290,7 +268,7 @@ TEST(OnnxExport, ExternalDataWhenForcedOverTheThreshold) {
   // Under the default 1 GB threshold the same model is written inline.
   SaveOnnxModel(g, path);
   EXPECT_EQ(ListDir(dir), std::vector<std::string>{"model.onnx"});
-  EXPECT_EQ(Parse(ReadAll(path)).graph().initializer(0).raw_data().size(), 16384u);
+  EXPECT_EQ(Parse(test_util::ReadFileBytes(path)).graph().initializer(0).raw_data().size(), 16384u);
 }
 
 TEST(OnnxExport, InternalOpsAreRefusedByName) {
@@ -298,12 +276,12 @@ TEST(OnnxExport, InternalOpsAreRefusedByName) {
   g.nodes[0].op_type = "FusedConv";
   g.nodes[0].domain = kOneflowDomain;
   std::string msg;
-  EXPECT_EQ(CodeOf([&] { SerializeOnnxModel(g); }, &msg), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(test_util::ErrorCodeOf([&] { SerializeOnnxModel(g); }, &msg), ErrorCode::kInvalidArgument);
   EXPECT_NE(msg.find("FusedConv"), std::string::npos) << msg;
   EXPECT_NE(msg.find("ai.oneflow"), std::string::npos) << msg;
   TempDir tmp;
   const std::string& dir = tmp.path;
-  EXPECT_EQ(CodeOf([&] { SaveOnnxModel(g, dir + "/m.onnx"); }, &msg), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(test_util::ErrorCodeOf([&] { SaveOnnxModel(g, dir + "/m.onnx"); }, &msg), ErrorCode::kInvalidArgument);
   EXPECT_TRUE(ListDir(dir).empty());
 }
 
@@ -341,7 +319,7 @@ TEST(OnnxExport, OptimizedSessionGraphIsRefusedItsModelExports) {
     if (n.domain == kOneflowDomain) fused = n.op_type;
   ASSERT_FALSE(fused.empty()) << "the optimizer fused nothing; this test needs a fusion";
   std::string msg;
-  EXPECT_EQ(CodeOf([&] { SerializeOnnxModel(session.optimized()); }, &msg), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(test_util::ErrorCodeOf([&] { SerializeOnnxModel(session.optimized()); }, &msg), ErrorCode::kInvalidArgument);
   EXPECT_NE(msg.find(fused), std::string::npos) << msg;
   onnx::ModelProto m = Parse(SerializeOnnxModel(session.model()));
   ASSERT_EQ(m.graph().node_size(), 2);
@@ -358,23 +336,23 @@ TEST(OnnxExport, FailingSaveLeavesTheExistingModelAndItsDataIntact) {
   external.external_data = OnnxExportOptions::ExternalData::kAlways;
   SaveOnnxModel(g, path, external);
   const std::vector<std::string> before = ListDir(dir);
-  const std::string model_before = ReadAll(path);
+  const std::string model_before = test_util::ReadFileBytes(path);
 
   // Refused before anything is written.
   Graph bad = AddGraph(1024);
   bad.nodes[0].domain = kOneflowDomain;
   std::string msg;
-  EXPECT_NE(CodeOf([&] { SaveOnnxModel(bad, path, external); }, &msg), ErrorCode::kOk);
+  EXPECT_NE(test_util::ErrorCodeOf([&] { SaveOnnxModel(bad, path, external); }, &msg), ErrorCode::kOk);
   // Fails while writing: the data file's directory does not exist.
   Graph changed = AddGraph(1024);
   changed.values[static_cast<size_t>(changed.FindValue("W"))].constant = FloatTensor({1024}, 7.0f);
   OnnxExportOptions missing_dir = external;
   missing_dir.data_file = "no_such_dir/w.data";
-  EXPECT_NE(CodeOf([&] { SaveOnnxModel(changed, path, missing_dir); }, &msg), ErrorCode::kOk);
+  EXPECT_NE(test_util::ErrorCodeOf([&] { SaveOnnxModel(changed, path, missing_dir); }, &msg), ErrorCode::kOk);
   EXPECT_NE(msg.find("no_such_dir"), std::string::npos) << msg;
 
   EXPECT_EQ(ListDir(dir), before);  // no temporary or orphaned files either
-  EXPECT_EQ(ReadAll(path), model_before);
+  EXPECT_EQ(test_util::ReadFileBytes(path), model_before);
   Graph back = LoadOnnxFile(path);  // the old pair still loads, with the old values
   EXPECT_EQ(back.values[static_cast<size_t>(back.FindValue("W"))].constant.data<float>()[3], 3.5f);
 }
@@ -389,14 +367,14 @@ TEST(OnnxExport, OverTwoGigabytesInMemoryIsRefusedPointingToThePathForm) {
              Storage::Borrow(p, bytes, [p, bytes] { ::munmap(p, bytes); }));
   g.values[static_cast<size_t>(g.FindValue("W"))].constant = big;
   std::string msg;
-  EXPECT_EQ(CodeOf([&] { SerializeOnnxModel(g); }, &msg), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(test_util::ErrorCodeOf([&] { SerializeOnnxModel(g); }, &msg), ErrorCode::kInvalidArgument);
   EXPECT_NE(msg.find("2 GB"), std::string::npos) << msg;
   EXPECT_NE(msg.find("SaveOnnxModel"), std::string::npos) << msg;
   OnnxExportOptions never;
   never.external_data = OnnxExportOptions::ExternalData::kNever;
   TempDir tmp;
   const std::string& dir = tmp.path;
-  EXPECT_EQ(CodeOf([&] { SaveOnnxModel(g, dir + "/m.onnx", never); }, &msg), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(test_util::ErrorCodeOf([&] { SaveOnnxModel(g, dir + "/m.onnx", never); }, &msg), ErrorCode::kInvalidArgument);
   EXPECT_TRUE(ListDir(dir).empty());
 }
 

@@ -5,6 +5,7 @@
 
 #include "onnx.pb.h"
 #include "serialize/onnx_import.h"
+#include "../test_support.h"
 
 namespace oneflow {
 namespace {
@@ -21,13 +22,7 @@ std::string ModelWithInitializer(const onnx::TensorProto& w) {
 }
 
 ErrorCode LoadError(const std::string& bytes, std::string* message) {
-  try {
-    LoadOnnxBytes(bytes.data(), bytes.size());
-  } catch (const Error& e) {
-    *message = e.what();
-    return e.code();
-  }
-  return ErrorCode::kOk;
+  return test_util::ErrorCodeOf([&] { LoadOnnxBytes(bytes.data(), bytes.size()); }, message);
 }
 
 TEST(OnnxImport, HugeShapeWithLittleDataIsRefusedWithoutAllocating) {

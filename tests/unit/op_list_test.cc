@@ -109,5 +109,15 @@ TEST(OpList, RegistriesRefuseWhatTheListLacks) {
   EXPECT_EQ(kernels.Find("", "NoSuchOp", DeviceType::kCpu), nullptr);
 }
 
+// Kernels register themselves at load (ONEFLOW_KERNEL beside each definition): a second kernel for
+// an (op, device) that already has one stops the program at load, naming the op, rather than
+// silently replacing the first.
+TEST(OpList, ASecondRegistrarForAnOpStopsTheProgramNamingIt) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  ASSERT_NE(KernelRegistry::Global().Find(OpId::kRelu, DeviceType::kCpu), nullptr);
+  EXPECT_DEATH(KernelRegistrar(OpId::kRelu, DeviceType::kCpu, [](KernelContext&) {}),
+               "kernel registration failed: kernel for Relu registered twice");
+}
+
 }  // namespace
 }  // namespace oneflow

@@ -78,11 +78,8 @@ void FusedAttentionKernel(KernelContext& ctx) {
   AttentionRows<float>(q.data<float>(), k.data<float>(), v.data<float>(), yf.data<float>(), a, scale, causal, ctx.pool());
   if (half) NarrowFromFloat(yf, y);
 }
+ONEFLOW_KERNEL(FusedAttention, FusedAttentionKernel);
 
 }  // namespace
-
-void RegisterCpuAttentionKernels(KernelRegistry& r) {
-  r.RegisterFn(OpId::kFusedAttention, FusedAttentionKernel);
-}
 
 }  // namespace oneflow

@@ -40,6 +40,15 @@ void BinaryRowKernel(KernelContext& ctx) {
   ArithBinary(ctx, [](auto x, auto y) { return Op::Fwd(x, y); }, Op::kCost);
 }
 
+// Every standalone binary row of graph/op_list.h runs BinaryRowKernel.
+void RegisterRows(KernelRegistry& r) {
+#define OF_REGISTER_BINARY_ROW(Op) \
+  if constexpr (binary::Op::kStandalone) r.RegisterFn(OpId::k##Op, BinaryRowKernel<binary::Op>);
+  ONEFLOW_BINARY_OPS(OF_REGISTER_BINARY_ROW)
+#undef OF_REGISTER_BINARY_ROW
+}
+ONEFLOW_KERNEL_TABLE(RegisterRows);
+
 // fmod=1: result takes the dividend's sign (C fmod / %). fmod=0: the divisor's sign (Python/numpy).
 // Integer x mod 0 is 0 (numpy's np.fmod and np.remainder); floats give fmod's NaN.
 void ModKernel(KernelContext& ctx) {
@@ -65,6 +74,7 @@ void ModKernel(KernelContext& ctx) {
     }
   }, kMathCost);
 }
+ONEFLOW_KERNEL(Mod, ModKernel);
 
 void PowKernel(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
@@ -125,6 +135,7 @@ void PowKernel(KernelContext& ctx) {
     }
   });
 }
+ONEFLOW_KERNEL(Pow, PowKernel);
 
 // PRelu: slope broadcasts (unidirectionally) to X.
 void PReluKernel(KernelContext& ctx) {
@@ -133,6 +144,7 @@ void PReluKernel(KernelContext& ctx) {
     return x < C(0) ? binary::Mul::Fwd(s, x) : x;
   }, kCheapCost);
 }
+ONEFLOW_KERNEL(PRelu, PReluKernel);
 
 // Min/Max/Sum/Mean over 1..N inputs: out = g(in0, in1), then out = g(out, in_i) in place.
 template <typename G>
@@ -176,17 +188,24 @@ void VariadicKernel(KernelContext& ctx, G g, bool mean) {
 }
 
 void MaxKernel(KernelContext& ctx) { VariadicKernel(ctx, [](auto x, auto y) { return binary::Max::Fwd(x, y); }, false); }
+ONEFLOW_KERNEL(Max, MaxKernel);
 void MinKernel(KernelContext& ctx) { VariadicKernel(ctx, [](auto x, auto y) { return binary::Min::Fwd(x, y); }, false); }
+ONEFLOW_KERNEL(Min, MinKernel);
 void SumKernel(KernelContext& ctx) { VariadicKernel(ctx, [](auto x, auto y) { return binary::Add::Fwd(x, y); }, false); }
+ONEFLOW_KERNEL(Sum, SumKernel);
 void MeanKernel(KernelContext& ctx) { VariadicKernel(ctx, [](auto x, auto y) { return binary::Add::Fwd(x, y); }, true); }
+ONEFLOW_KERNEL(Mean, MeanKernel);
 
 // out = g(a, b) for integer tensors.
 template <typename G>
 void IntegerBinary(KernelContext& ctx, G g) { MapBinary<true>(ctx, g, kCheapCost); }
 
 void BitwiseAndKernel(KernelContext& ctx) { IntegerBinary(ctx, [](auto x, auto y) { return x & y; }); }
+ONEFLOW_KERNEL(BitwiseAnd, BitwiseAndKernel);
 void BitwiseOrKernel(KernelContext& ctx) { IntegerBinary(ctx, [](auto x, auto y) { return x | y; }); }
+ONEFLOW_KERNEL(BitwiseOr, BitwiseOrKernel);
 void BitwiseXorKernel(KernelContext& ctx) { IntegerBinary(ctx, [](auto x, auto y) { return x ^ y; }); }
+ONEFLOW_KERNEL(BitwiseXor, BitwiseXorKernel);
 
 // Shift amounts outside [0, bits) shift everything out: LEFT gives 0, RIGHT gives the sign fill.
 // Signed RIGHT shifts are arithmetic; LEFT shifts wrap.
@@ -209,25 +228,7 @@ void BitShiftKernel(KernelContext& ctx) {
   if (dir == "LEFT") IntegerBinary(ctx, [shift](auto x, auto y) { return shift(x, y, true); });
   else IntegerBinary(ctx, [shift](auto x, auto y) { return shift(x, y, false); });
 }
+ONEFLOW_KERNEL(BitShift, BitShiftKernel);
 
 }  // namespace
-
-void RegisterCpuBinaryKernels(KernelRegistry& r) {
-#define OF_REGISTER_BINARY_ROW(Op) \
-  if constexpr (binary::Op::kStandalone) r.RegisterFn(OpId::k##Op, BinaryRowKernel<binary::Op>);
-  ONEFLOW_BINARY_OPS(OF_REGISTER_BINARY_ROW)
-#undef OF_REGISTER_BINARY_ROW
-  r.RegisterFn(OpId::kPow, PowKernel);
-  r.RegisterFn(OpId::kMax, MaxKernel);
-  r.RegisterFn(OpId::kMin, MinKernel);
-  r.RegisterFn(OpId::kMod, ModKernel);
-  r.RegisterFn(OpId::kPRelu, PReluKernel);
-  r.RegisterFn(OpId::kSum, SumKernel);
-  r.RegisterFn(OpId::kMean, MeanKernel);
-  r.RegisterFn(OpId::kBitwiseAnd, BitwiseAndKernel);
-  r.RegisterFn(OpId::kBitwiseOr, BitwiseOrKernel);
-  r.RegisterFn(OpId::kBitwiseXor, BitwiseXorKernel);
-  r.RegisterFn(OpId::kBitShift, BitShiftKernel);
-}
-
 }  // namespace oneflow

@@ -1,7 +1,7 @@
 // CPU kernel of ai.oneflow Boxing: the shared Boxing steps (kernels/boxing_steps.h) on host memory.
 #include "graph/op_schema.h"
 #include "kernels/boxing_steps.h"
-#include "kernels/cpu/all_kernels.h"
+#include "kernels/kernel.h"
 #include "kernels/kernel.h"
 
 namespace oneflow {
@@ -22,9 +22,8 @@ class BoxingKernel final : public OpKernel {
  private:
   const BoxingAttrs a_;
 };
+ONEFLOW_KERNEL_CLASS(Boxing, BoxingKernel);
 
 }  // namespace
-
-void RegisterCpuBoxingKernels(KernelRegistry& r) { r.RegisterClass<BoxingKernel>(OpId::kBoxing); }
 
 }  // namespace oneflow

@@ -40,6 +40,8 @@ void CastKernel(KernelContext& ctx) {
   CheckCastable(ctx, y.dtype());
   CastInto(ctx.pool(), x, y);
 }
+ONEFLOW_KERNEL(Cast, CastKernel);
+ONEFLOW_KERNEL(CastLike, CastKernel);  // output dtype comes from inference (target_type's dtype)
 
 void DropoutKernel(KernelContext& ctx) {
   // Training mode with ratio 0 keeps every element, so it is the identity too; any other training
@@ -56,6 +58,7 @@ void DropoutKernel(KernelContext& ctx) {
     if (mask.numel() > 0) std::memset(mask.raw(), 1, mask.nbytes());  // bool true
   }
 }
+ONEFLOW_KERNEL(Dropout, DropoutKernel);
 
 }  // namespace
 
@@ -72,12 +75,6 @@ void CastInto(ThreadPool& pool, const Tensor& src, Tensor& dst) {
       UnaryMap(pool, src.data<S>(), dst.data<D>(), src.numel(), [](S v) { return ConvertValue<D>(v); }, kCheapCost);
     });
   });
-}
-
-void RegisterCpuCastKernels(KernelRegistry& r) {
-  r.RegisterFn(OpId::kCast, CastKernel);
-  r.RegisterFn(OpId::kCastLike, CastKernel);  // output dtype comes from inference (target_type's dtype)
-  r.RegisterFn(OpId::kDropout, DropoutKernel);
 }
 
 }  // namespace oneflow

@@ -23,10 +23,15 @@ void CompareBinary(KernelContext& ctx, G g, bool allow_bool) {
 }
 
 void EqualKernel(KernelContext& ctx) { CompareBinary(ctx, [](auto x, auto y) { return x == y; }, true); }
+ONEFLOW_KERNEL(Equal, EqualKernel);
 void LessKernel(KernelContext& ctx) { CompareBinary(ctx, [](auto x, auto y) { return x < y; }, false); }
+ONEFLOW_KERNEL(Less, LessKernel);
 void LessOrEqualKernel(KernelContext& ctx) { CompareBinary(ctx, [](auto x, auto y) { return x <= y; }, false); }
+ONEFLOW_KERNEL(LessOrEqual, LessOrEqualKernel);
 void GreaterKernel(KernelContext& ctx) { CompareBinary(ctx, [](auto x, auto y) { return x > y; }, false); }
+ONEFLOW_KERNEL(Greater, GreaterKernel);
 void GreaterOrEqualKernel(KernelContext& ctx) { CompareBinary(ctx, [](auto x, auto y) { return x >= y; }, false); }
+ONEFLOW_KERNEL(GreaterOrEqual, GreaterOrEqualKernel);
 
 template <typename G>
 void LogicalBinary(KernelContext& ctx, G g) {
@@ -40,8 +45,11 @@ void LogicalBinary(KernelContext& ctx, G g) {
 }
 
 void AndKernel(KernelContext& ctx) { LogicalBinary(ctx, [](bool x, bool y) { return x && y; }); }
+ONEFLOW_KERNEL(And, AndKernel);
 void OrKernel(KernelContext& ctx) { LogicalBinary(ctx, [](bool x, bool y) { return x || y; }); }
+ONEFLOW_KERNEL(Or, OrKernel);
 void XorKernel(KernelContext& ctx) { LogicalBinary(ctx, [](bool x, bool y) { return x != y; }); }
+ONEFLOW_KERNEL(Xor, XorKernel);
 
 // Where copies elements, so it dispatches on element size rather than dtype.
 template <typename T>
@@ -104,19 +112,8 @@ void WhereKernel(KernelContext& ctx) {
     default: Fail(ErrorCode::kUnsupported, ctx.node_desc(), ": Where on ", DTypeName(x.dtype()));
   }
 }
+ONEFLOW_KERNEL(Where, WhereKernel);
 
 }  // namespace
-
-void RegisterCpuCompareKernels(KernelRegistry& r) {
-  r.RegisterFn(OpId::kEqual, EqualKernel);
-  r.RegisterFn(OpId::kLess, LessKernel);
-  r.RegisterFn(OpId::kLessOrEqual, LessOrEqualKernel);
-  r.RegisterFn(OpId::kGreater, GreaterKernel);
-  r.RegisterFn(OpId::kGreaterOrEqual, GreaterOrEqualKernel);
-  r.RegisterFn(OpId::kAnd, AndKernel);
-  r.RegisterFn(OpId::kOr, OrKernel);
-  r.RegisterFn(OpId::kXor, XorKernel);
-  r.RegisterFn(OpId::kWhere, WhereKernel);
-}
 
 }  // namespace oneflow

@@ -235,6 +235,8 @@ void ConvKernel::Compute(KernelContext& ctx) {
     ComputeNchw(ctx, x, w, b, z, y, dnnl_candidate_);
   }
 }
+ONEFLOW_KERNEL_CLASS(Conv, ConvKernel);
+ONEFLOW_KERNEL_CLASS(FusedConv, ConvKernel);
 
 void ConvKernel::ComputeNhwc(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b, const Tensor* z,
                              Tensor& y) {

@@ -16,7 +16,7 @@
 #include "graph/op_schema.h"
 #include "graph/ops/conv_shape.h"
 #include "kernels/cpu/half_compute.h"
-#include "kernels/cpu/nn_grad_kernels.h"
+#include "kernels/kernel.h"
 #include "kernels/cpu/nn_kernels.h"
 #include "kernels/cpu/reduce_util.h"
 
@@ -423,6 +423,8 @@ void ConvGradDataKernel(KernelContext& ctx) {
     }
   });
 }
+ONEFLOW_KERNEL(ConvGradData, ConvGradDataKernel<false>);
+ONEFLOW_KERNEL(ConvTransposeGradData, ConvGradDataKernel<true>);
 
 template <bool kTranspose>
 void ConvGradFilterKernel(KernelContext& ctx) {
@@ -443,6 +445,8 @@ void ConvGradFilterKernel(KernelContext& ctx) {
     }
   });
 }
+ONEFLOW_KERNEL(ConvGradFilter, ConvGradFilterKernel<false>);
+ONEFLOW_KERNEL(ConvTransposeGradFilter, ConvGradFilterKernel<true>);
 
 // dB[c] = sum of dY[n, c, ...] over the batch and every spatial position.
 void ConvGradBiasKernel(KernelContext& ctx) {
@@ -467,15 +471,8 @@ void ConvGradBiasKernel(KernelContext& ctx) {
     });
   });
 }
+ONEFLOW_KERNEL(ConvGradBias, ConvGradBiasKernel);
 
 }  // namespace
-
-void RegisterCpuConvGradKernels(KernelRegistry& r) {
-  r.RegisterFn(OpId::kConvGradData, ConvGradDataKernel<false>);
-  r.RegisterFn(OpId::kConvGradFilter, ConvGradFilterKernel<false>);
-  r.RegisterFn(OpId::kConvGradBias, ConvGradBiasKernel);
-  r.RegisterFn(OpId::kConvTransposeGradData, ConvGradDataKernel<true>);
-  r.RegisterFn(OpId::kConvTransposeGradFilter, ConvGradFilterKernel<true>);
-}
 
 }  // namespace oneflow

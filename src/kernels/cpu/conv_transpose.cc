@@ -113,5 +113,6 @@ void ConvTransposeKernel::Compute(KernelContext& ctx) {
     }
   });
 }
+ONEFLOW_KERNEL_CLASS(ConvTranspose, ConvTransposeKernel);
 
 }  // namespace oneflow

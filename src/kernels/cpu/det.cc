@@ -55,9 +55,8 @@ void DetKernel(KernelContext& ctx) {
     });
   });
 }
+ONEFLOW_KERNEL(Det, DetKernel);
 
 }  // namespace
-
-void RegisterCpuDetKernel(KernelRegistry& r) { r.RegisterFn(OpId::kDet, DetKernel); }
 
 }  // namespace oneflow

@@ -1,6 +1,6 @@
 // CPU kernel: Einsum as a direct sum-of-products loop over the output and contracted labels.
 #include "graph/ops/spatial_util.h"
-#include "kernels/cpu/spatial_kernels.h"
+#include "kernels/kernel.h"
 
 namespace oneflow {
 namespace {
@@ -109,9 +109,8 @@ void EinsumKernel(KernelContext& ctx) {
     }
   });
 }
+ONEFLOW_KERNEL(Einsum, EinsumKernel);
 
 }  // namespace
-
-void RegisterCpuEinsumKernels(KernelRegistry& r) { r.RegisterFn(OpId::kEinsum, EinsumKernel); }
 
 }  // namespace oneflow

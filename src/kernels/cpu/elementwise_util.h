@@ -164,13 +164,6 @@ D SaturatingCast(C v) {
   return static_cast<D>(v);  // v in (lowest, max + 1): its truncation fits
 }
 
-// Entry points of the per-file kernel sets (all registered by RegisterCpuElementwiseKernels).
-class KernelRegistry;
-void RegisterCpuUnaryKernels(KernelRegistry& r);     // cpu/unary.cc
-void RegisterCpuBinaryKernels(KernelRegistry& r);    // cpu/binary.cc
-void RegisterCpuCompareKernels(KernelRegistry& r);   // cpu/compare.cc
-void RegisterCpuCastKernels(KernelRegistry& r);      // cpu/cast.cc
-
 // Converts every element of `src` into `dst` (same numel; any numeric/bool/f16/bf16 pair).
 void CastInto(ThreadPool& pool, const Tensor& src, Tensor& dst);
 

@@ -10,7 +10,7 @@
 
 #include "graph/fused_elementwise_program.h"
 #include "graph/op_schema.h"
-#include "kernels/cpu/all_kernels.h"
+#include "kernels/kernel.h"
 #include "kernels/cpu/elementwise_util.h"
 #include "kernels/kernel.h"
 
@@ -172,11 +172,8 @@ class FusedElementwiseKernel final : public OpKernel {
   EwProgram program_;
   double cost_ = 0.0;
 };
+ONEFLOW_KERNEL_CLASS(FusedElementwise, FusedElementwiseKernel);
 
 }  // namespace
-
-void RegisterCpuFusedElementwiseKernels(KernelRegistry& r) {
-  r.RegisterClass<FusedElementwiseKernel>(OpId::kFusedElementwise);
-}
 
 }  // namespace oneflow

@@ -34,6 +34,7 @@ void GatherKernel(KernelContext& ctx) {
     }
   });
 }
+ONEFLOW_KERNEL(Gather, GatherKernel);
 
 // Calls fn(out_linear, data_offset_without_axis, axis_coordinate) for every element of an
 // index-shaped tensor laid over `data_shape` (GatherElements / ScatterElements addressing).
@@ -78,6 +79,7 @@ void GatherElementsKernel(KernelContext& ctx) {
     CopyElement(dst + static_cast<size_t>(i) * esz, src + static_cast<size_t>(off + idx[static_cast<size_t>(i)] * astride) * esz, esz);
   });
 }
+ONEFLOW_KERNEL(GatherElements, GatherElementsKernel);
 
 // Offsets (in elements of data) of each index tuple of GatherND/ScatterND, batch-relative.
 std::vector<int64_t> TupleOffsets(const KernelContext& ctx, const Tensor& data, const Tensor& indices, int64_t b) {
@@ -127,6 +129,7 @@ void GatherNDKernel(KernelContext& ctx) {
     std::memcpy(dst + t * slice_bytes, src + static_cast<size_t>(batch * batch_stride + off[t]) * esz, slice_bytes);
   }
 }
+ONEFLOW_KERNEL(GatherND, GatherNDKernel);
 
 enum class Reduction { kNone, kAdd, kMul, kMax, kMin };
 
@@ -180,6 +183,7 @@ void ScatterElementsKernel(KernelContext& ctx) {
     });
   });
 }
+ONEFLOW_KERNEL(ScatterElements, ScatterElementsKernel);
 
 void ScatterNDKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -203,6 +207,7 @@ void ScatterNDKernel(KernelContext& ctx) {
       for (int64_t j = 0; j < slice; ++j) Combine<T>(d[off[t] + j], u[static_cast<int64_t>(t) * slice + j], red);
   });
 }
+ONEFLOW_KERNEL(ScatterND, ScatterNDKernel);
 
 void OneHotKernel(KernelContext& ctx) {
   const Tensor& ind = ctx.input(0);
@@ -227,6 +232,7 @@ void OneHotKernel(KernelContext& ctx) {
         CopyElement(dst + static_cast<size_t>((o * depth + d) * inner + i) * esz, v == d ? on : off, esz);
       }
 }
+ONEFLOW_KERNEL(OneHot, OneHotKernel);
 
 void NonZeroKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -257,6 +263,7 @@ void NonZeroKernel(KernelContext& ctx) {
     OF_ASSERT(k == nnz);
   });
 }
+ONEFLOW_KERNEL(NonZero, NonZeroKernel);
 
 void CompressKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -284,6 +291,7 @@ void CompressKernel(KernelContext& ctx) {
       if (c[i]) std::memcpy(dst + static_cast<size_t>(o * kept + j++) * run, src + static_cast<size_t>(o * n + i) * run, run);
   }
 }
+ONEFLOW_KERNEL(Compress, CompressKernel);
 
 void ReverseSequenceKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -308,6 +316,7 @@ void ReverseSequenceKernel(KernelContext& ctx) {
     }
   }
 }
+ONEFLOW_KERNEL(ReverseSequence, ReverseSequenceKernel);
 
 void UniqueKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -333,20 +342,8 @@ void UniqueKernel(KernelContext& ctx) {
     if (ctx.has_output(i) && !outs[i - 1]->empty())
       std::memcpy(ctx.output(i).raw(), outs[i - 1]->data(), outs[i - 1]->size() * sizeof(int64_t));
 }
+ONEFLOW_KERNEL(Unique, UniqueKernel);
 
 }  // namespace
-
-void RegisterCpuGatherScatterKernels(KernelRegistry& r) {
-  r.RegisterFn(OpId::kGather, GatherKernel);
-  r.RegisterFn(OpId::kGatherElements, GatherElementsKernel);
-  r.RegisterFn(OpId::kGatherND, GatherNDKernel);
-  r.RegisterFn(OpId::kScatterElements, ScatterElementsKernel);
-  r.RegisterFn(OpId::kScatterND, ScatterNDKernel);
-  r.RegisterFn(OpId::kOneHot, OneHotKernel);
-  r.RegisterFn(OpId::kNonZero, NonZeroKernel);
-  r.RegisterFn(OpId::kCompress, CompressKernel);
-  r.RegisterFn(OpId::kReverseSequence, ReverseSequenceKernel);
-  r.RegisterFn(OpId::kUnique, UniqueKernel);
-}
 
 }  // namespace oneflow

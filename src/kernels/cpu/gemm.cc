@@ -25,7 +25,6 @@
 
 namespace oneflow {
 
-
 namespace {
 
 constexpr int64_t kMR = 14;    // rows of the register tile

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "graph/ops/tensor_util.h"
-#include "kernels/cpu/all_kernels.h"
+#include "kernels/kernel.h"
 #include "kernels/cpu/elementwise_util.h"
 #include "kernels/cpu/half_compute.h"
 #include "kernels/cpu/tensor_copy.h"
@@ -52,6 +52,13 @@ void RegisterDerivative(KernelRegistry& r) {
     r.RegisterFn(UnaryInfo(kId).grad_op, DerivativeKernel<kId, Op>);
 }
 
+void RegisterDerivatives(KernelRegistry& r) {
+#define OF_REGISTER_DERIVATIVE(Op) RegisterDerivative<UnaryOpId::k##Op, unary::Op>(r);
+  ONEFLOW_UNARY_OPS(OF_REGISTER_DERIVATIVE)
+#undef OF_REGISTER_DERIVATIVE
+}
+ONEFLOW_KERNEL_TABLE(RegisterDerivatives);
+
 void ShrinkGradKernel(KernelContext& ctx) {
   const float lambd = ctx.attrs().GetFloat("lambd");
   ActivationGrad(ctx, [lambd](auto d, auto x) {
@@ -59,6 +66,7 @@ void ShrinkGradKernel(KernelContext& ctx) {
     return x < -C(lambd) || x > C(lambd) ? d : C(0);
   }, kCheapCost);
 }
+ONEFLOW_KERNEL(ShrinkGrad, ShrinkGradKernel);
 
 // Y (of `shape`) = X summed over the dims where X broadcasts Y (numpy alignment from the right).
 void ReduceSumToShapeKernel(KernelContext& ctx) {
@@ -113,6 +121,7 @@ void ReduceSumToShapeKernel(KernelContext& ctx) {
     else walk(0, inner);
   });
 }
+ONEFLOW_KERNEL(ReduceSumToShape, ReduceSumToShapeKernel);
 
 // dX[o, idx[j], i] += dY[o, j, i]: Gather's adjoint, parallel over the outer dims (no races).
 void GatherGradKernel(KernelContext& ctx) {
@@ -149,6 +158,7 @@ void GatherGradKernel(KernelContext& ctx) {
     });
   });
 }
+ONEFLOW_KERNEL(GatherGrad, GatherGradKernel);
 
 // dX = zeros; dX[start + i * step] = dY[i] per axis (the positions Slice read are distinct).
 void SliceGradKernel(KernelContext& ctx) {
@@ -190,17 +200,7 @@ void SliceGradKernel(KernelContext& ctx) {
     }
   });
 }
+ONEFLOW_KERNEL(SliceGrad, SliceGradKernel);
 
 }  // namespace
-
-void RegisterCpuGradKernels(KernelRegistry& r) {
-  r.RegisterFn(OpId::kReduceSumToShape, ReduceSumToShapeKernel);
-#define OF_REGISTER_DERIVATIVE(Op) RegisterDerivative<UnaryOpId::k##Op, unary::Op>(r);
-  ONEFLOW_UNARY_OPS(OF_REGISTER_DERIVATIVE)
-#undef OF_REGISTER_DERIVATIVE
-  r.RegisterFn(OpId::kShrinkGrad, ShrinkGradKernel);
-  r.RegisterFn(OpId::kGatherGrad, GatherGradKernel);
-  r.RegisterFn(OpId::kSliceGrad, SliceGradKernel);
-}
-
 }  // namespace oneflow

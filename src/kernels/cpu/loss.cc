@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "graph/op_schema.h"
-#include "kernels/cpu/all_kernels.h"
+#include "kernels/kernel.h"
 #include "kernels/kernel.h"
 
 namespace oneflow {
@@ -116,6 +116,7 @@ void SceKernel(KernelContext& ctx) {
     WriteLoss<T>(l, losses, ctx.output(0));
   });
 }
+ONEFLOW_KERNEL(SoftmaxCrossEntropyLoss, SceKernel);
 
 // dscores[i, k, j] = g * w * (softmax[i, k, j] - [k == label]).
 void SceGradKernel(KernelContext& ctx) {
@@ -145,6 +146,7 @@ void SceGradKernel(KernelContext& ctx) {
     });
   });
 }
+ONEFLOW_KERNEL(SoftmaxCrossEntropyLossGrad, SceGradKernel);
 
 void NllKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -161,6 +163,7 @@ void NllKernel(KernelContext& ctx) {
     WriteLoss<T>(l, losses, ctx.output(0));
   });
 }
+ONEFLOW_KERNEL(NegativeLogLikelihoodLoss, NllKernel);
 
 // dinput = zeros with -g * w at each (i, label, j).
 void NllGradKernel(KernelContext& ctx) {
@@ -181,14 +184,8 @@ void NllGradKernel(KernelContext& ctx) {
     }
   });
 }
+ONEFLOW_KERNEL(NegativeLogLikelihoodLossGrad, NllGradKernel);
 
 }  // namespace
-
-void RegisterCpuLossKernels(KernelRegistry& r) {
-  r.RegisterFn(OpId::kSoftmaxCrossEntropyLoss, SceKernel);
-  r.RegisterFn(OpId::kNegativeLogLikelihoodLoss, NllKernel);
-  r.RegisterFn(OpId::kSoftmaxCrossEntropyLossGrad, SceGradKernel);
-  r.RegisterFn(OpId::kNegativeLogLikelihoodLossGrad, NllGradKernel);
-}
 
 }  // namespace oneflow

@@ -146,6 +146,8 @@ void MatMulKernel::Compute(KernelContext& ctx) {
     });
   });
 }
+ONEFLOW_KERNEL_CLASS(MatMul, MatMulKernel);
+ONEFLOW_KERNEL_CLASS(FusedMatMul, MatMulKernel);
 
 GemmKernel::GemmKernel(const KernelInitContext& init)
     : act_(ReadActivation(init.attrs())),
@@ -223,5 +225,7 @@ void GemmKernel::Compute(KernelContext& ctx) {
     AddBiasAndActivate<T>(py, M, N, nullptr, act_);
   });
 }
+ONEFLOW_KERNEL_CLASS(Gemm, GemmKernel);
+ONEFLOW_KERNEL_CLASS(FusedGemm, GemmKernel);
 
 }  // namespace oneflow

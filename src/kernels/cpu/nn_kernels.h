@@ -31,7 +31,6 @@ struct ConvPlan {
 void SetConvPlanSpatial(ConvPlan& p, const ConvGeometry& g, const int64_t* out_spatial, const char* op);
 
 // Det (cpu/det.cc), registered with the family.
-void RegisterCpuDetKernel(KernelRegistry& r);
 
 // The fused activation of a node (kNone for plain ops).
 ActivationParams ReadActivation(const AttrMap& attrs);

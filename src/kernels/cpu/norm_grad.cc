@@ -7,7 +7,7 @@
 
 #include "graph/infer_util.h"
 #include "graph/op_schema.h"
-#include "kernels/cpu/nn_grad_kernels.h"
+#include "kernels/kernel.h"
 #include "kernels/cpu/reduce_util.h"
 #include "kernels/kernel.h"
 
@@ -92,6 +92,8 @@ void SoftmaxGradKernel(KernelContext& ctx) {
         });
   });
 }
+ONEFLOW_KERNEL(SoftmaxGrad, SoftmaxGradKernel<false>);
+ONEFLOW_KERNEL(LogSoftmaxGrad, SoftmaxGradKernel<true>);
 
 // ---------------------------------------------------------------------------------------------
 // LayerNormalizationGrad over axes [axis, rank): rows are independent for dX; dScale and dB sum
@@ -208,6 +210,7 @@ void LayerNormGradKernel(KernelContext& ctx) {
     }
   });
 }
+ONEFLOW_KERNEL(LayerNormalizationGrad, LayerNormGradKernel);
 
 // ---------------------------------------------------------------------------------------------
 // BatchNormalizationGrad and InstanceNormalizationGrad: statistics per channel over (N, spatial),
@@ -293,16 +296,10 @@ void ChannelNormGrad(KernelContext& ctx, bool per_instance) {
 }
 
 void BatchNormGradKernel(KernelContext& ctx) { ChannelNormGrad(ctx, false); }
+ONEFLOW_KERNEL(BatchNormalizationGrad, BatchNormGradKernel);
 void InstanceNormGradKernel(KernelContext& ctx) { ChannelNormGrad(ctx, true); }
+ONEFLOW_KERNEL(InstanceNormalizationGrad, InstanceNormGradKernel);
 
 }  // namespace
-
-void RegisterCpuNormGradKernels(KernelRegistry& r) {
-  r.RegisterFn(OpId::kSoftmaxGrad, SoftmaxGradKernel<false>);
-  r.RegisterFn(OpId::kLogSoftmaxGrad, SoftmaxGradKernel<true>);
-  r.RegisterFn(OpId::kLayerNormalizationGrad, LayerNormGradKernel);
-  r.RegisterFn(OpId::kBatchNormalizationGrad, BatchNormGradKernel);
-  r.RegisterFn(OpId::kInstanceNormalizationGrad, InstanceNormGradKernel);
-}
 
 }  // namespace oneflow

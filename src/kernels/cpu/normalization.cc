@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "graph/infer_util.h"
-#include "kernels/cpu/all_kernels.h"
+#include "kernels/kernel.h"
 #include "kernels/cpu/reduce_util.h"
 #include "kernels/kernel.h"
 
@@ -112,6 +112,8 @@ void SoftmaxKernel(KernelContext& ctx) {
     });
   });
 }
+ONEFLOW_KERNEL(Softmax, SoftmaxKernel<false>);
+ONEFLOW_KERNEL(LogSoftmax, SoftmaxKernel<true>);
 
 // Hardmax: 1 at the first maximum along the axis, 0 elsewhere.
 void HardmaxKernel(KernelContext& ctx) {
@@ -132,6 +134,7 @@ void HardmaxKernel(KernelContext& ctx) {
     });
   });
 }
+ONEFLOW_KERNEL(Hardmax, HardmaxKernel);
 
 // ---------------------------------------------------------------------------------------------
 // Per-row statistics shared by Layer/RMS/Instance/Group normalization. Two passes (mean, then
@@ -248,6 +251,8 @@ void LayerNormKernel(KernelContext& ctx) {
     StoreStats(ctx, 2, invs);
   }
 }
+ONEFLOW_KERNEL(LayerNormalization, LayerNormKernel<false>);
+ONEFLOW_KERNEL(RMSNormalization, LayerNormKernel<true>);
 
 // ---------------------------------------------------------------------------------------------
 // BatchNormalization: y = x * a[c] + b[c] with a = scale / sqrt(var + eps). Inference mode uses the
@@ -341,6 +346,7 @@ void BatchNormKernel(KernelContext& ctx) {
   for (size_t i = 1; i <= 2; ++i)
     if (ctx.has_output(i)) std::memcpy(ctx.output(i).raw(), ctx.input(i + 2).raw(), ctx.output(i).nbytes());
 }
+ONEFLOW_KERNEL(BatchNormalization, BatchNormKernel);
 
 // ---------------------------------------------------------------------------------------------
 // InstanceNormalization and GroupNormalization: statistics per (n, group of channels).
@@ -388,6 +394,7 @@ void InstanceNormKernel(KernelContext& ctx) {
   OF_REQUIRE(ctx.input(0).rank() >= 2, ctx.node_desc(), ": input must have rank >= 2");
   ChannelGroupNorm(ctx, ctx.input(0).dim(1), false);
 }
+ONEFLOW_KERNEL(InstanceNormalization, InstanceNormKernel);
 
 void GroupNormKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -398,6 +405,7 @@ void GroupNormKernel(KernelContext& ctx) {
   // Opset 18 defined scale/bias per group; opset 21 changed them to per channel.
   ChannelGroupNorm(ctx, g, ctx.opset() < 21);
 }
+ONEFLOW_KERNEL(GroupNormalization, GroupNormKernel);
 
 // ---------------------------------------------------------------------------------------------
 // LpNormalization: x / ||x||_p along one axis (p = 1 or 2); a zero norm gives 0.
@@ -425,6 +433,7 @@ void LpNormKernel(KernelContext& ctx) {
     });
   });
 }
+ONEFLOW_KERNEL(LpNormalization, LpNormKernel);
 
 // MeanVarianceNormalization: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes`.
 void MvnKernel(KernelContext& ctx) {
@@ -474,20 +483,8 @@ void MvnKernel(KernelContext& ctx) {
     });
   });
 }
+ONEFLOW_KERNEL(MeanVarianceNormalization, MvnKernel);
 
 }  // namespace
-
-void RegisterCpuNormalizationKernels(KernelRegistry& r) {
-  r.RegisterFn(OpId::kSoftmax, SoftmaxKernel<false>);
-  r.RegisterFn(OpId::kLogSoftmax, SoftmaxKernel<true>);
-  r.RegisterFn(OpId::kHardmax, HardmaxKernel);
-  r.RegisterFn(OpId::kBatchNormalization, BatchNormKernel);
-  r.RegisterFn(OpId::kLayerNormalization, LayerNormKernel<false>);
-  r.RegisterFn(OpId::kRMSNormalization, LayerNormKernel<true>);
-  r.RegisterFn(OpId::kInstanceNormalization, InstanceNormKernel);
-  r.RegisterFn(OpId::kGroupNormalization, GroupNormKernel);
-  r.RegisterFn(OpId::kLpNormalization, LpNormKernel);
-  r.RegisterFn(OpId::kMeanVarianceNormalization, MvnKernel);
-}
 
 }  // namespace oneflow

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "graph/ops/spatial_util.h"
-#include "kernels/cpu/spatial_kernels.h"
+#include "kernels/kernel.h"
 
 namespace oneflow {
 namespace {
@@ -389,11 +389,17 @@ void GlobalPoolKernel(KernelContext& ctx, PoolKind kind) {
 }
 
 void MaxPoolKernel(KernelContext& ctx) { PoolKernel(ctx, PoolKind::kMax, false); }
+ONEFLOW_KERNEL(MaxPool, MaxPoolKernel);
 void AveragePoolKernel(KernelContext& ctx) { PoolKernel(ctx, PoolKind::kAvg, false); }
+ONEFLOW_KERNEL(AveragePool, AveragePoolKernel);
 void LpPoolKernel(KernelContext& ctx) { PoolKernel(ctx, PoolKind::kLp, false); }
+ONEFLOW_KERNEL(LpPool, LpPoolKernel);
 void GlobalMaxPoolKernel(KernelContext& ctx) { GlobalPoolKernel(ctx, PoolKind::kMax); }
+ONEFLOW_KERNEL(GlobalMaxPool, GlobalMaxPoolKernel);
 void GlobalAveragePoolKernel(KernelContext& ctx) { GlobalPoolKernel(ctx, PoolKind::kAvg); }
+ONEFLOW_KERNEL(GlobalAveragePool, GlobalAveragePoolKernel);
 void GlobalLpPoolKernel(KernelContext& ctx) { GlobalPoolKernel(ctx, PoolKind::kLp); }
+ONEFLOW_KERNEL(GlobalLpPool, GlobalLpPoolKernel);
 
 // MaxUnpool scatters X into a zero tensor at the flat positions MaxPool's Indices recorded. The
 // indices address the default unpooled shape; an explicit output_shape places that shape at the
@@ -440,17 +446,8 @@ void MaxUnpoolKernel(KernelContext& ctx) {
     }
   });
 }
+ONEFLOW_KERNEL(MaxUnpool, MaxUnpoolKernel);
 
 }  // namespace
-
-void RegisterCpuPoolKernels(KernelRegistry& r) {
-  r.RegisterFn(OpId::kMaxPool, MaxPoolKernel);
-  r.RegisterFn(OpId::kAveragePool, AveragePoolKernel);
-  r.RegisterFn(OpId::kLpPool, LpPoolKernel);
-  r.RegisterFn(OpId::kGlobalMaxPool, GlobalMaxPoolKernel);
-  r.RegisterFn(OpId::kGlobalAveragePool, GlobalAveragePoolKernel);
-  r.RegisterFn(OpId::kGlobalLpPool, GlobalLpPoolKernel);
-  r.RegisterFn(OpId::kMaxUnpool, MaxUnpoolKernel);
-}
 
 }  // namespace oneflow

@@ -7,7 +7,7 @@
 
 #include "graph/op_schema.h"
 #include "graph/ops/spatial_util.h"
-#include "kernels/cpu/nn_grad_kernels.h"
+#include "kernels/kernel.h"
 #include "kernels/kernel.h"
 
 namespace oneflow {
@@ -156,6 +156,8 @@ void MaxPoolGradKernel(KernelContext& ctx) {
   });
   OF_REQUIRE(!bad_index, ctx.node_desc(), ": Indices holds a position outside its (n, c) plane");
 }
+ONEFLOW_KERNEL(MaxPoolGrad, MaxPoolGradKernel<false>);
+ONEFLOW_KERNEL(GlobalMaxPoolGrad, MaxPoolGradKernel<true>);
 
 Shape ShapeInput(const KernelContext& ctx, size_t i) {
   const Tensor& t = ctx.input(i);
@@ -206,14 +208,9 @@ void AveragePoolGradKernel(KernelContext& ctx) {
         });
   });
 }
+ONEFLOW_KERNEL(AveragePoolGrad, AveragePoolGradKernel<false>);
+ONEFLOW_KERNEL(GlobalAveragePoolGrad, AveragePoolGradKernel<true>);
 
 }  // namespace
-
-void RegisterCpuPoolGradKernels(KernelRegistry& r) {
-  r.RegisterFn(OpId::kMaxPoolGrad, MaxPoolGradKernel<false>);
-  r.RegisterFn(OpId::kGlobalMaxPoolGrad, MaxPoolGradKernel<true>);
-  r.RegisterFn(OpId::kAveragePoolGrad, AveragePoolGradKernel<false>);
-  r.RegisterFn(OpId::kGlobalAveragePoolGrad, AveragePoolGradKernel<true>);
-}
 
 }  // namespace oneflow

@@ -11,7 +11,7 @@
 
 #include "graph/op_schema.h"
 #include "graph/ops/spatial_util.h"
-#include "kernels/cpu/all_kernels.h"
+#include "kernels/kernel.h"
 #include "kernels/cpu/avx512_max.h"
 #include "kernels/kernel.h"
 
@@ -235,6 +235,8 @@ void NhwcPoolKernel(KernelContext& ctx) {
   Fail(ErrorCode::kInvalidArgument, ctx.node_desc(), ": NHWC pooling supports float32 and float64, got ",
        DTypeName(x.dtype()));
 }
+ONEFLOW_KERNEL(NhwcMaxPool, NhwcPoolKernel<true>);
+ONEFLOW_KERNEL(NhwcAveragePool, NhwcPoolKernel<false>);
 
 template <typename T>
 void GlobalAverage(KernelContext& ctx, const Tensor& x, Tensor& y) {
@@ -266,13 +268,8 @@ void NhwcGlobalAveragePoolKernel(KernelContext& ctx) {
   Fail(ErrorCode::kInvalidArgument, ctx.node_desc(), ": NHWC pooling supports float32 and float64, got ",
        DTypeName(x.dtype()));
 }
+ONEFLOW_KERNEL(NhwcGlobalAveragePool, NhwcGlobalAveragePoolKernel);
 
 }  // namespace
-
-void RegisterCpuNhwcPoolKernels(KernelRegistry& r) {
-  r.RegisterFn(OpId::kNhwcMaxPool, NhwcPoolKernel<true>);
-  r.RegisterFn(OpId::kNhwcAveragePool, NhwcPoolKernel<false>);
-  r.RegisterFn(OpId::kNhwcGlobalAveragePool, NhwcGlobalAveragePoolKernel);
-}
 
 }  // namespace oneflow

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "base/dtype.h"
-#include "kernels/cpu/all_kernels.h"
+#include "kernels/kernel.h"
 #include "kernels/kernel.h"
 
 namespace oneflow {
@@ -79,9 +79,8 @@ void DequantizeLinearKernel(KernelContext& ctx) {
     });
   });
 }
+ONEFLOW_KERNEL(DequantizeLinear, DequantizeLinearKernel);
 
 }  // namespace
-
-void RegisterCpuQuantizationKernels(KernelRegistry& r) { r.RegisterFn(OpId::kDequantizeLinear, DequantizeLinearKernel); }
 
 }  // namespace oneflow

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "graph/infer_util.h"
-#include "kernels/cpu/all_kernels.h"
+#include "kernels/kernel.h"
 #include "kernels/cpu/reduce_util.h"
 #include "kernels/kernel.h"
 
@@ -293,6 +293,16 @@ void ReduceKernel(KernelContext& ctx) {
     });
   }
 }
+ONEFLOW_KERNEL(ReduceSum, ReduceKernel<RK::kSum>);
+ONEFLOW_KERNEL(ReduceMean, ReduceKernel<RK::kMean>);
+ONEFLOW_KERNEL(ReduceMax, ReduceKernel<RK::kMax>);
+ONEFLOW_KERNEL(ReduceMin, ReduceKernel<RK::kMin>);
+ONEFLOW_KERNEL(ReduceProd, ReduceKernel<RK::kProd>);
+ONEFLOW_KERNEL(ReduceL1, ReduceKernel<RK::kL1>);
+ONEFLOW_KERNEL(ReduceL2, ReduceKernel<RK::kL2>);
+ONEFLOW_KERNEL(ReduceLogSum, ReduceKernel<RK::kLogSum>);
+ONEFLOW_KERNEL(ReduceLogSumExp, ReduceKernel<RK::kLogSumExp>);
+ONEFLOW_KERNEL(ReduceSumSquare, ReduceKernel<RK::kSumSquare>);
 
 // ---------------------------------------------------------------------------------------------
 // ArgMax / ArgMin: index of the first (or, with select_last_index, last) extreme value.
@@ -344,6 +354,8 @@ void ArgKernel(KernelContext& ctx) {
     ArgReduce<T, kMax>(x.data<T>(), y.data<int64_t>(), v, last, ctx.pool());
   });
 }
+ONEFLOW_KERNEL(ArgMax, ArgKernel<true>);
+ONEFLOW_KERNEL(ArgMin, ArgKernel<false>);
 
 // ---------------------------------------------------------------------------------------------
 // CumSum / CumProd along one axis given as an input.
@@ -399,6 +411,8 @@ void CumKernel(KernelContext& ctx) {
   });
   if (half) NarrowFromFloat(yt, y);
 }
+ONEFLOW_KERNEL(CumSum, CumKernel<false>);
+ONEFLOW_KERNEL(CumProd, CumKernel<true>);
 
 // ---------------------------------------------------------------------------------------------
 // TopK: the k largest (or smallest) values along an axis with their indices. Ties go to the lower
@@ -451,25 +465,8 @@ void TopKKernel(KernelContext& ctx) {
   });
   if (half) NarrowFromFloat(vt, values);
 }
+ONEFLOW_KERNEL(TopK, TopKKernel);
 
 }  // namespace
-
-void RegisterCpuReductionKernels(KernelRegistry& r) {
-  r.RegisterFn(OpId::kReduceSum, ReduceKernel<RK::kSum>);
-  r.RegisterFn(OpId::kReduceMean, ReduceKernel<RK::kMean>);
-  r.RegisterFn(OpId::kReduceMax, ReduceKernel<RK::kMax>);
-  r.RegisterFn(OpId::kReduceMin, ReduceKernel<RK::kMin>);
-  r.RegisterFn(OpId::kReduceProd, ReduceKernel<RK::kProd>);
-  r.RegisterFn(OpId::kReduceL1, ReduceKernel<RK::kL1>);
-  r.RegisterFn(OpId::kReduceL2, ReduceKernel<RK::kL2>);
-  r.RegisterFn(OpId::kReduceLogSum, ReduceKernel<RK::kLogSum>);
-  r.RegisterFn(OpId::kReduceLogSumExp, ReduceKernel<RK::kLogSumExp>);
-  r.RegisterFn(OpId::kReduceSumSquare, ReduceKernel<RK::kSumSquare>);
-  r.RegisterFn(OpId::kArgMax, ArgKernel<true>);
-  r.RegisterFn(OpId::kArgMin, ArgKernel<false>);
-  r.RegisterFn(OpId::kCumSum, CumKernel<false>);
-  r.RegisterFn(OpId::kCumProd, CumKernel<true>);
-  r.RegisterFn(OpId::kTopK, TopKKernel);
-}
 
 }  // namespace oneflow

@@ -4,7 +4,7 @@
 
 #include "graph/ops/spatial_util.h"
 #include "kernels/cpu/elementwise_util.h"
-#include "kernels/cpu/spatial_kernels.h"
+#include "kernels/kernel.h"
 
 namespace oneflow {
 namespace {
@@ -277,6 +277,7 @@ void ResizeKernel(KernelContext& ctx) {
     }
   });
 }
+ONEFLOW_KERNEL(Resize, ResizeKernel);
 
 // ---- GridSample ----
 
@@ -399,12 +400,8 @@ void GridSampleKernel(KernelContext& ctx) {
     }
   });
 }
+ONEFLOW_KERNEL(GridSample, GridSampleKernel);
 
 }  // namespace
-
-void RegisterCpuResizeKernels(KernelRegistry& r) {
-  r.RegisterFn(OpId::kResize, ResizeKernel);
-  r.RegisterFn(OpId::kGridSample, GridSampleKernel);
-}
 
 }  // namespace oneflow

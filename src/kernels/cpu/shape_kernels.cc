@@ -18,8 +18,10 @@ void ShapeKernel(KernelContext& ctx) {
   int64_t* p = y.data<int64_t>();
   for (int64_t i = 0; i < y.numel(); ++i) p[i] = s[static_cast<size_t>(start + i)];
 }
+ONEFLOW_KERNEL(Shape, ShapeKernel);
 
 void SizeKernel(KernelContext& ctx) { *ctx.output(0).data<int64_t>() = ctx.input(0).numel(); }
+ONEFLOW_KERNEL(Size, SizeKernel);
 
 void RangeKernel(KernelContext& ctx) {
   Tensor& y = ctx.output(0);
@@ -39,6 +41,7 @@ void RangeKernel(KernelContext& ctx) {
     }
   });
 }
+ONEFLOW_KERNEL(Range, RangeKernel);
 
 // Fills `y` with copies of one element's bytes.
 void FillWith(Tensor& y, const void* elem) {
@@ -59,6 +62,7 @@ void ConstantOfShapeKernel(KernelContext& ctx) {
   if (ctx.attrs().has("value")) std::memcpy(elem.data(), ctx.attrs().GetTensor("value").raw(), elem.size());
   FillWith(y, elem.data());
 }
+ONEFLOW_KERNEL(ConstantOfShape, ConstantOfShapeKernel);
 
 void ConstantKernel(KernelContext& ctx) {
   const AttrMap& a = ctx.attrs();
@@ -80,6 +84,7 @@ void ConstantKernel(KernelContext& ctx) {
     Fail(ErrorCode::kUnsupported, ctx.node_desc(), ": unsupported Constant attribute");
   }
 }
+ONEFLOW_KERNEL(Constant, ConstantKernel);
 
 std::vector<char> OneBytes(DType t) {
   std::vector<char> one(DTypeSize(t), 0);
@@ -103,6 +108,7 @@ void EyeLikeKernel(KernelContext& ctx) {
     if (j >= 0 && j < cols) std::memcpy(d + static_cast<size_t>(i * cols + j) * esz, one.data(), esz);
   }
 }
+ONEFLOW_KERNEL(EyeLike, EyeLikeKernel);
 
 void TriluKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -130,17 +136,8 @@ void TriluKernel(KernelContext& ctx) {
     }
   });
 }
+ONEFLOW_KERNEL(Trilu, TriluKernel);
 
 }  // namespace
-
-void RegisterCpuShapeKernels(KernelRegistry& r) {
-  r.RegisterFn(OpId::kShape, ShapeKernel);
-  r.RegisterFn(OpId::kSize, SizeKernel);
-  r.RegisterFn(OpId::kRange, RangeKernel);
-  r.RegisterFn(OpId::kConstantOfShape, ConstantOfShapeKernel);
-  r.RegisterFn(OpId::kConstant, ConstantKernel);
-  r.RegisterFn(OpId::kEyeLike, EyeLikeKernel);
-  r.RegisterFn(OpId::kTrilu, TriluKernel);
-}
 
 }  // namespace oneflow

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/cpu/all_kernels.h"
-#include "kernels/cpu/spatial_kernels.h"
+#include "kernels/kernel.h"
+#include "kernels/kernel.h"
 
 namespace oneflow {
 namespace {
@@ -46,6 +46,7 @@ void LRNKernel(KernelContext& ctx) {
     });
   });
 }
+ONEFLOW_KERNEL(LRN, LRNKernel);
 
 // Col2Im: sums sliding blocks [N, C*prod(block), L] back into images [N, C, image_shape...].
 void Col2ImKernel(KernelContext& ctx) {
@@ -102,6 +103,7 @@ void Col2ImKernel(KernelContext& ctx) {
     });
   });
 }
+ONEFLOW_KERNEL(Col2Im, Col2ImKernel);
 
 // AffineGrid: each output point is theta applied to the homogeneous normalized coordinates
 // (x, y[, z], 1) of its position, with x along the last (width) dim.
@@ -142,16 +144,8 @@ void AffineGridKernel(KernelContext& ctx) {
     }
   });
 }
+ONEFLOW_KERNEL(AffineGrid, AffineGridKernel);
 
 }  // namespace
-
-void RegisterCpuSpatialKernels(KernelRegistry& r) {
-  RegisterCpuPoolKernels(r);
-  RegisterCpuResizeKernels(r);
-  RegisterCpuEinsumKernels(r);
-  r.RegisterFn(OpId::kLRN, LRNKernel);
-  r.RegisterFn(OpId::kCol2Im, Col2ImKernel);
-  r.RegisterFn(OpId::kAffineGrid, AffineGridKernel);
-}
 
 }  // namespace oneflow

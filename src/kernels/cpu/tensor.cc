@@ -6,7 +6,7 @@
 
 #include "graph/infer_util.h"
 #include "graph/ops/tensor_util.h"
-#include "kernels/cpu/all_kernels.h"
+#include "kernels/kernel.h"
 #include "kernels/cpu/tensor_copy.h"
 #include "kernels/kernel.h"
 
@@ -30,6 +30,7 @@ void TransposeKernel(KernelContext& ctx) {
   Tensor& y = ctx.output(0);
   TransposeCopy(x.raw(), y.raw(), x.shape(), TransposePerm(ctx, x.rank()), DTypeSize(x.dtype()), &ctx.pool());
 }
+ONEFLOW_KERNEL(Transpose, TransposeKernel);
 
 // Concat/Split: the tensor is [outer, axis*inner] per part; each part is a contiguous run per
 // outer index, so both are memcpy loops over (outer, part).
@@ -73,6 +74,7 @@ void ConcatKernel(KernelContext& ctx) {
   }
   CopyRuns(ctx.pool(), runs, outer);
 }
+ONEFLOW_KERNEL(Concat, ConcatKernel);
 
 void SplitKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -96,6 +98,7 @@ void SplitKernel(KernelContext& ctx) {
            ", axis has ", x.dim(axis));
   CopyRuns(ctx.pool(), runs, outer);
 }
+ONEFLOW_KERNEL(Split, SplitKernel);
 
 void SliceKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -120,6 +123,7 @@ void SliceKernel(KernelContext& ctx) {
   StridedCopy(static_cast<const char*>(x.raw()) + offset * static_cast<int64_t>(esz), y.raw(), shape, strides, esz,
               &ctx.pool());
 }
+ONEFLOW_KERNEL(Slice, SliceKernel);
 
 void ExpandKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -131,6 +135,7 @@ void ExpandKernel(KernelContext& ctx) {
   for (size_t k = off; k < r; ++k) strides[k] = x.dim(static_cast<int64_t>(k - off)) == 1 ? 0 : xs[k - off];
   StridedCopy(x.raw(), y.raw(), y.shape(), strides, DTypeSize(x.dtype()), &ctx.pool());
 }
+ONEFLOW_KERNEL(Expand, ExpandKernel);
 
 void TileKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -149,6 +154,7 @@ void TileKernel(KernelContext& ctx) {
   }
   StridedCopy(x.raw(), y.raw(), shape, strides, DTypeSize(x.dtype()), &ctx.pool());
 }
+ONEFLOW_KERNEL(Tile, TileKernel);
 
 enum class PadMode { kConstant, kReflect, kEdge, kWrap };
 
@@ -225,6 +231,7 @@ void PadKernel(KernelContext& ctx) {
            ctx.node_desc(), ": cannot pad an empty tensor in mode ", m);
   PadGeneric(ctx.pool(), x, y, std::vector<int64_t>(pads.begin(), pads.begin() + x.rank()), mode, fill.data());
 }
+ONEFLOW_KERNEL(Pad, PadKernel);
 
 void CenterCropPadKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -237,6 +244,7 @@ void CenterCropPadKernel(KernelContext& ctx) {
   std::vector<char> zero(DTypeSize(x.dtype()), 0);
   PadGeneric(ctx.pool(), x, y, begin, PadMode::kConstant, zero.data());
 }
+ONEFLOW_KERNEL(CenterCropPad, CenterCropPadKernel);
 
 void DepthToSpaceKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -247,6 +255,7 @@ void DepthToSpaceKernel(KernelContext& ctx) {
   std::vector<int64_t> perm = crd ? std::vector<int64_t>{0, 1, 4, 2, 5, 3} : std::vector<int64_t>{0, 3, 4, 1, 5, 2};
   TransposeCopy(x.raw(), ctx.output(0).raw(), in, perm, DTypeSize(x.dtype()), &ctx.pool());
 }
+ONEFLOW_KERNEL(DepthToSpace, DepthToSpaceKernel);
 
 void SpaceToDepthKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -256,23 +265,8 @@ void SpaceToDepthKernel(KernelContext& ctx) {
   std::vector<int64_t> perm = crd ? std::vector<int64_t>{0, 1, 3, 5, 2, 4} : std::vector<int64_t>{0, 3, 5, 1, 2, 4};
   TransposeCopy(x.raw(), ctx.output(0).raw(), Shape{n, c, h, b, w, b}, perm, DTypeSize(x.dtype()), &ctx.pool());
 }
+ONEFLOW_KERNEL(SpaceToDepth, SpaceToDepthKernel);
 
 }  // namespace
-
-void RegisterCpuTensorKernels(KernelRegistry& r) {
-  // Pure reshapes: output 0 is input 0's bytes with the inferred shape.
-  r.RegisterFn(OpId::kTranspose, TransposeKernel);
-  r.RegisterFn(OpId::kConcat, ConcatKernel);
-  r.RegisterFn(OpId::kSplit, SplitKernel);
-  r.RegisterFn(OpId::kSlice, SliceKernel);
-  r.RegisterFn(OpId::kExpand, ExpandKernel);
-  r.RegisterFn(OpId::kTile, TileKernel);
-  r.RegisterFn(OpId::kPad, PadKernel);
-  r.RegisterFn(OpId::kCenterCropPad, CenterCropPadKernel);
-  r.RegisterFn(OpId::kDepthToSpace, DepthToSpaceKernel);
-  r.RegisterFn(OpId::kSpaceToDepth, SpaceToDepthKernel);
-  RegisterCpuShapeKernels(r);
-  RegisterCpuGatherScatterKernels(r);
-}
 
 }  // namespace oneflow

@@ -37,10 +37,6 @@ std::vector<int64_t> ReadIndices(const Tensor& indices, int64_t dim, const std::
 // Index inputs without wrapping (for ops that check per element against varying dims).
 std::vector<int64_t> ReadRawIndices(const Tensor& indices, const std::string& who);
 
-// Sub-registrations of the tensor family (called from RegisterCpuTensorKernels).
-void RegisterCpuGatherScatterKernels(KernelRegistry& r);  // cpu/gather_scatter.cc
-void RegisterCpuShapeKernels(KernelRegistry& r);          // cpu/shape_kernels.cc
-
 }  // namespace oneflow
 
 #include <cstring>

@@ -46,6 +46,14 @@ void RegisterRow(KernelRegistry& r) {
   if constexpr (Op::kStandalone) r.RegisterFn(UnaryInfo(kId).op, RowKernel<kId, Op>);
 }
 
+// Every standalone unary row of graph/op_list.h runs RowKernel.
+void RegisterRows(KernelRegistry& r) {
+#define OF_REGISTER_ROW(Op) RegisterRow<UnaryOpId::k##Op, unary::Op>(r);
+  ONEFLOW_UNARY_OPS(OF_REGISTER_ROW)
+#undef OF_REGISTER_ROW
+}
+ONEFLOW_KERNEL_TABLE(RegisterRows);
+
 // ---- Unary ops outside the rows: bounds as inputs, integer saturation, bool results -----------
 
 void ShrinkKernel(KernelContext& ctx) {
@@ -65,6 +73,7 @@ void ShrinkKernel(KernelContext& ctx) {
     }, kCheapCost);
   });
 }
+ONEFLOW_KERNEL(Shrink, ShrinkKernel);
 
 // Clip-13: min/max are optional scalar inputs; absent means unbounded.
 void ClipKernel(KernelContext& ctx) {
@@ -95,6 +104,7 @@ void ClipKernel(KernelContext& ctx) {
     }, kCheapCost);
   });
 }
+ONEFLOW_KERNEL(Clip, ClipKernel);
 
 void IsNaNKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -107,6 +117,7 @@ void IsNaNKernel(KernelContext& ctx) {
     }, kCheapCost);
   });
 }
+ONEFLOW_KERNEL(IsNaN, IsNaNKernel);
 
 void IsInfKernel(KernelContext& ctx) {
   const bool neg = ctx.attrs().GetInt("detect_negative") != 0;
@@ -123,6 +134,7 @@ void IsInfKernel(KernelContext& ctx) {
     }, kCheapCost);
   });
 }
+ONEFLOW_KERNEL(IsInf, IsInfKernel);
 
 void NotKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -130,6 +142,7 @@ void NotKernel(KernelContext& ctx) {
            DTypeName(x.dtype()));
   UnaryMap(ctx.pool(), x.data<bool>(), ctx.output(0).data<bool>(), x.numel(), [](bool v) { return !v; }, kCheapCost);
 }
+ONEFLOW_KERNEL(Not, NotKernel);
 
 void BitwiseNotKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -139,19 +152,7 @@ void BitwiseNotKernel(KernelContext& ctx) {
              kCheapCost);
   });
 }
+ONEFLOW_KERNEL(BitwiseNot, BitwiseNotKernel);
 
 }  // namespace
-
-void RegisterCpuUnaryKernels(KernelRegistry& r) {
-#define OF_REGISTER_ROW(Op) RegisterRow<UnaryOpId::k##Op, unary::Op>(r);
-  ONEFLOW_UNARY_OPS(OF_REGISTER_ROW)
-#undef OF_REGISTER_ROW
-  r.RegisterFn(OpId::kShrink, ShrinkKernel);
-  r.RegisterFn(OpId::kClip, ClipKernel);
-  r.RegisterFn(OpId::kIsNaN, IsNaNKernel);
-  r.RegisterFn(OpId::kIsInf, IsInfKernel);
-  r.RegisterFn(OpId::kNot, NotKernel);
-  r.RegisterFn(OpId::kBitwiseNot, BitwiseNotKernel);
-}
-
 }  // namespace oneflow

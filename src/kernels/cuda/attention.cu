@@ -139,32 +139,25 @@ void FusedAttentionFn(KernelContext& ctx) {
   OF_CUDA_CHECK_LAUNCH("FlashAttentionKernel");
 }
 
+// What the static types already show the kernel cannot do (f64, head sizes above kMaxD) is refused
+// at creation, so placement runs such a node on the CPU kernel from the start instead of paying a
+// failed run; shapes known only at run time are still checked by FusedAttentionFn.
+std::unique_ptr<OpKernel> MakeFusedAttentionKernel(const KernelInitContext& c) {
+  const std::string what = c.node().Describe();
+  if (!c.has_input(0)) return std::make_unique<FunctionKernel>(FusedAttentionFn);
+  const DType dt = c.input_type(0).dtype;
+  OF_CHECK(dt == DType::kFloat32 || dt == DType::kFloat16 || dt == DType::kBFloat16, kUnsupported, what,
+           ": dtype ", DTypeName(dt), " is not supported on CUDA");
+  for (size_t i : {0, 2}) {
+    if (!c.has_input(i)) continue;
+    const TensorType& t = c.input_type(i);
+    const bool too_big = t.has_rank && t.rank() == 4 && t.dims[3].known() && t.dims[3].value > kMaxD;
+    OF_CHECK(!too_big, kUnsupported, what, ": head sizes above ", kMaxD, " are not supported on CUDA (",
+             t.ToString(), ")");
+  }
+  return std::make_unique<FunctionKernel>(FusedAttentionFn);
+}
+ONEFLOW_KERNEL_FACTORY(FusedAttention, DeviceType::kCuda, MakeFusedAttentionKernel);
+
 }  // namespace
 }  // namespace oneflow::cuda
-
-namespace oneflow {
-
-void RegisterCudaAttentionKernels(KernelRegistry& r) {
-  // What the static types already show the kernel cannot do (f64, head sizes above kMaxD) is refused
-  // at creation, so placement runs such a node on the CPU kernel from the start instead of paying a
-  // failed run; shapes known only at run time are still checked by FusedAttentionFn.
-  r.Register(KernelDef{OpId::kFusedAttention, DeviceType::kCuda,
-                       [](const KernelInitContext& c) -> std::unique_ptr<OpKernel> {
-                         const std::string what = c.node().Describe();
-                         if (!c.has_input(0)) return std::make_unique<FunctionKernel>(cuda::FusedAttentionFn);
-                         const DType dt = c.input_type(0).dtype;
-                         OF_CHECK(dt == DType::kFloat32 || dt == DType::kFloat16 || dt == DType::kBFloat16, kUnsupported,
-                                  what, ": dtype ", DTypeName(dt), " is not supported on CUDA");
-                         for (size_t i : {0, 2}) {
-                           if (!c.has_input(i)) continue;
-                           const TensorType& t = c.input_type(i);
-                           const bool too_big = t.has_rank && t.rank() == 4 && t.dims[3].known() &&
-                                                t.dims[3].value > cuda::kMaxD;
-                           OF_CHECK(!too_big, kUnsupported, what, ": head sizes above ", cuda::kMaxD,
-                                    " are not supported on CUDA (", t.ToString(), ")");
-                         }
-                         return std::make_unique<FunctionKernel>(cuda::FusedAttentionFn);
-                       }});
-}
-
-}  // namespace oneflow

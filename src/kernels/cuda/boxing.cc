@@ -60,14 +60,8 @@ class CudaBoxingKernel final : public OpKernel {
  private:
   const BoxingAttrs a_;
 };
+ONEFLOW_CUDA_KERNEL_CLASS(Boxing, CudaBoxingKernel);
 
 }  // namespace
-
-void RegisterCudaBoxingKernels(KernelRegistry& r) {
-  r.Register(KernelDef{OpId::kBoxing, DeviceType::kCuda,
-                       [](const KernelInitContext& c) -> std::unique_ptr<OpKernel> {
-                         return std::make_unique<CudaBoxingKernel>(c);
-                       }});
-}
 
 }  // namespace oneflow

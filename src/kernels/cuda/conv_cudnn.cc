@@ -353,6 +353,8 @@ void ConvFn(KernelContext& ctx) {
   if (act.kind != Activation::kNone && !relu)
     LaunchActivationInPlace(y.dtype(), y.raw(), y.numel(), act, stream);
 }
+ONEFLOW_CUDA_KERNEL(Conv, ConvFn);
+ONEFLOW_CUDA_KERNEL(FusedConv, ConvFn);
 
 // ConvTranspose(X, W[C, M/group, k...], B) -> Y[N, M, ...]: the data gradient of the Conv that maps
 // Y's shape to X's.
@@ -375,6 +377,7 @@ void ConvTransposeFn(KernelContext& ctx) {
                        false, stream);
   }
 }
+ONEFLOW_CUDA_KERNEL(ConvTranspose, ConvTransposeFn);
 
 void ZeroOutput(KernelContext& ctx) {
   Tensor& out = ctx.output(0);
@@ -393,6 +396,7 @@ void ConvGradDataFn(KernelContext& ctx) {
       MakeProblem(Direction::kBackwardData, dy.dtype(), false, dx.shape(), w.shape(), dy.shape(), geo, ctx.node_desc());
   RunProblem(p, nullptr, w.raw(), dy.raw(), dx.raw(), ctx.node_desc());
 }
+ONEFLOW_CUDA_KERNEL(ConvGradData, ConvGradDataFn);
 
 // ConvGradFilter(X, dY, W_shape) -> dW.
 void ConvGradFilterFn(KernelContext& ctx) {
@@ -406,6 +410,7 @@ void ConvGradFilterFn(KernelContext& ctx) {
       MakeProblem(Direction::kBackwardFilter, x.dtype(), false, x.shape(), dw.shape(), dy.shape(), geo, ctx.node_desc());
   RunProblem(p, x.raw(), nullptr, dy.raw(), dw.raw(), ctx.node_desc());
 }
+ONEFLOW_CUDA_KERNEL(ConvGradFilter, ConvGradFilterFn);
 
 // ConvTransposeGradData(dY, W, X_shape) -> dX: the forward Conv of dY by W.
 void ConvTransposeGradDataFn(KernelContext& ctx) {
@@ -420,6 +425,7 @@ void ConvTransposeGradDataFn(KernelContext& ctx) {
       MakeProblem(Direction::kForward, dy.dtype(), false, dy.shape(), w.shape(), dx.shape(), geo, ctx.node_desc());
   RunProblem(p, dy.raw(), w.raw(), nullptr, dx.raw(), ctx.node_desc());
 }
+ONEFLOW_CUDA_KERNEL(ConvTransposeGradData, ConvTransposeGradDataFn);
 
 // ConvTransposeGradFilter(X, dY, W_shape) -> dW: the filter gradient of the Conv from dY to X.
 void ConvTransposeGradFilterFn(KernelContext& ctx) {
@@ -434,21 +440,8 @@ void ConvTransposeGradFilterFn(KernelContext& ctx) {
       MakeProblem(Direction::kBackwardFilter, x.dtype(), false, dy.shape(), dw.shape(), x.shape(), geo, ctx.node_desc());
   RunProblem(p, dy.raw(), nullptr, x.raw(), dw.raw(), ctx.node_desc());
 }
+ONEFLOW_CUDA_KERNEL(ConvTransposeGradFilter, ConvTransposeGradFilterFn);
 
 }  // namespace
 }  // namespace oneflow::cuda
 
-namespace oneflow {
-
-void RegisterCudaConvKernels(KernelRegistry& r) {
-  using namespace cuda;
-  r.RegisterFn(OpId::kConv, ConvFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kFusedConv, ConvFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kConvTranspose, ConvTransposeFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kConvGradData, ConvGradDataFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kConvGradFilter, ConvGradFilterFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kConvTransposeGradData, ConvTransposeGradDataFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kConvTransposeGradFilter, ConvTransposeGradFilterFn, DeviceType::kCuda);
-}
-
-}  // namespace oneflow

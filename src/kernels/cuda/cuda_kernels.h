@@ -1,4 +1,4 @@
-// CUDA kernels: one registration function per family, and the launchers that several families share.
+// CUDA kernels: the launchers that several kernel files share.
 // Kernels run on cuda::CurrentStream() with inputs and outputs in device memory of the current device.
 #pragma once
 
@@ -11,38 +11,6 @@
 #include "kernels/kernel.h"
 
 namespace oneflow {
-
-void RegisterCudaElementwiseKernels(KernelRegistry& r);  // cuda/elementwise.cu (unary, binary, Cast)
-void RegisterCudaReductionKernels(KernelRegistry& r);    // cuda/reduce_norm.cu (Reduce*, Softmax, LayerNorm)
-void RegisterCudaTransposeKernels(KernelRegistry& r);    // cuda/transpose.cu
-void RegisterCudaMatMulKernels(KernelRegistry& r);       // cuda/matmul_cublaslt.cc
-void RegisterCudaGradKernels(KernelRegistry& r);         // cuda/grad.cu (activation grads, ReduceSumToShape, Sum)
-void RegisterCudaNormLossGradKernels(KernelRegistry& r); // cuda/norm_loss_grad.cu (Softmax/LayerNorm grads, SCE loss)
-void RegisterCudaBoxingKernels(KernelRegistry& r);       // cuda/boxing.cc (ai.oneflow Boxing)
-void RegisterCudaNnKernels(KernelRegistry& r);           // cuda/nn.cu (pools and their grads, BatchNorm, ConvGradBias)
-void RegisterCudaTensorKernels(KernelRegistry& r);       // cuda/tensor_ops.cu (Gather, Concat, Slice, ..., views)
-void RegisterCudaAttentionKernels(KernelRegistry& r);    // cuda/attention.cu (ai.oneflow FusedAttention)
-void RegisterCudaFusedElementwiseKernels(KernelRegistry& r);  // cuda/fused_elementwise.cu
-#ifdef ONEFLOW_HAVE_CUDNN
-void RegisterCudaConvKernels(KernelRegistry& r);         // cuda/conv_cudnn.cc (Conv family on cuDNN)
-#endif
-
-inline void RegisterAllCudaKernels(KernelRegistry& r) {
-  RegisterCudaElementwiseKernels(r);
-  RegisterCudaReductionKernels(r);
-  RegisterCudaTransposeKernels(r);
-  RegisterCudaMatMulKernels(r);
-  RegisterCudaGradKernels(r);
-  RegisterCudaNormLossGradKernels(r);
-  RegisterCudaBoxingKernels(r);
-  RegisterCudaNnKernels(r);
-  RegisterCudaTensorKernels(r);
-  RegisterCudaAttentionKernels(r);
-  RegisterCudaFusedElementwiseKernels(r);
-#ifdef ONEFLOW_HAVE_CUDNN
-  RegisterCudaConvKernels(r);
-#endif
-}
 
 namespace cuda {
 

@@ -58,6 +58,15 @@ void UnaryRowFn(KernelContext& ctx) {
   RunUnary(ctx, RowArgs(kId, ctx.attrs(), ctx.node_desc()));
 }
 
+// Every standalone unary row of graph/op_list.h runs UnaryRowFn.
+void RegisterUnaryRows(KernelRegistry& r) {
+#define OF_REGISTER_ROW(Op) \
+  if constexpr (unary::Op::kStandalone) r.RegisterFn(OpId::k##Op, UnaryRowFn<UnaryOpId::k##Op>, DeviceType::kCuda);
+  ONEFLOW_UNARY_OPS(OF_REGISTER_ROW)
+#undef OF_REGISTER_ROW
+}
+ONEFLOW_KERNEL_TABLE(RegisterUnaryRows);
+
 // ---- Binary -----------------------------------------------------------------------------------
 // One binary row (graph/ops/binary_ops.h) by its run-time id: the formulas carry the CPU kernels'
 // integer semantics (numpy's wrapping, x / 0 = 0) and NaN-propagating Max/Min.
@@ -147,6 +156,14 @@ void BinaryFn(KernelContext& ctx) {
   DispatchFloat(a.dtype(), ctx.node_desc().c_str(), [&](auto tag) { LaunchBinary<decltype(tag)>(a, b, y, kOp, s); });
 }
 
+// Every binary row runs BinaryFn; Max and Min take two inputs here (the variadic forms fall back to the CPU).
+void RegisterBinaryRows(KernelRegistry& r) {
+#define OF_REGISTER_BINARY_ROW(Op) r.RegisterFn(OpId::k##Op, BinaryFn<BinaryOpId::k##Op>, DeviceType::kCuda);
+  ONEFLOW_BINARY_OPS(OF_REGISTER_BINARY_ROW)
+#undef OF_REGISTER_BINARY_ROW
+}
+ONEFLOW_KERNEL_TABLE(RegisterBinaryRows);
+
 // ---- Cast and broadcast copies -----------------------------------------------------------------
 // Float -> integer saturates as on the CPU (SaturatingCast: NaN -> 0, out of range -> the nearest
 // end). cvt.rzi does that in hardware, but a C++ cast out of range is UB the compiler may exploit.
@@ -205,6 +222,7 @@ void CastFn(KernelContext& ctx) {
   });
   OF_CUDA_CHECK_LAUNCH("CastKernel");
 }
+ONEFLOW_CUDA_KERNEL(Cast, CastFn);
 
 template <typename U>
 __global__ void BroadcastCopyKernel(const U* __restrict__ src, U* __restrict__ dst, int64_t n, BroadcastMap m) {
@@ -245,21 +263,3 @@ void LaunchBroadcastTo(DType dt, const void* src, const Shape& src_shape, void* 
 }
 
 }  // namespace oneflow::cuda
-
-namespace oneflow {
-
-void RegisterCudaElementwiseKernels(KernelRegistry& r) {
-  using namespace cuda;
-#define OF_REGISTER_ROW(Op)                                                                         \
-  if constexpr (unary::Op::kStandalone)                                                             \
-    r.RegisterFn(OpId::k##Op, UnaryRowFn<UnaryOpId::k##Op>, DeviceType::kCuda);
-  ONEFLOW_UNARY_OPS(OF_REGISTER_ROW)
-#undef OF_REGISTER_ROW
-  // Max and Min take two inputs here (the variadic forms fall back to the CPU).
-#define OF_REGISTER_BINARY_ROW(Op) r.RegisterFn(OpId::k##Op, BinaryFn<BinaryOpId::k##Op>, DeviceType::kCuda);
-  ONEFLOW_BINARY_OPS(OF_REGISTER_BINARY_ROW)
-#undef OF_REGISTER_BINARY_ROW
-  r.RegisterFn(OpId::kCast, CastFn, DeviceType::kCuda);
-}
-
-}  // namespace oneflow

@@ -188,17 +188,7 @@ class FusedElementwiseCudaKernel final : public OpKernel {
   DeviceProgram base_;
   size_t inputs_read_ = 0;
 };
+ONEFLOW_CUDA_KERNEL_CLASS(FusedElementwise, FusedElementwiseCudaKernel);
 
 }  // namespace
 }  // namespace oneflow::cuda
-
-namespace oneflow {
-
-void RegisterCudaFusedElementwiseKernels(KernelRegistry& r) {
-  r.Register(KernelDef{OpId::kFusedElementwise, DeviceType::kCuda,
-                       [](const KernelInitContext& c) -> std::unique_ptr<OpKernel> {
-                         return std::make_unique<cuda::FusedElementwiseCudaKernel>(c);
-                       }});
-}
-
-}  // namespace oneflow

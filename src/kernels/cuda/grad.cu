@@ -51,6 +51,16 @@ void DerivativeFn(KernelContext& ctx) {
   LaunchActivationGrad(ctx, RowArgs(kId, ctx.attrs(), ctx.node_desc()));
 }
 
+// Every standalone unary row with a derivative runs DerivativeFn for its <Op>Grad.
+void RegisterDerivatives(KernelRegistry& r) {
+#define OF_REGISTER_DERIVATIVE(Op)                                                    \
+  if constexpr (unary::Op::kStandalone && unary::Op::kGrad != unary::GradFrom::kNone) \
+    r.RegisterFn(OpId::k##Op##Grad, DerivativeFn<UnaryOpId::k##Op>, DeviceType::kCuda);
+  ONEFLOW_UNARY_OPS(OF_REGISTER_DERIVATIVE)
+#undef OF_REGISTER_DERIVATIVE
+}
+ONEFLOW_KERNEL_TABLE(RegisterDerivatives);
+
 void ShrinkGradFn(KernelContext& ctx) {
   UnaryArgs p;
   p.op = -1;
@@ -58,6 +68,7 @@ void ShrinkGradFn(KernelContext& ctx) {
   p.p[1] = ctx.attrs().GetFloat("lambd");
   LaunchActivationGrad(ctx, p);
 }
+ONEFLOW_CUDA_KERNEL(ShrinkGrad, ShrinkGradFn);
 
 // ---- ReduceSumToShape ---------------------------------------------------------------------------
 // X viewed as alternating groups of kept and summed dims. Three layouts:
@@ -188,6 +199,7 @@ void ReduceSumToShapeFn(KernelContext& ctx) {
   });
   OF_CUDA_CHECK_LAUNCH(op::kReduceSumToShape);
 }
+ONEFLOW_CUDA_KERNEL(ReduceSumToShape, ReduceSumToShapeFn);
 
 // ---- Sum (variadic, numpy broadcasting) ----------------------------------------------------------
 constexpr int kSumInputs = 8;  // inputs per pass; more are added in further passes over Y
@@ -251,22 +263,7 @@ void SumFn(KernelContext& ctx) {
     OF_CUDA_CHECK_LAUNCH("SumKernel");
   }
 }
+ONEFLOW_CUDA_KERNEL(Sum, SumFn);
 
 }  // namespace
 }  // namespace oneflow::cuda
-
-namespace oneflow {
-
-void RegisterCudaGradKernels(KernelRegistry& r) {
-  using namespace cuda;
-  r.RegisterFn(OpId::kReduceSumToShape, ReduceSumToShapeFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kSum, SumFn, DeviceType::kCuda);
-#define OF_REGISTER_DERIVATIVE(Op)                                                                  \
-  if constexpr (unary::Op::kStandalone && unary::Op::kGrad != unary::GradFrom::kNone)               \
-    r.RegisterFn(OpId::k##Op##Grad, DerivativeFn<UnaryOpId::k##Op>, DeviceType::kCuda);
-  ONEFLOW_UNARY_OPS(OF_REGISTER_DERIVATIVE)
-#undef OF_REGISTER_DERIVATIVE
-  r.RegisterFn(OpId::kShrinkGrad, ShrinkGradFn, DeviceType::kCuda);
-}
-
-}  // namespace oneflow

@@ -394,22 +394,10 @@ class CudaGemmKernel final : public OpKernel {
   bool trans_a_, trans_b_;
 };
 
-template <typename K>
-void RegisterLt(KernelRegistry& r, OpId op) {
-  r.Register(KernelDef{op, DeviceType::kCuda,
-                       [](const KernelInitContext& c) -> std::unique_ptr<OpKernel> { return std::make_unique<K>(c); }});
-}
+ONEFLOW_CUDA_KERNEL_CLASS(MatMul, CudaMatMulKernel);
+ONEFLOW_CUDA_KERNEL_CLASS(FusedMatMul, CudaMatMulKernel);
+ONEFLOW_CUDA_KERNEL_CLASS(Gemm, CudaGemmKernel);
+ONEFLOW_CUDA_KERNEL_CLASS(FusedGemm, CudaGemmKernel);
 
 }  // namespace
 }  // namespace oneflow::cuda
-
-namespace oneflow {
-
-void RegisterCudaMatMulKernels(KernelRegistry& r) {
-  cuda::RegisterLt<cuda::CudaMatMulKernel>(r, OpId::kMatMul);
-  cuda::RegisterLt<cuda::CudaMatMulKernel>(r, OpId::kFusedMatMul);
-  cuda::RegisterLt<cuda::CudaGemmKernel>(r, OpId::kGemm);
-  cuda::RegisterLt<cuda::CudaGemmKernel>(r, OpId::kFusedGemm);
-}
-
-}  // namespace oneflow

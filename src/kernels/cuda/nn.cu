@@ -137,9 +137,13 @@ void PoolFn(KernelContext& ctx, bool max, bool nhwc) {
 }
 
 void MaxPoolFn(KernelContext& ctx) { PoolFn(ctx, true, false); }
+ONEFLOW_CUDA_KERNEL(MaxPool, MaxPoolFn);
 void AveragePoolFn(KernelContext& ctx) { PoolFn(ctx, false, false); }
+ONEFLOW_CUDA_KERNEL(AveragePool, AveragePoolFn);
 void NhwcMaxPoolFn(KernelContext& ctx) { PoolFn(ctx, true, true); }
+ONEFLOW_CUDA_KERNEL(NhwcMaxPool, NhwcMaxPoolFn);
 void NhwcAveragePoolFn(KernelContext& ctx) { PoolFn(ctx, false, true); }
+ONEFLOW_CUDA_KERNEL(NhwcAveragePool, NhwcAveragePoolFn);
 
 // ---- Global pools -------------------------------------------------------------------------------
 // NCHW: one block per (n, c) plane, a block reduction over the contiguous plane.
@@ -196,7 +200,9 @@ void GlobalPoolFn(KernelContext& ctx, bool max) {
 }
 
 void GlobalAveragePoolFn(KernelContext& ctx) { GlobalPoolFn(ctx, false); }
+ONEFLOW_CUDA_KERNEL(GlobalAveragePool, GlobalAveragePoolFn);
 void GlobalMaxPoolFn(KernelContext& ctx) { GlobalPoolFn(ctx, true); }
+ONEFLOW_CUDA_KERNEL(GlobalMaxPool, GlobalMaxPoolFn);
 
 void NhwcGlobalAveragePoolFn(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -212,6 +218,7 @@ void NhwcGlobalAveragePoolFn(KernelContext& ctx) {
   });
   OF_CUDA_CHECK_LAUNCH("GlobalAvgNhwcKernel");
 }
+ONEFLOW_CUDA_KERNEL(NhwcGlobalAveragePool, NhwcGlobalAveragePoolFn);
 
 // ---- Pool gradients --------------------------------------------------------------------------------
 // Gathered per input element (deterministic, no atomics): every output window covering the element
@@ -318,7 +325,9 @@ void PoolGradFn(KernelContext& ctx, bool max) {
 }
 
 void MaxPoolGradFn(KernelContext& ctx) { PoolGradFn(ctx, true); }
+ONEFLOW_CUDA_KERNEL(MaxPoolGrad, MaxPoolGradFn);
 void AveragePoolGradFn(KernelContext& ctx) { PoolGradFn(ctx, false); }
+ONEFLOW_CUDA_KERNEL(AveragePoolGrad, AveragePoolGradFn);
 
 // GlobalAveragePoolGrad: dX = dY[plane] / plane size everywhere.
 template <typename T>
@@ -393,7 +402,9 @@ void GlobalPoolGradFn(KernelContext& ctx, bool max) {
 }
 
 void GlobalAveragePoolGradFn(KernelContext& ctx) { GlobalPoolGradFn(ctx, false); }
+ONEFLOW_CUDA_KERNEL(GlobalAveragePoolGrad, GlobalAveragePoolGradFn);
 void GlobalMaxPoolGradFn(KernelContext& ctx) { GlobalPoolGradFn(ctx, true); }
+ONEFLOW_CUDA_KERNEL(GlobalMaxPoolGrad, GlobalMaxPoolGradFn);
 
 // ---- BatchNormalization -------------------------------------------------------------------------
 // y = (x - mean[c]) * scale[c] / sqrt(var[c] + eps) + B[c]; parameters are f32 or X's dtype.
@@ -516,6 +527,7 @@ void BatchNormFn(KernelContext& ctx) {
   });
   OF_CUDA_CHECK_LAUNCH("BatchNormKernel");
 }
+ONEFLOW_CUDA_KERNEL(BatchNormalization, BatchNormFn);
 
 // ---- Convolution epilogue and bias gradient -----------------------------------------------------
 // y = y + bias[c] + z, then Relu when asked; channel c of element i is (i / inner) % C (NCHW) or
@@ -567,6 +579,7 @@ void ConvGradBiasFn(KernelContext& ctx) {
   });
   OF_CUDA_CHECK_LAUNCH("ConvBiasGradKernel");
 }
+ONEFLOW_CUDA_KERNEL(ConvGradBias, ConvGradBiasFn);
 
 }  // namespace
 
@@ -583,23 +596,3 @@ void LaunchConvEpilogue(DType dt, void* y, const void* bias, const void* z, int6
 
 }  // namespace oneflow::cuda
 
-namespace oneflow {
-
-void RegisterCudaNnKernels(KernelRegistry& r) {
-  using namespace cuda;
-  r.RegisterFn(OpId::kMaxPool, MaxPoolFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kAveragePool, AveragePoolFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kGlobalAveragePool, GlobalAveragePoolFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kGlobalMaxPool, GlobalMaxPoolFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kNhwcMaxPool, NhwcMaxPoolFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kNhwcAveragePool, NhwcAveragePoolFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kNhwcGlobalAveragePool, NhwcGlobalAveragePoolFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kBatchNormalization, BatchNormFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kConvGradBias, ConvGradBiasFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kMaxPoolGrad, MaxPoolGradFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kAveragePoolGrad, AveragePoolGradFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kGlobalAveragePoolGrad, GlobalAveragePoolGradFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kGlobalMaxPoolGrad, GlobalMaxPoolGradFn, DeviceType::kCuda);
-}
-
-}  // namespace oneflow

@@ -87,6 +87,8 @@ void SoftmaxGradFn(KernelContext& ctx) {
   });
   OF_CUDA_CHECK_LAUNCH(op::kSoftmaxGrad);
 }
+ONEFLOW_CUDA_KERNEL(SoftmaxGrad, SoftmaxGradFn<false>);
+ONEFLOW_CUDA_KERNEL(LogSoftmaxGrad, SoftmaxGradFn<true>);
 
 // ---- LayerNormalizationGrad over [rows, n] -----------------------------------------------------
 // dx = inv (g - mean(g) - xhat mean(g xhat)) with g = dy * scale; a block per row, which also
@@ -222,6 +224,7 @@ void LayerNormGradFn(KernelContext& ctx) {
     OF_CUDA_CHECK_LAUNCH("LayerNormParam");
   });
 }
+ONEFLOW_CUDA_KERNEL(LayerNormalizationGrad, LayerNormGradFn);
 
 // ---- SoftmaxCrossEntropyLoss (+ Grad) over (N, C, D) --------------------------------------------
 // A warp per position (i, j): log-sum-exp over the C classes (stride D). Per-position losses and
@@ -396,6 +399,7 @@ void SceFn(KernelContext& ctx) {
   OF_CUDA_CHECK_LAUNCH(op::kSoftmaxCrossEntropyLoss);
   CheckLabels(ctx, flag, st, l.c);
 }
+ONEFLOW_CUDA_KERNEL(SoftmaxCrossEntropyLoss, SceFn);
 
 void SceGradFn(KernelContext& ctx) {
   const Tensor& dloss = ctx.input(0);
@@ -432,19 +436,8 @@ void SceGradFn(KernelContext& ctx) {
   OF_CUDA_CHECK_LAUNCH(op::kSoftmaxCrossEntropyLossGrad);
   CheckLabels(ctx, flag, st, l.c);
 }
+ONEFLOW_CUDA_KERNEL(SoftmaxCrossEntropyLossGrad, SceGradFn);
 
 }  // namespace
 }  // namespace oneflow::cuda
 
-namespace oneflow {
-
-void RegisterCudaNormLossGradKernels(KernelRegistry& r) {
-  using namespace cuda;
-  r.RegisterFn(OpId::kSoftmaxGrad, SoftmaxGradFn<false>, DeviceType::kCuda);
-  r.RegisterFn(OpId::kLogSoftmaxGrad, SoftmaxGradFn<true>, DeviceType::kCuda);
-  r.RegisterFn(OpId::kLayerNormalizationGrad, LayerNormGradFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kSoftmaxCrossEntropyLoss, SceFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kSoftmaxCrossEntropyLossGrad, SceGradFn, DeviceType::kCuda);
-}
-
-}  // namespace oneflow

@@ -187,6 +187,8 @@ void SoftmaxFn(KernelContext& ctx) {
   });
   OF_CUDA_CHECK_LAUNCH("SoftmaxKernel");
 }
+ONEFLOW_CUDA_KERNEL(Softmax, SoftmaxFn<false>);
+ONEFLOW_CUDA_KERNEL(LogSoftmax, SoftmaxFn<true>);
 
 // ---- LayerNormalization: rows of n = prod(shape[axis:]) ----------------------------------------
 template <typename T>
@@ -245,29 +247,16 @@ void LayerNormFn(KernelContext& ctx) {
   });
   OF_CUDA_CHECK_LAUNCH("LayerNormKernel");
 }
+ONEFLOW_CUDA_KERNEL(LayerNormalization, LayerNormFn);
 
 template <int kOp>
-void RegisterReduce(KernelRegistry& r, OpId op) {
-  r.Register(KernelDef{op, DeviceType::kCuda,
-                       [](const KernelInitContext& c) -> std::unique_ptr<OpKernel> {
-                         return std::make_unique<ReduceKernel>(c, kOp);
-                       }});
+std::unique_ptr<OpKernel> MakeReduceKernel(const KernelInitContext& c) {
+  return std::make_unique<ReduceKernel>(c, kOp);
 }
+ONEFLOW_KERNEL_FACTORY(ReduceSum, DeviceType::kCuda, MakeReduceKernel<kSum>);
+ONEFLOW_KERNEL_FACTORY(ReduceMean, DeviceType::kCuda, MakeReduceKernel<kMean>);
+ONEFLOW_KERNEL_FACTORY(ReduceMax, DeviceType::kCuda, MakeReduceKernel<kMax>);
+ONEFLOW_KERNEL_FACTORY(ReduceMin, DeviceType::kCuda, MakeReduceKernel<kMin>);
 
 }  // namespace
 }  // namespace oneflow::cuda
-
-namespace oneflow {
-
-void RegisterCudaReductionKernels(KernelRegistry& r) {
-  using namespace cuda;
-  RegisterReduce<kSum>(r, OpId::kReduceSum);
-  RegisterReduce<kMean>(r, OpId::kReduceMean);
-  RegisterReduce<kMax>(r, OpId::kReduceMax);
-  RegisterReduce<kMin>(r, OpId::kReduceMin);
-  r.RegisterFn(OpId::kSoftmax, SoftmaxFn<false>, DeviceType::kCuda);
-  r.RegisterFn(OpId::kLogSoftmax, SoftmaxFn<true>, DeviceType::kCuda);
-  r.RegisterFn(OpId::kLayerNormalization, LayerNormFn, DeviceType::kCuda);
-}
-
-}  // namespace oneflow

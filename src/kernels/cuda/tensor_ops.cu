@@ -182,6 +182,7 @@ void SliceFn(KernelContext& ctx) {
   }
   LaunchCopy(DTypeSize(x.dtype()), x.raw(), y.raw(), m, 0, node);
 }
+ONEFLOW_CUDA_KERNEL(Slice, SliceFn);
 
 // Split: each output is a slice along `axis` (its size from the output's shape).
 void SplitFn(KernelContext& ctx) {
@@ -200,6 +201,7 @@ void SplitFn(KernelContext& ctx) {
   }
   OF_REQUIRE(offset == x.dim(axis), node, ": outputs cover ", offset, " of ", x.dim(axis), " along axis ", axis);
 }
+ONEFLOW_CUDA_KERNEL(Split, SplitFn);
 
 // Concat: each input is copied into its region of Y (destination strides are Y's).
 void ConcatFn(KernelContext& ctx) {
@@ -220,6 +222,7 @@ void ConcatFn(KernelContext& ctx) {
   }
   OF_REQUIRE(offset == y.dim(axis), node, ": inputs cover ", offset, " of ", y.dim(axis), " along axis ", axis);
 }
+ONEFLOW_CUDA_KERNEL(Concat, ConcatFn);
 
 // Source map for broadcasting x (numpy rules) to `out`: stride 0 on broadcast dims.
 CopyMap BroadcastSource(const Shape& out, const Shape& x, const std::string& node) {
@@ -243,6 +246,7 @@ void ExpandFn(KernelContext& ctx) {
   LaunchCopy(DTypeSize(x.dtype()), x.raw(), y.raw(), BroadcastSource(y.shape(), x.shape(), ctx.node_desc()), 0,
              ctx.node_desc());
 }
+ONEFLOW_CUDA_KERNEL(Expand, ExpandFn);
 
 void TileFn(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -252,6 +256,7 @@ void TileFn(KernelContext& ctx) {
   m.tile = true;
   LaunchCopy(DTypeSize(x.dtype()), x.raw(), y.raw(), m, 0, ctx.node_desc());
 }
+ONEFLOW_CUDA_KERNEL(Tile, TileFn);
 
 void PadFn(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -274,6 +279,7 @@ void PadFn(KernelContext& ctx) {
   for (int d = 0; d < m.rank; ++d) m.start[d] = -pads[static_cast<size_t>(d)];
   LaunchCopy(DTypeSize(x.dtype()), x.raw(), y.raw(), m, fill.bits, node, fill.dev);
 }
+ONEFLOW_CUDA_KERNEL(Pad, PadFn);
 
 // ---- Gather / GatherElements ----------------------------------------------------------------------
 // y[o, j, k] = x[o, indices[j], k] (indices flattened; negative ones count from the end). An index
@@ -322,6 +328,7 @@ void GatherFn(KernelContext& ctx) {
   if (!known) Fail(ErrorCode::kUnsupported, node, ": dtype ", DTypeName(x.dtype()), " on CUDA");
   OF_CUDA_CHECK_LAUNCH("GatherKernel");
 }
+ONEFLOW_CUDA_KERNEL(Gather, GatherFn);
 
 struct ElementsMap {
   int rank = 0;
@@ -380,6 +387,7 @@ void GatherElementsFn(KernelContext& ctx) {
     Fail(ErrorCode::kUnsupported, node, ": dtype ", DTypeName(x.dtype()), " on CUDA");
   OF_CUDA_CHECK_LAUNCH("GatherElementsKernel");
 }
+ONEFLOW_CUDA_KERNEL(GatherElements, GatherElementsFn);
 
 // ---- Where, compares and logic --------------------------------------------------------------------
 struct Broadcast3 {
@@ -452,6 +460,7 @@ void WhereFn(KernelContext& ctx) {
   if (!known) Fail(ErrorCode::kUnsupported, node, ": dtype ", DTypeName(y.dtype()), " on CUDA");
   OF_CUDA_CHECK_LAUNCH("WhereKernel");
 }
+ONEFLOW_CUDA_KERNEL(Where, WhereFn);
 
 enum CompareOp : int { kEqual, kLess, kLessEqual, kGreater, kGreaterEqual, kAnd, kOr, kXor };
 
@@ -507,6 +516,14 @@ void CompareFn(KernelContext& ctx) {
   }
   OF_CUDA_CHECK_LAUNCH("CompareKernel");
 }
+ONEFLOW_CUDA_KERNEL(Equal, CompareFn<kEqual>);
+ONEFLOW_CUDA_KERNEL(Less, CompareFn<kLess>);
+ONEFLOW_CUDA_KERNEL(LessOrEqual, CompareFn<kLessEqual>);
+ONEFLOW_CUDA_KERNEL(Greater, CompareFn<kGreater>);
+ONEFLOW_CUDA_KERNEL(GreaterOrEqual, CompareFn<kGreaterEqual>);
+ONEFLOW_CUDA_KERNEL(And, CompareFn<kAnd>);
+ONEFLOW_CUDA_KERNEL(Or, CompareFn<kOr>);
+ONEFLOW_CUDA_KERNEL(Xor, CompareFn<kXor>);
 
 __global__ void NotKernel(const bool* __restrict__ x, bool* __restrict__ y, int64_t n) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -521,6 +538,7 @@ void NotFn(KernelContext& ctx) {
   NotKernel<<<GridFor(n), kThreads, 0, CurrentStream()>>>(x.data<bool>(), ctx.output(0).data<bool>(), n);
   OF_CUDA_CHECK_LAUNCH("NotKernel");
 }
+ONEFLOW_CUDA_KERNEL(Not, NotFn);
 
 // ---- Range, Trilu -----------------------------------------------------------------------------------
 template <typename T>
@@ -555,6 +573,7 @@ void RangeFn(KernelContext& ctx) {
   }
   OF_CUDA_CHECK_LAUNCH("RangeKernel");
 }
+ONEFLOW_CUDA_KERNEL(Range, RangeFn);
 
 // Keeps x[..., i, j] where j - i >= k (upper) or j - i <= k (lower), else 0. `k_dev`, when set,
 // holds k in device memory (int64, or int32 when !k64); else `k` is it.
@@ -601,6 +620,7 @@ void TriluFn(KernelContext& ctx) {
   if (!known) Fail(ErrorCode::kUnsupported, node, ": dtype ", DTypeName(x.dtype()), " on CUDA");
   OF_CUDA_CHECK_LAUNCH("TriluKernel");
 }
+ONEFLOW_CUDA_KERNEL(Trilu, TriluFn);
 
 // ---- Scans along one axis: CumSum, ArgMax/ArgMin --------------------------------------------------
 // One thread per (outer, inner) line; consecutive threads take consecutive inner positions, so the
@@ -648,6 +668,7 @@ class CumSumOp final : public OpKernel {
   bool constant_axis_ = false;
   int64_t axis_ = 0;
 };
+ONEFLOW_CUDA_KERNEL_CLASS(CumSum, CumSumOp);
 
 void CumSumOp::Compute(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -733,6 +754,8 @@ void ArgFn(KernelContext& ctx) {
   }
   OF_CUDA_CHECK_LAUNCH("ArgKernel");
 }
+ONEFLOW_CUDA_KERNEL(ArgMax, ArgFn<true>);
+ONEFLOW_CUDA_KERNEL(ArgMin, ArgFn<false>);
 
 #define OF_CUDA_STRINGIZE2(...) #__VA_ARGS__
 #define OF_CUDA_STRINGIZE(...) OF_CUDA_STRINGIZE2(__VA_ARGS__)
@@ -750,38 +773,3 @@ const char* CompiledCudaArchList() {
 }
 
 }  // namespace oneflow::cuda
-
-namespace oneflow {
-
-void RegisterCudaTensorKernels(KernelRegistry& r) {
-  using namespace cuda;
-  // Shape-only ops: output 0 is input 0's device data with the inferred shape.
-  r.RegisterFn(OpId::kSlice, SliceFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kSplit, SplitFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kConcat, ConcatFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kExpand, ExpandFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kTile, TileFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kPad, PadFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kGather, GatherFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kGatherElements, GatherElementsFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kWhere, WhereFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kEqual, CompareFn<kEqual>, DeviceType::kCuda);
-  r.RegisterFn(OpId::kLess, CompareFn<kLess>, DeviceType::kCuda);
-  r.RegisterFn(OpId::kLessOrEqual, CompareFn<kLessEqual>, DeviceType::kCuda);
-  r.RegisterFn(OpId::kGreater, CompareFn<kGreater>, DeviceType::kCuda);
-  r.RegisterFn(OpId::kGreaterOrEqual, CompareFn<kGreaterEqual>, DeviceType::kCuda);
-  r.RegisterFn(OpId::kAnd, CompareFn<kAnd>, DeviceType::kCuda);
-  r.RegisterFn(OpId::kOr, CompareFn<kOr>, DeviceType::kCuda);
-  r.RegisterFn(OpId::kXor, CompareFn<kXor>, DeviceType::kCuda);
-  r.RegisterFn(OpId::kNot, NotFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kRange, RangeFn, DeviceType::kCuda);
-  r.RegisterFn(OpId::kTrilu, TriluFn, DeviceType::kCuda);
-  r.Register(KernelDef{OpId::kCumSum, DeviceType::kCuda,
-                       [](const KernelInitContext& c) -> std::unique_ptr<OpKernel> {
-                         return std::make_unique<CumSumOp>(c);
-                       }});
-  r.RegisterFn(OpId::kArgMax, ArgFn<true>, DeviceType::kCuda);
-  r.RegisterFn(OpId::kArgMin, ArgFn<false>, DeviceType::kCuda);
-}
-
-}  // namespace oneflow

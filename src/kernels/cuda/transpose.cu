@@ -70,6 +70,7 @@ void TransposeFn(KernelContext& ctx) {
     for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);  // ONNX default: reverse the axes
   Permute(x.dtype(), x.raw(), x.shape(), perm, ctx.output(0).raw(), CurrentStream(), ctx.node_desc());
 }
+ONEFLOW_CUDA_KERNEL(Transpose, TransposeFn);
 
 }  // namespace
 
@@ -80,10 +81,3 @@ void LaunchTranspose(DType dt, const void* x, const Shape& x_shape, const std::v
 
 }  // namespace oneflow::cuda
 
-namespace oneflow {
-
-void RegisterCudaTransposeKernels(KernelRegistry& r) {
-  r.RegisterFn(OpId::kTranspose, cuda::TransposeFn, DeviceType::kCuda);
-}
-
-}  // namespace oneflow
