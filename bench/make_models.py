@@ -202,17 +202,42 @@ def make_tiny(seed=5):
 
 # ---- registry ------------------------------------------------------------------------------------
 
+def _dynamic_int8(make_float):
+    """`make_float`'s model as onnxruntime.quantization.quantize_dynamic writes it (int8 weights,
+    uint8 activations quantized at run time: DynamicQuantizeLinear, MatMulInteger, Cast, Mul):
+    the int8 models people ship to CPUs, made by the tool that makes them."""
+    def make():
+        import tempfile
+
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+        with tempfile.TemporaryDirectory() as tmp:
+            src, dst = os.path.join(tmp, "float.onnx"), os.path.join(tmp, "int8.onnx")
+            onnx.save(make_float(), src)
+            quantize_dynamic(src, dst, weight_type=QuantType.QInt8)
+            return onnx.load(dst)
+    return make
+
+
 def _image_inputs(shape):
     return lambda batch, rng: {"input": rng.standard_normal((batch,) + shape, dtype=np.float32)}
 
 
 MODELS = {
-    # name: builder, batches to bench, default timed iterations, inputs(batch, rng)
+    # name: builder, batches to bench, default timed iterations, inputs(batch, rng)[, rtol of the
+    # output check against onnxruntime when not run_bench's default]
     "mlp": dict(make=make_mlp, batches=[1, 64], iters=600, inputs=_image_inputs((784,))),
     "cnn": dict(make=make_cnn, batches=[1, 16], iters=600, inputs=_image_inputs((3, 32, 32))),
     "transformer": dict(make=make_transformer, batches=[8], iters=60,
                         inputs=lambda batch, rng: {"input": rng.standard_normal((batch, 128, 256), dtype=np.float32)}),
     "resnet18": dict(make=make_resnet18, batches=[1], iters=60, inputs=_image_inputs((3, 224, 224))),
+    "mlp_int8": dict(make=_dynamic_int8(make_mlp), batches=[1, 64], iters=600, inputs=_image_inputs((784,))),
+    # Dynamic quantization re-quantizes every activation from its range at run time, so a float
+    # difference far below 1e-6 (a reduction's order in LayerNorm or Softmax) can move a value
+    # across a rounding step and the next layers carry the step on: onnxruntime's own output moves
+    # by 1.2% of the range between its optimization levels on this model. The check allows 3%.
+    "transformer_int8": dict(make=_dynamic_int8(make_transformer), batches=[8], iters=60, rtol=0.03,
+                             inputs=lambda batch, rng: {"input": rng.standard_normal((batch, 128, 256),
+                                                                                     dtype=np.float32)}),
     "tiny": dict(make=make_tiny, batches=[1, 64], iters=200,
                  inputs=lambda batch, rng: {"a": rng.standard_normal((batch, 4096), dtype=np.float32),
                                             "b": rng.standard_normal((batch, 4096), dtype=np.float32)}),

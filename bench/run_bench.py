@@ -30,8 +30,10 @@ RTOL = 1e-4
 ALLOWED_CPUS = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
 
 
-def compare(ours, ref):
-    """Returns (ok, max_abs_err, tolerance, detail) for two lists of arrays (ours vs reference)."""
+def compare(ours, ref, rtol=None):
+    """Returns (ok, max_abs_err, tolerance, detail) for two lists of arrays (ours vs reference);
+    `rtol` (of max(1, max|ref|)) defaults to RTOL."""
+    rtol = RTOL if rtol is None else rtol
     if len(ours) != len(ref):
         return False, math.inf, 0.0, f"{len(ours)} outputs, reference has {len(ref)}"
     worst, tol_used, detail = 0.0, 0.0, ""
@@ -44,7 +46,7 @@ def compare(ours, ref):
         if a.size == 0:
             continue
         a64, r64 = a.astype(np.float64), r.astype(np.float64)
-        tol = RTOL * max(1.0, float(np.max(np.abs(r64[~np.isnan(r64)]), initial=0.0)))
+        tol = rtol * max(1.0, float(np.max(np.abs(r64[~np.isnan(r64)]), initial=0.0)))
         if not np.array_equal(np.isnan(a64), np.isnan(r64)):
             err = math.inf
         else:
@@ -120,7 +122,7 @@ def bench_one(lib, lib_error, name, path, batch, threads, iters, warmup, max_sec
             got = ours.run(feeds)
             if ref is not None:
                 got = [got[n] for n in ort_names]  # by name, in ORT's order
-                ok, err, tol, detail = compare(got, ref)
+                ok, err, tol, detail = compare(got, ref, make_models.MODELS[name].get("rtol"))
                 row["check"] = {"ok": ok, "max_abs_err": err, "tol": tol, "detail": detail}
         except Exception as exc:  # an unsupported op must give a row, not end the bench
             row["ours_status"], row["ours_message"] = error_status(exc)

@@ -41,7 +41,8 @@
   P(X, Cast, Onnx) P(X, CastLike, Onnx) P(X, CenterCropPad, Onnx) P(X, Col2Im, Onnx) \
   P(X, Compress, Onnx) P(X, Concat, Onnx) P(X, Constant, Onnx) P(X, ConstantOfShape, Onnx) \
   P(X, Conv, Onnx) P(X, ConvTranspose, Onnx) P(X, CumProd, Onnx) P(X, CumSum, Onnx) \
-  P(X, DepthToSpace, Onnx) P(X, Det, Onnx) P(X, DequantizeLinear, Onnx) P(X, Dropout, Onnx) P(X, Einsum, Onnx) \
+  P(X, DepthToSpace, Onnx) P(X, Det, Onnx) P(X, DequantizeLinear, Onnx) P(X, Dropout, Onnx) \
+  P(X, DynamicQuantizeLinear, Onnx) P(X, Einsum, Onnx) \
   P(X, Equal, Onnx) P(X, Expand, Onnx) P(X, EyeLike, Onnx) P(X, Flatten, Onnx) P(X, Gather, Onnx) \
   P(X, GatherElements, Onnx) P(X, GatherND, Onnx) P(X, Gemm, Onnx) P(X, GlobalAveragePool, Onnx) \
   P(X, GlobalLpPool, Onnx) P(X, GlobalMaxPool, Onnx) P(X, Greater, Onnx) \
@@ -49,10 +50,10 @@
   P(X, Hardmax, Onnx) P(X, Identity, Onnx) P(X, InstanceNormalization, Onnx) P(X, IsInf, Onnx) \
   P(X, IsNaN, Onnx) P(X, LRN, Onnx) P(X, LayerNormalization, Onnx) P(X, Less, Onnx) \
   P(X, LessOrEqual, Onnx) P(X, LogSoftmax, Onnx) P(X, LpNormalization, Onnx) P(X, LpPool, Onnx) \
-  P(X, MatMul, Onnx) P(X, MaxPool, Onnx) P(X, MaxUnpool, Onnx) P(X, Mean, Onnx) \
+  P(X, MatMul, Onnx) P(X, MatMulInteger, Onnx) P(X, MaxPool, Onnx) P(X, MaxUnpool, Onnx) P(X, Mean, Onnx) \
   P(X, MeanVarianceNormalization, Onnx) P(X, Mod, Onnx) P(X, NegativeLogLikelihoodLoss, Onnx) \
   P(X, NonZero, Onnx) P(X, Not, Onnx) P(X, OneHot, Onnx) P(X, Or, Onnx) P(X, PRelu, Onnx) \
-  P(X, Pad, Onnx) P(X, RMSNormalization, Onnx) P(X, Range, Onnx) P(X, ReduceL1, Onnx) \
+  P(X, Pad, Onnx) P(X, QuantizeLinear, Onnx) P(X, RMSNormalization, Onnx) P(X, Range, Onnx) P(X, ReduceL1, Onnx) \
   P(X, ReduceL2, Onnx) P(X, ReduceLogSum, Onnx) P(X, ReduceLogSumExp, Onnx) P(X, ReduceMax, Onnx) \
   P(X, ReduceMean, Onnx) P(X, ReduceMin, Onnx) P(X, ReduceProd, Onnx) P(X, ReduceSum, Onnx) \
   P(X, ReduceSumSquare, Onnx) P(X, Reshape, Onnx) P(X, Resize, Onnx) P(X, ReverseSequence, Onnx) \

@@ -145,6 +145,29 @@ CASES = [
     Case("dequantize_f16_scale", "DequantizeLinear",
          [("x", ints(np.int8, 3, 4)), ("x_scale", f32(4, lo=0.01, hi=0.2).astype(np.float16))], attrs={"axis": 1},
          opset=19, rtol=1e-3, atol=1e-4),
+    # QuantizeLinear: ties round to even, values past the type saturate; NaN is left out (its result
+    # is the type's minimum here and on onnxruntime, platform-defined in onnx.reference).
+    Case("quantize_ties_saturate_uint8", "QuantizeLinear",
+         [("x", np.array([[0.5, 1.5, 2.5, -0.5, -1.5, 300.0], [-300.0, 127.5, 128.5, 3.49, -2.5, 0.0]], np.float32)),
+          ("y_scale", np.array(1.0, np.float32)), ("y_zero_point", np.array(128, np.uint8))], opset=13),
+    Case("quantize_per_tensor_int8", "QuantizeLinear",
+         [("x", f32(4, 6, lo=-8, hi=8)), ("y_scale", np.array(0.05, np.float32)), ("y_zero_point", np.array(-3, np.int8))],
+         opset=13),
+    Case("quantize_per_axis_no_zero_point", "QuantizeLinear",
+         [("x", f32(2, 3, 4, lo=-2, hi=30)), ("y_scale", f32(3, lo=0.05, hi=0.2))], attrs={"axis": 1}, opset=13),
+    Case("quantize_blocked_int16", "QuantizeLinear",
+         [("x", f32(4, 7, lo=-500, hi=500)), ("y_scale", f32(4, 3, lo=0.01, hi=0.2)),
+          ("y_zero_point", ints(np.int16, 4, 3))], attrs={"axis": 1, "block_size": 3}, opset=21),
+    Case("quantize_f16", "QuantizeLinear",
+         [("x", f32(3, 4, lo=-4, hi=4).astype(np.float16)), ("y_scale", np.array(0.03, np.float16)),
+          ("y_zero_point", np.array(5, np.int8))], opset=23),  # opset 23: the quotient in y_scale's type
+    Case("dynamic_quantize", "DynamicQuantizeLinear", [("x", f32(4, 6, lo=-3, hi=5))], outputs=3, opset=13),
+    Case("matmul_integer_u8_s8", "MatMulInteger",
+         [("A", ints(np.uint8, 2, 4, 6)), ("B", ints(np.int8, 6, 5)), ("a_zero_point", np.array(131, np.uint8)),
+          ("b_zero_point", ints(np.int8, 5))], opset=13),
+    Case("matmul_integer_s8_batched", "MatMulInteger",
+         [("A", ints(np.int8, 3, 6)), ("B", ints(np.int8, 2, 6, 4)), ("a_zero_point", np.array(-7, np.int8))],
+         opset=13),
 ]
 
 

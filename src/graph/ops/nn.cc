@@ -15,15 +15,7 @@ static void CheckFloatOrInt(const InferContext& ctx, DType t) {
   if (!(IsFloatDType(t) || IsIntegerDType(t))) ctx.Error("unsupported dtype ", DTypeName(t));
 }
 
-void InferMatMul(InferContext& ctx) {
-  const TensorType& a = ctx.input_type(0);
-  const TensorType& b = ctx.input_type(1);
-  if (a.dtype != b.dtype) ctx.Error("A and B must have the same dtype, got ", DTypeName(a.dtype), " and ", DTypeName(b.dtype));
-  CheckFloatOrInt(ctx, a.dtype);
-  if (!a.has_rank || !b.has_rank) {
-    ctx.set_output(0, TensorType::UnknownShape(a.dtype));
-    return;
-  }
+std::vector<Dim> MatMulDims(InferContext& ctx, const TensorType& a, const TensorType& b) {
   if (a.rank() < 1 || b.rank() < 1) ctx.Error("MatMul operands must have rank >= 1");
   std::vector<Dim> ad = a.dims, bd = b.dims;
   if (a.rank() == 1) ad.insert(ad.begin(), Dim::Known(1));
@@ -36,7 +28,19 @@ void InferMatMul(InferContext& ctx) {
   std::vector<Dim> out = BroadcastDims(abatch, bbatch, ctx);
   if (a.rank() > 1) out.push_back(ad[ad.size() - 2]);
   if (b.rank() > 1) out.push_back(bd[bd.size() - 1]);
-  ctx.set_output(0, TensorType::Of(a.dtype, out));
+  return out;
+}
+
+void InferMatMul(InferContext& ctx) {
+  const TensorType& a = ctx.input_type(0);
+  const TensorType& b = ctx.input_type(1);
+  if (a.dtype != b.dtype) ctx.Error("A and B must have the same dtype, got ", DTypeName(a.dtype), " and ", DTypeName(b.dtype));
+  CheckFloatOrInt(ctx, a.dtype);
+  if (!a.has_rank || !b.has_rank) {
+    ctx.set_output(0, TensorType::UnknownShape(a.dtype));
+    return;
+  }
+  ctx.set_output(0, TensorType::Of(a.dtype, MatMulDims(ctx, a, b)));
 }
 
 void InferGemm(InferContext& ctx) {

@@ -2,7 +2,6 @@
 #include "graph/op_schema.h"
 #include "kernels/boxing_steps.h"
 #include "kernels/kernel.h"
-#include "kernels/kernel.h"
 
 namespace oneflow {
 namespace {

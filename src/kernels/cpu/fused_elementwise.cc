@@ -12,7 +12,6 @@
 #include "graph/op_schema.h"
 #include "kernels/kernel.h"
 #include "kernels/cpu/elementwise_util.h"
-#include "kernels/kernel.h"
 
 namespace oneflow {
 namespace {

@@ -9,7 +9,6 @@
 #include "kernels/cpu/half_compute.h"
 #include "kernels/cpu/tensor_copy.h"
 #include "graph/op_schema.h"
-#include "kernels/kernel.h"
 
 namespace oneflow {
 namespace {

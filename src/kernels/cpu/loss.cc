@@ -6,7 +6,6 @@
 
 #include "graph/op_schema.h"
 #include "kernels/kernel.h"
-#include "kernels/kernel.h"
 
 namespace oneflow {
 namespace {

@@ -9,7 +9,6 @@
 #include "graph/op_schema.h"
 #include "kernels/kernel.h"
 #include "kernels/cpu/reduce_util.h"
-#include "kernels/kernel.h"
 
 namespace oneflow {
 

@@ -8,7 +8,6 @@
 #include "graph/op_schema.h"
 #include "graph/ops/spatial_util.h"
 #include "kernels/kernel.h"
-#include "kernels/kernel.h"
 
 namespace oneflow {
 

@@ -13,7 +13,6 @@
 #include "graph/ops/spatial_util.h"
 #include "kernels/kernel.h"
 #include "kernels/cpu/avx512_max.h"
-#include "kernels/kernel.h"
 
 namespace oneflow {
 namespace {

@@ -6,7 +6,6 @@
 #include "graph/infer_util.h"
 #include "kernels/kernel.h"
 #include "kernels/cpu/reduce_util.h"
-#include "kernels/kernel.h"
 
 namespace oneflow {
 

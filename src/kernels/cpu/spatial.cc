@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "kernels/kernel.h"
-#include "kernels/kernel.h"
 
 namespace oneflow {
 namespace {

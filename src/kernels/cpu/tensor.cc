@@ -8,7 +8,6 @@
 #include "graph/ops/tensor_util.h"
 #include "kernels/kernel.h"
 #include "kernels/cpu/tensor_copy.h"
-#include "kernels/kernel.h"
 
 namespace oneflow {
 namespace {
