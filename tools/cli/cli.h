@@ -44,6 +44,7 @@ int LaunchCommand(const std::vector<std::string>& args);
 int BenchCommand(const std::vector<std::string>& args);
 int InfoCommand(const std::vector<std::string>& args);
 int ConvertCommand(const std::vector<std::string>& args);
+int ServeCommand(const std::vector<std::string>& args);
 
 }  // namespace cli
 }  // namespace oneflow

@@ -52,6 +52,14 @@ static const char kUsage[] =
     "      Starts N local processes of PROGRAM with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,\n"
     "      MASTER_PORT and a shared Gloo store (ONEFLOW_GLOO_STORE); when one fails, the others\n"
     "      are stopped after S seconds (default 10). Exits with the first failure's status.\n"
+    "  serve --model-repository DIR [--http-port 8000] [--metrics-port 8002] [--host 127.0.0.1]\n"
+    "        [--threads N] [--http-threads N] [--max-request-mb M] [--idle-timeout-s S]\n"
+    "        [--drain-timeout-s S] [--access-log]\n"
+    "      Serves the models of a Triton-style repository (DIR/<model>/<version>/model.onnx or\n"
+    "      model.ofm, optional DIR/<model>/config.pbtxt) over the KServe v2 HTTP protocol, with\n"
+    "      dynamic batching and Prometheus metrics (docs/serving.md). Port 0 picks a free port;\n"
+    "      -1 turns a front end off. SIGTERM or SIGINT stops it after finishing accepted requests\n"
+    "      (up to --drain-timeout-s, default 30).\n"
     "  help                 this text\n"
     "  --version            the version\n"
     "\n"
@@ -71,7 +79,7 @@ static void PrintError(const std::string& prefix, const std::string& message) {
 static int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    PrintError("usage error: ", "no command given (commands: run, bench, info, convert, plan, launch, help; see 'oneflow help')");
+    PrintError("usage error: ", "no command given (commands: run, bench, info, convert, plan, launch, serve, help; see 'oneflow help')");
     return 2;
   }
   const std::string cmd = args[0];
@@ -91,7 +99,8 @@ static int Main(int argc, char** argv) {
     if (cmd == "convert") return ConvertCommand(rest);
     if (cmd == "plan") return PlanCommand(rest);
     if (cmd == "launch") return LaunchCommand(rest);
-    throw UsageError("unknown command '" + cmd + "' (commands: run, bench, info, convert, plan, launch, help; see 'oneflow help')");
+    if (cmd == "serve") return ServeCommand(rest);
+    throw UsageError("unknown command '" + cmd + "' (commands: run, bench, info, convert, plan, launch, serve, help; see 'oneflow help')");
   } catch (const UsageError& e) {
     PrintError("usage error: ", e.what());
     return 2;

@@ -1,0 +1,52 @@
+#include "serve/datatype.h"
+
+#include "model_config.pb.h"
+
+namespace oneflow {
+namespace serve {
+namespace {
+
+struct TypeRow {
+  DType dtype;
+  const char* protocol;
+  inference::DataType config;
+};
+
+constexpr TypeRow kTypes[] = {
+    {DType::kBool, "BOOL", inference::TYPE_BOOL},       {DType::kUInt8, "UINT8", inference::TYPE_UINT8},
+    {DType::kUInt16, "UINT16", inference::TYPE_UINT16}, {DType::kUInt32, "UINT32", inference::TYPE_UINT32},
+    {DType::kUInt64, "UINT64", inference::TYPE_UINT64}, {DType::kInt8, "INT8", inference::TYPE_INT8},
+    {DType::kInt16, "INT16", inference::TYPE_INT16},    {DType::kInt32, "INT32", inference::TYPE_INT32},
+    {DType::kInt64, "INT64", inference::TYPE_INT64},    {DType::kFloat16, "FP16", inference::TYPE_FP16},
+    {DType::kFloat32, "FP32", inference::TYPE_FP32},    {DType::kFloat64, "FP64", inference::TYPE_FP64},
+    {DType::kString, "BYTES", inference::TYPE_STRING},  {DType::kBFloat16, "BF16", inference::TYPE_BF16},
+};
+
+}  // namespace
+
+const char* ProtocolDatatypeName(DType t) {
+  for (const TypeRow& r : kTypes)
+    if (r.dtype == t) return r.protocol;
+  return "INVALID";
+}
+
+DType DTypeFromProtocolName(const std::string& name) {
+  for (const TypeRow& r : kTypes)
+    if (name == r.protocol) return r.dtype;
+  return DType::kUndefined;
+}
+
+int ConfigDataTypeOf(DType t) {
+  for (const TypeRow& r : kTypes)
+    if (r.dtype == t) return r.config;
+  return inference::TYPE_INVALID;
+}
+
+DType DTypeFromConfigDataType(int config_type) {
+  for (const TypeRow& r : kTypes)
+    if (r.config == config_type) return r.dtype;
+  return DType::kUndefined;
+}
+
+}  // namespace serve
+}  // namespace oneflow

@@ -1,0 +1,268 @@
+#include "serve/model_config.h"
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <set>
+
+#include "base/error.h"
+#include "serve/datatype.h"
+
+namespace oneflow {
+namespace serve {
+namespace {
+
+namespace pb = google::protobuf;
+
+// Collects the text parser's findings as "label:line:column: message".
+class CollectErrors : public pb::io::ErrorCollector {
+ public:
+  explicit CollectErrors(std::string label) : label_(std::move(label)) {}
+  void AddError(int line, pb::io::ColumnNumber column, const std::string& message) override {
+    errors.push_back(Where(line, column) + message);
+  }
+  void AddWarning(int line, pb::io::ColumnNumber column, const std::string& message) override {
+    warnings.push_back(Where(line, column) + message + " (ignored: oneflow serve does not act on it)");
+  }
+  std::vector<std::string> errors, warnings;
+
+ private:
+  std::string Where(int line, int column) const { return StrCat(label_, ":", line + 1, ":", column + 1, ": "); }
+  std::string label_;
+};
+
+std::string DimsToString(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+// The model's type of a graph input or output, as config dims (-1 for a dim not known statically).
+std::vector<int64_t> ModelDims(const TensorType& t) {
+  std::vector<int64_t> dims;
+  for (const Dim& d : t.dims) dims.push_back(d.known() ? d.value : -1);
+  return dims;
+}
+
+bool DimsCompatible(const std::vector<int64_t>& config, const std::vector<int64_t>& model) {
+  if (config.size() != model.size()) return false;
+  for (size_t i = 0; i < config.size(); ++i)
+    if (config[i] != -1 && model[i] != -1 && config[i] != model[i]) return false;
+  return true;
+}
+
+int ParseIntParameter(const std::map<std::string, std::string>& params, const std::string& key, int fallback,
+                      int min, int max) {
+  auto it = params.find(key);
+  if (it == params.end()) return fallback;
+  try {
+    size_t used = 0;
+    int v = std::stoi(it->second, &used);
+    if (used == it->second.size() && v >= min && v <= max) return v;
+  } catch (const std::exception&) {
+  }
+  Fail(ErrorCode::kInvalidModel, "config parameter '", key, "' is '", it->second, "'; expected an integer in [", min,
+       ", ", max, "]");
+}
+
+// Resolves the tensors of one side (inputs or outputs): the config's entries, checked against the
+// model, then the model's tensors the config does not list.
+template <typename ConfigTensor>
+std::vector<TensorSpec> ResolveTensors(const pb::RepeatedPtrField<ConfigTensor>& configured, const Graph& model,
+                                       const std::vector<int>& graph_values, int max_batch_size, const char* side) {
+  std::vector<TensorSpec> specs;
+  std::set<std::string> listed;
+  for (const ConfigTensor& c : configured) {
+    int vid = -1;
+    for (int v : graph_values)
+      if (model.values[static_cast<size_t>(v)].name == c.name()) vid = v;
+    OF_CHECK(vid >= 0, kInvalidModel, "config ", side, " '", c.name(), "' is not an ", side, " of the model");
+    OF_CHECK(listed.insert(c.name()).second, kInvalidModel, "config lists ", side, " '", c.name(), "' twice");
+    const TensorType& t = model.values[static_cast<size_t>(vid)].type;
+    TensorSpec s;
+    s.name = c.name();
+    s.dtype = DTypeFromConfigDataType(c.data_type());
+    OF_CHECK(s.dtype != DType::kUndefined, kInvalidModel, "config ", side, " '", c.name(), "' has no data_type");
+    OF_CHECK(s.dtype == t.dtype, kInvalidModel, "config ", side, " '", c.name(), "' is ",
+             inference::DataType_Name(c.data_type()), " but the model's is ",
+             inference::DataType_Name(static_cast<inference::DataType>(ConfigDataTypeOf(t.dtype))));
+    s.dims.assign(c.dims().begin(), c.dims().end());
+    if (t.has_rank) {
+      std::vector<int64_t> dims = ModelDims(t);
+      if (max_batch_size > 0 && !dims.empty()) dims.erase(dims.begin());
+      OF_CHECK(DimsCompatible(s.dims, dims), kInvalidModel, "config ", side, " '", c.name(), "' has dims ",
+               DimsToString(s.dims), " but the model's are ", DimsToString(dims),
+               max_batch_size > 0 ? " (without the batch dimension, as max_batch_size > 0)" : "");
+    }
+    if constexpr (std::is_same_v<ConfigTensor, inference::ModelInput>) s.optional = c.optional();
+    specs.push_back(std::move(s));
+  }
+  for (int v : graph_values) {
+    const Value& value = model.values[static_cast<size_t>(v)];
+    if (listed.count(value.name)) continue;
+    TensorSpec s;
+    s.name = value.name;
+    s.dtype = value.type.dtype;
+    OF_CHECK(value.type.has_rank, kInvalidModel, "the model's ", side, " '", value.name,
+             "' has no known rank: list its dims in config.pbtxt");
+    s.dims = ModelDims(value.type);
+    if (max_batch_size > 0) s.dims.erase(s.dims.begin());
+    specs.push_back(std::move(s));
+  }
+  return specs;
+}
+
+// True when every input and output leads with a dimension the model leaves open.
+bool LeadsWithDynamicDim(const Graph& model) {
+  auto dynamic_lead = [&](int v) {
+    const TensorType& t = model.values[static_cast<size_t>(v)].type;
+    return t.has_rank && !t.dims.empty() && !t.dims[0].known();
+  };
+  return !model.inputs.empty() && std::all_of(model.inputs.begin(), model.inputs.end(), dynamic_lead) &&
+         std::all_of(model.outputs.begin(), model.outputs.end(), dynamic_lead);
+}
+
+}  // namespace
+
+ModelConfigFile ParseModelConfigText(const std::string& text, const std::string& label) {
+  ModelConfigFile file;
+  file.present = true;
+  CollectErrors errors(label);
+  pb::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  parser.AllowUnknownField(true);  // Triton fields we do not act on: warnings, not errors
+  if (!parser.ParseFromString(text, &file.config)) {
+    std::string all;
+    for (const std::string& e : errors.errors) all += (all.empty() ? "" : "; ") + e;
+    Fail(ErrorCode::kInvalidModel, "invalid model configuration: ", all.empty() ? label : all);
+  }
+  file.warnings = errors.warnings;
+  return file;
+}
+
+ModelConfigFile ReadModelConfig(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return {};
+  std::ifstream in(path, std::ios::binary);
+  OF_CHECK(in, kIo, "cannot read ", path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseModelConfigText(text.str(), path);
+}
+
+std::vector<int64_t> SelectVersions(const inference::ModelConfig& config, const std::vector<int64_t>& available) {
+  const inference::ModelVersionPolicy& policy = config.version_policy();
+  switch (policy.policy_choice_case()) {
+    case inference::ModelVersionPolicy::kAll: return available;
+    case inference::ModelVersionPolicy::kSpecific: {
+      std::vector<int64_t> chosen;
+      for (int64_t v : policy.specific().versions()) {
+        OF_CHECK(std::find(available.begin(), available.end(), v) != available.end(), kInvalidModel,
+                 "version_policy names version ", v, ", which the repository does not have");
+        chosen.push_back(v);
+      }
+      std::sort(chosen.begin(), chosen.end());
+      chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+      return chosen;
+    }
+    default: {
+      size_t n = policy.has_latest() && policy.latest().num_versions() > 0 ? policy.latest().num_versions() : 1;
+      n = std::min(n, available.size());
+      return std::vector<int64_t>(available.end() - static_cast<std::ptrdiff_t>(n), available.end());
+    }
+  }
+}
+
+ModelSettings ResolveModelSettings(const inference::ModelConfig& config, bool config_present,
+                                   const std::string& model_name, const Graph& model, const std::string& platform) {
+  ModelSettings s;
+  s.name = model_name;
+  OF_CHECK(config.name().empty() || config.name() == model_name, kInvalidModel, "config names the model '",
+           config.name(), "' but its directory is '", model_name, "'");
+  OF_CHECK(config.max_batch_size() >= 0, kInvalidModel, "max_batch_size is negative (", config.max_batch_size(), ")");
+  bool batchable = LeadsWithDynamicDim(model);
+  if (config_present) {
+    s.max_batch_size = config.max_batch_size();
+    OF_CHECK(s.max_batch_size == 0 || batchable, kInvalidModel, "max_batch_size is ", s.max_batch_size,
+             " but not every input and output of the model leads with a dynamic (batch) dimension");
+    s.dynamic_batching = config.has_dynamic_batching() && s.max_batch_size > 0;
+  } else {
+    s.max_batch_size = batchable ? kDefaultMaxBatchSize : 0;
+    s.dynamic_batching = batchable;
+  }
+
+  s.inputs = ResolveTensors(config.input(), model, model.inputs, s.max_batch_size, "input");
+  s.outputs = ResolveTensors(config.output(), model, model.outputs, s.max_batch_size, "output");
+
+  const inference::ModelDynamicBatching& db = config.dynamic_batching();
+  for (int b : db.preferred_batch_size()) {
+    OF_CHECK(b > 0 && b <= s.max_batch_size, kInvalidModel, "preferred_batch_size ", b,
+             " is outside [1, max_batch_size = ", s.max_batch_size, "]");
+    s.preferred_batch_sizes.push_back(b);
+  }
+  std::sort(s.preferred_batch_sizes.begin(), s.preferred_batch_sizes.end());
+  s.max_queue_delay_us = db.max_queue_delay_microseconds();
+  if (db.default_queue_policy().max_queue_size() > 0) s.max_queue_size = db.default_queue_policy().max_queue_size();
+  s.default_timeout_us = db.default_queue_policy().default_timeout_microseconds();
+  s.allow_timeout_override = !db.has_default_queue_policy() || db.default_queue_policy().allow_timeout_override();
+
+  s.instance_count = 0;
+  for (const inference::ModelInstanceGroup& g : config.instance_group()) {
+    OF_CHECK(g.kind() != inference::ModelInstanceGroup::KIND_GPU, kUnsupported,
+             "instance_group kind KIND_GPU: GPU serving is not supported yet; use KIND_CPU");
+    OF_CHECK(g.count() >= 0 && g.count() <= 256, kInvalidModel, "instance_group count ", g.count(),
+             " is outside [0, 256]");
+    s.instance_count += g.count() > 0 ? g.count() : 1;
+  }
+  if (s.instance_count == 0) s.instance_count = 1;
+
+  for (const auto& [key, value] : config.parameters()) s.parameters[key] = value.string_value();
+  s.intra_op_threads = ParseIntParameter(s.parameters, "intra_op_threads", 0, 0, 1024);
+  s.optimization_level = ParseIntParameter(s.parameters, "optimization_level", 2, 0, 2);
+
+  // The complete config, as Triton reports one: every field resolved.
+  s.resolved = config;
+  s.resolved.set_name(model_name);
+  if (s.resolved.platform().empty() && s.resolved.backend().empty()) s.resolved.set_platform(platform);
+  s.resolved.set_max_batch_size(s.max_batch_size);
+  s.resolved.clear_input();
+  for (const TensorSpec& t : s.inputs) {
+    inference::ModelInput* in = s.resolved.add_input();
+    in->set_name(t.name);
+    in->set_data_type(static_cast<inference::DataType>(ConfigDataTypeOf(t.dtype)));
+    for (int64_t d : t.dims) in->add_dims(d);
+    in->set_optional(t.optional);
+  }
+  s.resolved.clear_output();
+  for (const TensorSpec& t : s.outputs) {
+    inference::ModelOutput* out = s.resolved.add_output();
+    out->set_name(t.name);
+    out->set_data_type(static_cast<inference::DataType>(ConfigDataTypeOf(t.dtype)));
+    for (int64_t d : t.dims) out->add_dims(d);
+  }
+  if (s.dynamic_batching) {
+    inference::ModelDynamicBatching* out = s.resolved.mutable_dynamic_batching();
+    out->mutable_default_queue_policy()->set_max_queue_size(s.max_queue_size);
+  } else {
+    s.resolved.clear_dynamic_batching();
+  }
+  if (s.resolved.instance_group_size() == 0) {
+    inference::ModelInstanceGroup* g = s.resolved.add_instance_group();
+    g->set_count(1);
+    g->set_kind(inference::ModelInstanceGroup::KIND_CPU);
+  }
+  for (inference::ModelInstanceGroup& g : *s.resolved.mutable_instance_group()) {
+    if (g.count() == 0) g.set_count(1);
+    if (g.kind() == inference::ModelInstanceGroup::KIND_AUTO) g.set_kind(inference::ModelInstanceGroup::KIND_CPU);
+    if (g.name().empty()) g.set_name(model_name);
+  }
+  if (!s.resolved.has_version_policy()) s.resolved.mutable_version_policy()->mutable_latest()->set_num_versions(1);
+  return s;
+}
+
+}  // namespace serve
+}  // namespace oneflow
