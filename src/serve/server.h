@@ -1,6 +1,6 @@
 // `oneflow serve`: a KServe v2 (Open Inference Protocol) server over a Triton-style model
 // repository. The server owns the repository (models, their schedulers) and the front ends that
-// speak the protocol (HTTP/REST; metrics). docs/serving.md.
+// speak the protocol (HTTP/REST, gRPC; metrics). docs/serving.md.
 #pragma once
 
 #include <atomic>
@@ -17,6 +17,7 @@ struct ServerOptions {
   std::string model_repository;
   std::string host = "127.0.0.1";
   int http_port = 8000;     // 0: any free port (see Server::http_port()); -1: no HTTP front end
+  int grpc_port = 8001;     // KServe v2 gRPC; 0: any free port; -1: none
   int metrics_port = 8002;  // Prometheus /metrics; 0: any free port; -1: none
   int threads = 0;          // compute threads shared by the model instances; 0: one per core
   int http_threads = 0;     // HTTP I/O threads; 0: min(4, cores)
@@ -26,6 +27,7 @@ struct ServerOptions {
 };
 
 class HttpFrontend;
+class GrpcFrontend;
 
 class Server {
  public:
@@ -42,6 +44,7 @@ class Server {
   void Stop(Clock::time_point deadline);
 
   int http_port() const;     // the bound port (useful with port 0); -1 when not serving HTTP
+  int grpc_port() const;     // -1 when not serving gRPC
   int metrics_port() const;  // -1 when not serving metrics
   bool live() const { return started_ && !stopped_; }
   bool ready() const;        // live, not stopping, and every model ready
@@ -53,6 +56,7 @@ class Server {
   ServerOptions options_;
   std::unique_ptr<ModelRepository> repository_;
   std::unique_ptr<HttpFrontend> http_, metrics_;
+  std::unique_ptr<GrpcFrontend> grpc_;
   std::atomic<bool> stopping_{false};
   bool started_ = false, stopped_ = false;
 };

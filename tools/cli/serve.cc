@@ -10,7 +10,7 @@ namespace cli {
 
 int ServeCommand(const std::vector<std::string>& args) {
   ParsedArgs a = ParseArgs("serve", args,
-                           {"model-repository", "http-port", "metrics-port", "host", "threads", "http-threads",
+                           {"model-repository", "http-port", "grpc-port", "metrics-port", "host", "threads", "http-threads",
                             "max-request-mb", "idle-timeout-s", "drain-timeout-s"},
                            {"access-log"});
   if (!a.positionals.empty()) throw UsageError("serve takes no positional arguments (use --model-repository DIR)");
@@ -18,6 +18,7 @@ int ServeCommand(const std::vector<std::string>& args) {
   options.model_repository = a.Get("model-repository");
   if (options.model_repository.empty()) throw UsageError("serve needs --model-repository DIR");
   options.http_port = a.GetInt("http-port", 8000, -1, 65535);
+  options.grpc_port = a.GetInt("grpc-port", 8001, -1, 65535);
   options.metrics_port = a.GetInt("metrics-port", 8002, -1, 65535);
   options.host = a.Get("host", "127.0.0.1");
   options.threads = a.GetInt("threads", 0, 0, 4096);
