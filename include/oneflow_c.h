@@ -788,6 +788,68 @@ ONEFLOW_API oneflow_status_t oneflow_session_run_device(oneflow_session_t* sessi
                                                         int32_t outputs_on_device, oneflow_tensor_t** out_outputs,
                                                         size_t out_capacity);
 
+/* ---- Inference server ---------------------------------------------------------------------------
+ * The server of `oneflow serve` (docs/serving.md), embedded in the caller's process: a Triton-style
+ * model repository served over the KServe v2 protocol (HTTP/REST and gRPC) with dynamic batching
+ * and Prometheus metrics. All functions are thread-safe except that oneflow_server_release must not
+ * race with another call on the same server. */
+
+typedef struct oneflow_server_s oneflow_server_t;
+
+typedef struct oneflow_server_options_t {
+  size_t struct_size;            /* the caller's sizeof: set by oneflow_server_options_init */
+  const char* model_repository;  /* required: DIR/<model>/<version>/model.{onnx,ofm} */
+  const char* host;              /* address to listen on; default "127.0.0.1" */
+  int32_t http_port;             /* default 8000; 0 = any free port; -1 = no HTTP */
+  int32_t grpc_port;             /* default 8001; 0 = any free port; -1 = no gRPC */
+  int32_t metrics_port;          /* default 8002 (GET /metrics); 0 = any free port; -1 = none */
+  int32_t threads;               /* compute threads shared by the model instances; 0 = one per core */
+  int32_t http_threads;          /* HTTP I/O threads; 0 = min(4, cores) */
+  uint64_t max_request_bytes;    /* larger requests get HTTP 413 / gRPC RESOURCE_EXHAUSTED; default 256 MiB */
+  int32_t idle_timeout_seconds;  /* idle or too slow HTTP connections are closed; default 60 */
+  int32_t access_log;            /* non-zero: one line per request on stderr; default 0 */
+} oneflow_server_options_t;
+
+/* Fills `options` with the defaults. `struct_size` is the caller's sizeof(oneflow_server_options_t)
+ * (use ONEFLOW_SERVER_OPTIONS_INIT): the library writes no byte past it, so a program built against
+ * this header keeps working with later libraries whose struct has grown. Errors:
+ * ONEFLOW_INVALID_ARGUMENT for NULL or a size smaller than this first version of the struct. */
+ONEFLOW_API oneflow_status_t oneflow_server_options_init(oneflow_server_options_t* options, size_t struct_size);
+#define ONEFLOW_SERVER_OPTIONS_INIT(options) oneflow_server_options_init((options), sizeof(*(options)))
+
+/* Creates a server from `options` (copied; the strings are not kept). Nothing is loaded or bound
+ * until oneflow_server_start. `*out_server` is owned by the caller (oneflow_server_release).
+ * Errors: ONEFLOW_INVALID_ARGUMENT for a missing repository, bad ports or counts. */
+ONEFLOW_API oneflow_status_t oneflow_server_create(const oneflow_server_options_t* options,
+                                                   oneflow_server_t** out_server);
+
+/* Loads every model of the repository and opens the ports; returns once the server answers. A
+ * model that fails to load does not fail the start: it is listed UNAVAILABLE with its reason.
+ * Errors: ONEFLOW_NOT_FOUND when the repository is not a directory, ONEFLOW_IO when a port cannot
+ * be bound, ONEFLOW_INVALID_ARGUMENT when already started. */
+ONEFLOW_API oneflow_status_t oneflow_server_start(oneflow_server_t* server);
+
+typedef enum oneflow_server_port_t {
+  ONEFLOW_SERVER_PORT_HTTP = 0,
+  ONEFLOW_SERVER_PORT_GRPC = 1,
+  ONEFLOW_SERVER_PORT_METRICS = 2,
+} oneflow_server_port_t;
+
+/* The port a started server listens on for `which` (the one the system chose for port 0), or -1
+ * when that front end is off or the server is not started. */
+ONEFLOW_API oneflow_status_t oneflow_server_port(const oneflow_server_t* server, int32_t which, int32_t* out_port);
+
+/* `*out_ready` = 1 when the server is started, not stopping, and every model is ready. */
+ONEFLOW_API oneflow_status_t oneflow_server_ready(const oneflow_server_t* server, int32_t* out_ready);
+
+/* Stops accepting requests, finishes the ones already accepted for up to `drain_timeout_ms`
+ * milliseconds (the rest are answered "unavailable"), unloads the models and closes the ports.
+ * Idempotent; a stopped server cannot be started again. */
+ONEFLOW_API oneflow_status_t oneflow_server_stop(oneflow_server_t* server, int64_t drain_timeout_ms);
+
+/* Stops the server without a drain if it is running, and frees it. NULL-safe. */
+ONEFLOW_API void oneflow_server_release(oneflow_server_t* server);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

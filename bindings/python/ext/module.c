@@ -178,7 +178,7 @@ static int add_errors(PyObject* m) {
 PyMODINIT_FUNC PyInit__oneflow(void) {
   import_array();
   if (PyType_Ready(&ofpy_TensorType) < 0 || PyType_Ready(&ofpy_SessionType) < 0 ||
-      PyType_Ready(&ofpy_TrainingSessionType) < 0)
+      PyType_Ready(&ofpy_TrainingSessionType) < 0 || PyType_Ready(&ofpy_ServerType) < 0)
     return NULL;
   PyObject* m = PyModule_Create(&module_def);
   if (m == NULL) return NULL;
@@ -196,6 +196,11 @@ PyMODINIT_FUNC PyInit__oneflow(void) {
   Py_INCREF(&ofpy_TrainingSessionType);
   if (PyModule_AddObject(m, "_TrainingSession", (PyObject*)&ofpy_TrainingSessionType) < 0) {
     Py_DECREF(&ofpy_TrainingSessionType);
+    goto fail;
+  }
+  Py_INCREF(&ofpy_ServerType);
+  if (PyModule_AddObject(m, "_Server", (PyObject*)&ofpy_ServerType) < 0) {
+    Py_DECREF(&ofpy_ServerType);
     goto fail;
   }
   return m;

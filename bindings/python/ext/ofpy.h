@@ -36,7 +36,9 @@
   X(oneflow_session_get_gradient) X(oneflow_session_set_parameter) X(oneflow_training_state_init) \
   X(oneflow_session_get_training_state) X(oneflow_training_memory_init)                          \
   X(oneflow_session_get_training_memory) X(oneflow_session_save_checkpoint)                      \
-  X(oneflow_session_load_checkpoint) X(oneflow_session_export_model)
+  X(oneflow_session_load_checkpoint) X(oneflow_session_export_model)                             \
+  X(oneflow_server_options_init) X(oneflow_server_create) X(oneflow_server_start)                \
+  X(oneflow_server_port) X(oneflow_server_ready) X(oneflow_server_stop) X(oneflow_server_release)
 
 #define OFPY_DECLARE_FN(name) __typeof__(&name) name;
 typedef struct {
@@ -70,6 +72,7 @@ typedef struct {
 extern PyTypeObject ofpy_TensorType;
 extern PyTypeObject ofpy_SessionType;
 extern PyTypeObject ofpy_TrainingSessionType;
+extern PyTypeObject ofpy_ServerType;
 
 /* oneflow._oneflow._Session (session.c) and its subtype _TrainingSession (training.c), which adds
  * the training calls and no fields. */

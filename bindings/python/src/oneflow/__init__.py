@@ -9,6 +9,9 @@
         loss = t.run({"input": x, "labels": y})["loss"]; t.backward(); t.step()
         t.export_model("trained.ofm")
 
+    with oneflow.serve("models", http_port=0) as server:   # KServe v2 over HTTP and gRPC
+        print(server.http_port)
+
 The engine library is the one bundled in this package at build time, or the file the environment
 variable ONEFLOW_LIBRARY names (read once, at import).
 """
@@ -43,6 +46,7 @@ from ._oneflow import (  # noqa: E402
     UnsupportedError,
 )
 from ._model_io import save_model  # noqa: E402
+from ._server import Server, serve  # noqa: E402
 from ._session import Session, SessionOptions, ValueInfo  # noqa: E402
 from ._training import TrainingMemory, TrainingOptions, TrainingSession, TrainingState  # noqa: E402
 
@@ -53,7 +57,7 @@ ABI_VERSION: int = _oneflow.api_version()
 
 __all__ = [
     "ABI_VERSION", "ExecutionError", "InternalError", "InvalidArgumentError", "InvalidModelError", "IoError",
-    "NotFoundError", "OneflowError", "OutOfMemoryError", "Session", "SessionOptions", "Tensor", "TrainingMemory",
+    "NotFoundError", "OneflowError", "OutOfMemoryError", "Server", "Session", "SessionOptions", "Tensor", "TrainingMemory",
     "TrainingOptions", "TrainingSession", "TrainingState", "UnsupportedError", "ValueInfo", "__version__",
-    "from_dlpack", "save_model",
+    "from_dlpack", "save_model", "serve",
 ]

@@ -1,0 +1,116 @@
+// C ABI, the inference server: oneflow_server_* over serve::Server (docs/serving.md).
+#include <cstddef>
+
+#include "c_api/c_api_internal.h"
+#include "serve/server.h"
+
+using namespace oneflow::capi;
+
+struct oneflow_server_s {
+  std::unique_ptr<serve::Server> server;
+  bool started = false;
+};
+
+namespace {
+
+// The first version of the struct ends after access_log: a caller's struct is at least that big.
+constexpr size_t kServerOptionsV1Size = offsetof(oneflow_server_options_t, access_log) + sizeof(int32_t);
+
+// A field the caller's struct holds (its struct_size covers it), or the default.
+template <typename T>
+T Field(const oneflow_server_options_t* o, const T& field, T fallback) {
+  size_t end = static_cast<size_t>(reinterpret_cast<const char*>(&field) - reinterpret_cast<const char*>(o)) + sizeof(T);
+  return o->struct_size >= end ? field : fallback;
+}
+
+}  // namespace
+
+oneflow_status_t oneflow_server_options_init(oneflow_server_options_t* options, size_t struct_size) {
+  return Guard([&] {
+    OF_REQUIRE(options != nullptr, "server options are NULL");
+    OF_REQUIRE(struct_size >= kServerOptionsV1Size, "server options struct_size ", struct_size,
+               " is smaller than the first version of the struct (", kServerOptionsV1Size, " bytes)");
+    oneflow_server_options_t defaults{};
+    defaults.struct_size = std::min(struct_size, sizeof(oneflow_server_options_t));
+    defaults.model_repository = nullptr;
+    defaults.host = "127.0.0.1";
+    defaults.http_port = 8000;
+    defaults.grpc_port = 8001;
+    defaults.metrics_port = 8002;
+    defaults.max_request_bytes = uint64_t{256} << 20;
+    defaults.idle_timeout_seconds = 60;
+    // Only the bytes the caller's struct has: a newer library never writes past an older struct.
+    std::memcpy(options, &defaults, defaults.struct_size);
+  });
+}
+
+oneflow_status_t oneflow_server_create(const oneflow_server_options_t* options, oneflow_server_t** out_server) {
+  return Guard([&] {
+    OF_REQUIRE(out_server != nullptr, "out_server is NULL");
+    OF_REQUIRE(options != nullptr, "server options are NULL");
+    OF_REQUIRE(options->struct_size >= kServerOptionsV1Size,
+               "server options struct_size is too small; initialize them with ONEFLOW_SERVER_OPTIONS_INIT");
+    OF_REQUIRE(options->model_repository != nullptr, "server options: model_repository is NULL");
+    serve::ServerOptions o;
+    o.model_repository = options->model_repository;
+    o.host = options->host ? options->host : "127.0.0.1";
+    o.http_port = Field(options, options->http_port, 8000);
+    o.grpc_port = Field(options, options->grpc_port, 8001);
+    o.metrics_port = Field(options, options->metrics_port, 8002);
+    o.threads = Field(options, options->threads, 0);
+    o.http_threads = Field(options, options->http_threads, 0);
+    o.max_request_bytes = static_cast<size_t>(Field<uint64_t>(options, options->max_request_bytes, uint64_t{256} << 20));
+    o.idle_timeout_seconds = Field(options, options->idle_timeout_seconds, 60);
+    o.access_log = Field(options, options->access_log, 0) != 0;
+    auto s = std::make_unique<oneflow_server_s>();
+    s->server = std::make_unique<serve::Server>(o);
+    *out_server = s.release();
+  });
+}
+
+oneflow_status_t oneflow_server_start(oneflow_server_t* server) {
+  return Guard([&] {
+    OF_REQUIRE(server != nullptr, "server is NULL");
+    server->server->Start();
+    server->started = true;
+  });
+}
+
+oneflow_status_t oneflow_server_port(const oneflow_server_t* server, int32_t which, int32_t* out_port) {
+  return Guard([&] {
+    OF_REQUIRE(server != nullptr, "server is NULL");
+    OF_REQUIRE(out_port != nullptr, "out_port is NULL");
+    switch (which) {
+      case ONEFLOW_SERVER_PORT_HTTP: *out_port = server->server->http_port(); break;
+      case ONEFLOW_SERVER_PORT_GRPC: *out_port = server->server->grpc_port(); break;
+      case ONEFLOW_SERVER_PORT_METRICS: *out_port = server->server->metrics_port(); break;
+      default: OF_REQUIRE(false, "unknown server port kind ", which, " (HTTP 0, GRPC 1, METRICS 2)");
+    }
+  });
+}
+
+oneflow_status_t oneflow_server_ready(const oneflow_server_t* server, int32_t* out_ready) {
+  return Guard([&] {
+    OF_REQUIRE(server != nullptr, "server is NULL");
+    OF_REQUIRE(out_ready != nullptr, "out_ready is NULL");
+    *out_ready = server->started && server->server->ready() ? 1 : 0;
+  });
+}
+
+oneflow_status_t oneflow_server_stop(oneflow_server_t* server, int64_t drain_timeout_ms) {
+  return Guard([&] {
+    OF_REQUIRE(server != nullptr, "server is NULL");
+    OF_REQUIRE(drain_timeout_ms >= 0, "drain_timeout_ms is negative (", drain_timeout_ms, ")");
+    server->server->Stop(serve::Clock::now() + std::chrono::milliseconds(drain_timeout_ms));
+  });
+}
+
+void oneflow_server_release(oneflow_server_t* server) {
+  if (!server) return;
+  try {
+    server->server->Stop(serve::Clock::now());
+  } catch (...) {
+    // Release cannot report; the server is torn down regardless.
+  }
+  delete server;
+}
