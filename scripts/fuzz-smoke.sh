@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the ONNX loader fuzzer (clang, libFuzzer + ASan + UBSan) in build-fuzz/ and runs it for
 # SECONDS (default 60) from a generated seed corpus, then the native (.ofm) loader fuzzer for
-# NATIVE_FUZZ_SECONDS (default 30) from the same seeds converted to .ofm. Exits non-zero on any
+# NATIVE_FUZZ_SECONDS (default 30) from the same seeds converted to .ofm, then the inference
+# server's request decoders for SERVE_FUZZ_SECONDS (default 30). Exits non-zero on any
 # finding; the crashing input is left in build-fuzz/artifacts/ (native-artifacts/). The seed is fixed (FUZZ_SEED, default 1) so CI runs repeat;
 # set FUZZ_SEED=0 for a random one in longer local campaigns.
 #   usage: scripts/fuzz-smoke.sh [SECONDS]   (or FUZZ_SECONDS=N in the environment)
@@ -24,7 +25,7 @@ if [ ! -f "$BUILD/build.ninja" ]; then
     -DONEFLOW_BUILD_FUZZERS=ON -DONEFLOW_BUILD_TESTS=OFF -DONEFLOW_WITH_DNNL=OFF -DONEFLOW_WITH_CUDA=OFF >"$BUILD/configure.log" 2>&1 ||
     { cat "$BUILD/configure.log" >&2; exit 1; }
 fi
-ninja -C "$BUILD" -j"${FUZZ_JOBS:-2}" onnx_loader_fuzzer native_loader_fuzzer native_seed_writer
+ninja -C "$BUILD" -j"${FUZZ_JOBS:-2}" onnx_loader_fuzzer native_loader_fuzzer native_seed_writer serve_request_fuzzer
 FUZZER=$BUILD/tests/fuzz/onnx_loader_fuzzer
 [ -x "$FUZZER" ] || { echo "fuzz-smoke: $FUZZER was not built" >&2; exit 1; }
 
@@ -76,3 +77,26 @@ UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
 }
 grep -E "^(stat::number_of_executed_units|stat::new_units_added|Done)" "$BUILD/native-fuzz.log" || true
 echo "fuzz-smoke: native loader: no findings in ${NATIVE_SECONDS}s"
+
+# ---- The inference server's request decoders (HTTP JSON/binary, gRPC messages -> tensors). ------
+SERVE_SECONDS=${SERVE_FUZZ_SECONDS:-30}
+SERVE_FUZZER=$BUILD/tests/fuzz/serve_request_fuzzer
+SERVE_SEEDS=$BUILD/serve-seeds
+SERVE_CORPUS=$BUILD/serve-corpus
+SERVE_ARTIFACTS=$BUILD/serve-artifacts
+rm -rf "$SERVE_SEEDS"
+mkdir -p "$SERVE_SEEDS" "$SERVE_CORPUS" "$SERVE_ARTIFACTS"
+"$PY" "$ROOT/tests/fuzz/make_serve_seeds.py" "$SERVE_SEEDS"
+echo "fuzz-smoke: running serve_request_fuzzer for ${SERVE_SECONDS}s"
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0} \
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+"$SERVE_FUZZER" "$SERVE_CORPUS" "$SERVE_SEEDS" \
+  -seed="${FUZZ_SEED:-1}" -max_total_time="$SERVE_SECONDS" -max_len=65536 -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+  -artifact_prefix="$SERVE_ARTIFACTS/" -print_final_stats=1 2>"$BUILD/serve-fuzz.log" || {
+  rc=$?
+  tail -n 80 "$BUILD/serve-fuzz.log" >&2
+  echo "fuzz-smoke: serve FINDING (exit $rc); inputs in $SERVE_ARTIFACTS" >&2
+  exit 1
+}
+grep -E "^(stat::number_of_executed_units|stat::new_units_added|Done)" "$BUILD/serve-fuzz.log" || true
+echo "fuzz-smoke: serve request decoders: no findings in ${SERVE_SECONDS}s"

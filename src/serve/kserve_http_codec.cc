@@ -250,7 +250,8 @@ HttpBody EncodeHttpInferResponse(const std::string& model, int64_t version, cons
   w.Key("outputs");
   w.StartArray();
   for (size_t i = 0; i < outputs.size(); ++i) {
-    const auto& [name, t] = outputs[i];
+    const std::string& name = outputs[i].first;
+    const Tensor& t = outputs[i].second;
     bool as_binary = decoded.binary_all_outputs ||
                      (i < decoded.binary_output.size() && !decoded.request.outputs.empty() && decoded.binary_output[i]);
     w.StartObject();

@@ -57,7 +57,9 @@ void ModelScheduler::Validate(const InferRequest& request, int64_t* batch) const
   std::set<std::string> seen;
   *batch = 1;
   bool batch_known = false;
-  for (const auto& [name, tensor] : request.inputs) {
+  for (const auto& input : request.inputs) {
+    const std::string& name = input.first;
+    const Tensor& tensor = input.second;
     auto spec = std::find_if(settings_.inputs.begin(), settings_.inputs.end(),
                              [&](const TensorSpec& s) { return s.name == name; });
     if (spec == settings_.inputs.end()) {
@@ -127,11 +129,11 @@ void ModelScheduler::Submit(InferRequest request, InferCallback done) {
 
 bool ModelScheduler::Compatible(const Pending& a, const Pending& b) const {
   if (a.request.inputs.size() != b.request.inputs.size()) return false;
-  for (const auto& [name, ta] : a.request.inputs) {
+  for (const auto& input : a.request.inputs) {
     auto it = std::find_if(b.request.inputs.begin(), b.request.inputs.end(),
-                           [&](const auto& in) { return in.first == name; });
+                           [&](const auto& in) { return in.first == input.first; });
     if (it == b.request.inputs.end()) return false;
-    const Shape& sa = ta.shape();
+    const Shape& sa = input.second.shape();
     const Shape& sb = it->second.shape();
     if (sa.size() != sb.size() || !std::equal(sa.begin() + 1, sa.end(), sb.begin() + 1)) return false;
   }
