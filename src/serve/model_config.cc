@@ -223,6 +223,16 @@ ModelSettings ResolveModelSettings(const inference::ModelConfig& config, bool co
   for (const auto& [key, value] : config.parameters()) s.parameters[key] = value.string_value();
   s.intra_op_threads = ParseIntParameter(s.parameters, "intra_op_threads", 0, 0, 1024);
   s.optimization_level = ParseIntParameter(s.parameters, "optimization_level", 2, 0, 2);
+  if (s.parameters.count("placement")) {
+    s.placement = s.parameters.at("placement");
+    if (s.parameters.count("plan_mode")) s.plan_mode = s.parameters.at("plan_mode");
+    OF_CHECK(s.plan_mode == "data" || s.plan_mode == "auto" || s.plan_mode == "manual", kInvalidModel,
+             "config parameter 'plan_mode' is '", s.plan_mode, "'; expected data, auto or manual");
+    OF_CHECK(s.instance_count == 1, kInvalidModel, "a sharded model (placement ", s.placement,
+             ") runs as one instance over its devices; instance_group asks for ", s.instance_count);
+  } else {
+    OF_CHECK(!s.parameters.count("plan_mode"), kInvalidModel, "config parameter 'plan_mode' needs a 'placement'");
+  }
 
   // The complete config, as Triton reports one: every field resolved.
   s.resolved = config;

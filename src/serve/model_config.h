@@ -44,6 +44,10 @@ struct ModelSettings {
   int instance_count = 1;
   int intra_op_threads = 0;    // per instance; 0: the server's threads divided among the instances
   int optimization_level = 2;  // the session's (SessionOptions::optimization_level)
+  // Sharded models (parameters "placement", "plan_mode"): run as global tensors over a placement
+  // ("cpu:0-1") with a plan mode ("data", "auto", "manual"; default "auto"). Empty: a local model.
+  std::string placement;
+  std::string plan_mode = "auto";
 
   std::map<std::string, std::string> parameters;  // config `parameters`, as given
   inference::ModelConfig resolved;                // the complete config, as GET .../config shows it

@@ -20,21 +20,6 @@ bool ParseVersion(const std::string& name, int64_t* version) {
   return true;
 }
 
-// The model file of a version directory: the config's default_model_filename, else model.onnx
-// or model.ofm. Empty when there is none.
-std::string ModelFileOf(const fs::path& version_dir, const inference::ModelConfig& config) {
-  std::error_code ec;
-  if (!config.default_model_filename().empty()) {
-    fs::path p = version_dir / config.default_model_filename();
-    return fs::is_regular_file(p, ec) ? p.string() : "";
-  }
-  for (const char* name : {"model.onnx", "model.ofm"}) {
-    fs::path p = version_dir / name;
-    if (fs::is_regular_file(p, ec)) return p.string();
-  }
-  return "";
-}
-
 const char* PlatformOf(const std::string& file) {
   return FormatFromExtension(file) == ModelFormat::kNative ? "oneflow_native" : "oneflow_onnx";
 }
@@ -51,6 +36,19 @@ void CheckPlatform(const inference::ModelConfig& config) {
 }
 
 }  // namespace
+
+std::string FindModelFile(const std::filesystem::path& version_dir, const inference::ModelConfig& config) {
+  std::error_code ec;
+  if (!config.default_model_filename().empty()) {
+    fs::path p = version_dir / config.default_model_filename();
+    return fs::is_regular_file(p, ec) ? p.string() : "";
+  }
+  for (const char* name : {"model.onnx", "model.ofm"}) {
+    fs::path p = version_dir / name;
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
+  return "";
+}
 
 ModelRepository::ModelRepository(RepositoryOptions options) : options_(std::move(options)) {
   std::error_code ec;
@@ -120,7 +118,7 @@ void ModelRepository::Load(const std::string& model) {
     for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
       int64_t v = 0;
       if (!e.is_directory(ec) || !ParseVersion(e.path().filename().string(), &v)) continue;
-      std::string file = ModelFileOf(e.path(), config.config);
+      std::string file = FindModelFile(e.path(), config.config);
       if (file.empty()) continue;
       available.push_back(v);
       files[v] = file;
@@ -154,11 +152,12 @@ void ModelRepository::Load(const std::string& model) {
     try {
       Graph graph = LoadModelFile(files[v]);
       ModelSettings settings = ResolveModelSettings(config.config, config.present, model, graph, PlatformOf(files[v]));
-      loaded[v] = std::make_shared<ModelScheduler>(model, v, std::move(settings), graph, options_.threads);
+      loaded[v] = std::make_shared<ModelScheduler>(model, v, std::move(settings), graph, options_.threads,
+                                                   next_load_id_.fetch_add(1));
       Log("model '", model, "' version ", v, " ready (", files[v], ", ", loaded[v]->settings().instance_count,
           " instance(s) x ", loaded[v]->threads_per_instance(), " thread(s), max_batch_size ",
           loaded[v]->settings().max_batch_size, loaded[v]->settings().dynamic_batching ? ", dynamic batching" : "",
-          ")");
+          loaded[v]->settings().placement.empty() ? "" : ", sharded over " + loaded[v]->settings().placement, ")");
     } catch (const std::exception& e) {
       failures[v] = e.what();
       Log("model '", model, "' version ", v, " failed to load: ", e.what());

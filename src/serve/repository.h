@@ -4,6 +4,8 @@
 // the reason. docs/serving.md, "Model repository".
 #pragma once
 
+#include <filesystem>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,6 +22,10 @@ struct RepositoryOptions {
   std::string root;
   int threads = 0;  // the server's compute threads, shared among the instances of a model
 };
+
+// The model file of a version directory: the config's default_model_filename, else model.onnx or
+// model.ofm; empty when there is none.
+std::string FindModelFile(const std::filesystem::path& version_dir, const inference::ModelConfig& config);
 
 // One row of /v2/repository/index.
 struct ModelIndexEntry {
@@ -75,7 +81,8 @@ class ModelRepository {
   RepositoryOptions options_;
   mutable std::mutex mutex_;  // guards models_ (not held while loading or draining)
   std::map<std::string, ModelEntry> models_;
-  std::map<std::string, std::shared_ptr<std::mutex>> model_locks_;  // one load/unload per model at a time
+  std::map<std::string, std::shared_ptr<std::mutex>> model_locks_;
+  std::atomic<uint64_t> next_load_id_{1};  // one load/unload per model at a time
 };
 
 }  // namespace serve

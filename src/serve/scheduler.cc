@@ -5,6 +5,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/thread_pool.h"
 #include "serve/datatype.h"
 
 namespace oneflow {
@@ -37,17 +38,18 @@ Tensor RowsOf(const Tensor& t, int64_t begin, int64_t rows) {
 }  // namespace
 
 ModelScheduler::ModelScheduler(std::string model_name, int64_t version, ModelSettings settings, const Graph& model,
-                               int server_threads)
+                               int server_threads, uint64_t load_id)
     : model_name_(std::move(model_name)), version_(version), settings_(std::move(settings)) {
   int instances = std::max(1, settings_.instance_count);
   if (server_threads <= 0) server_threads = ThreadPool::DefaultThreadCount();
   threads_per_instance_ =
       settings_.intra_op_threads > 0 ? settings_.intra_op_threads : std::max(1, server_threads / instances);
-  SessionOptions options;
-  options.intra_op_threads = threads_per_instance_;
-  options.optimization_level = settings_.optimization_level;
-  for (int i = 0; i < instances; ++i) sessions_.push_back(std::make_unique<Session>(model, options));
-  for (size_t i = 0; i < sessions_.size(); ++i) instances_.emplace_back([this, i] { InstanceLoop(i); });
+  for (int i = 0; i < instances; ++i)
+    runners_.push_back(MakeModelRunner(model_name_, version_, load_id, settings_, model, threads_per_instance_));
+  // GET .../config shows how a sharded model is planned (for a full batch, when the shapes allow).
+  std::string plan = runners_[0]->ExplainPlan(std::max(1, settings_.max_batch_size));
+  if (!plan.empty()) (*settings_.resolved.mutable_parameters())["oneflow_plan"].set_string_value(plan);
+  for (size_t i = 0; i < runners_.size(); ++i) instances_.emplace_back([this, i] { InstanceLoop(i); });
 }
 
 ModelScheduler::~ModelScheduler() { Drain(Clock::now()); }
@@ -206,7 +208,7 @@ void ModelScheduler::Finish(Pending& p, InferOutcome outcome) {
 }
 
 void ModelScheduler::InstanceLoop(size_t instance) {
-  const Session& session = *sessions_[instance];
+  ModelRunner& runner = *runners_[instance];
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     std::vector<Pending> batch = NextBatch(lock);
@@ -214,14 +216,14 @@ void ModelScheduler::InstanceLoop(size_t instance) {
     metrics_->pending_requests.fetch_sub(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
     ++running_batches_;
     lock.unlock();
-    RunBatch(session, batch);
+    RunBatch(runner, batch);
     lock.lock();
     --running_batches_;
     if (queue_.empty() && running_batches_ == 0) drained_.notify_all();
   }
 }
 
-void ModelScheduler::RunBatch(const Session& session, std::vector<Pending>& batch) {
+void ModelScheduler::RunBatch(ModelRunner& runner, std::vector<Pending>& batch) {
   const Clock::time_point start = Clock::now();
   // Requests whose client left or whose timeout passed while queued are answered, not run.
   std::vector<Pending> live;
@@ -279,7 +281,7 @@ void ModelScheduler::RunBatch(const Session& session, std::vector<Pending>& batc
   NamedTensors results;
   InferOutcome failure;
   try {
-    results = session.Run(feeds, fetches);
+    results = runner.Run(feeds, fetches);
   } catch (const Error& e) {
     failure = {StatusOfEngineError(e.code()), StrCat("model '", model_name_, "' failed: ", e.what()), {}};
   } catch (const std::exception& e) {

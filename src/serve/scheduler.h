@@ -13,11 +13,11 @@
 #include <thread>
 #include <vector>
 
-#include "engine/session.h"
 #include "graph/graph.h"
 #include "serve/inference.h"
 #include "serve/metrics.h"
 #include "serve/model_config.h"
+#include "serve/model_runner.h"
 
 namespace oneflow {
 namespace serve {
@@ -26,8 +26,9 @@ class ModelScheduler {
  public:
   // Creates `settings.instance_count` sessions of `model`. `server_threads` is what the server may
   // use in all; an instance gets settings.intra_op_threads, or its share of server_threads.
+  // `load_id` distinguishes loads of the same version (the followers of a sharded job need it).
   ModelScheduler(std::string model_name, int64_t version, ModelSettings settings, const Graph& model,
-                 int server_threads);
+                 int server_threads, uint64_t load_id = 0);
   ~ModelScheduler();  // Drain(now): queued requests are answered kUnavailable
   ModelScheduler(const ModelScheduler&) = delete;
   ModelScheduler& operator=(const ModelScheduler&) = delete;
@@ -61,14 +62,14 @@ class ModelScheduler {
   // Takes the next batch off the queue (lock held); empty when stopping with nothing queued.
   std::vector<Pending> NextBatch(std::unique_lock<std::mutex>& lock);
   bool Compatible(const Pending& a, const Pending& b) const;
-  void RunBatch(const Session& session, std::vector<Pending>& batch);
+  void RunBatch(ModelRunner& runner, std::vector<Pending>& batch);
   void Finish(Pending& p, InferOutcome outcome);
 
   const std::string model_name_;
   const int64_t version_;
-  const ModelSettings settings_;
+  ModelSettings settings_;  // resolved gains the plan of a sharded model
   int threads_per_instance_ = 1;
-  std::vector<std::unique_ptr<Session>> sessions_;
+  std::vector<std::unique_ptr<ModelRunner>> runners_;  // one per instance
   std::shared_ptr<ModelMetrics> metrics_ = std::make_shared<ModelMetrics>();
 
   std::mutex mutex_;

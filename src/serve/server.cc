@@ -7,6 +7,7 @@
 #include "serve/grpc_frontend.h"
 #include "serve/http_frontend.h"
 #include "serve/log.h"
+#include "serve/shard_control.h"
 
 namespace oneflow {
 namespace serve {
@@ -55,6 +56,7 @@ void Server::Stop(Clock::time_point deadline) {
   Log("stopping: finishing the requests already accepted");
   if (http_) http_->StopAccepting();
   repository_->UnloadAll(deadline);  // every accepted request is answered (run, or 503 past the deadline)
+  StopShardFollowers();              // the other ranks of a sharded job exit too
   if (http_) http_->Shutdown(std::max(deadline, Clock::now() + std::chrono::seconds(1)));
   if (grpc_) grpc_->Shutdown(std::max(deadline, Clock::now() + std::chrono::seconds(1)));
   if (metrics_) metrics_->Shutdown(Clock::now());

@@ -1,6 +1,7 @@
 // `oneflow launch -n N -- PROGRAM ARGS...`: starts a local N-process job, each process with the
 // launcher variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT)
-// and a fresh shared Gloo store directory; when one process fails the rest are stopped.
+// and a fresh shared Gloo store directory; when one process fails the rest are stopped. SIGTERM
+// and SIGINT sent to the launcher are passed on to every process.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,13 @@
 
 namespace oneflow {
 namespace cli {
+namespace {
+
+// A SIGTERM or SIGINT sent to the launcher is passed on to every rank (a server drains on it).
+volatile sig_atomic_t g_forward_signal = 0;
+void RecordSignal(int sig) { g_forward_signal = sig; }
+
+}  // namespace
 
 int LaunchCommand(const std::vector<std::string>& args) {
   size_t dash = 0;
@@ -57,6 +65,11 @@ int LaunchCommand(const std::vector<std::string>& args) {
     }
     pids.push_back(pid);
   }
+  struct sigaction forward {};
+  forward.sa_handler = RecordSignal;
+  sigemptyset(&forward.sa_mask);
+  sigaction(SIGTERM, &forward, nullptr);
+  sigaction(SIGINT, &forward, nullptr);
   // Wait for all; after the first failure give the others `grace` seconds, then stop them.
   int status_out = 0, left = n;
   auto deadline = std::chrono::steady_clock::time_point::max();
@@ -74,6 +87,10 @@ int LaunchCommand(const std::vector<std::string>& args) {
         deadline = std::chrono::steady_clock::now() + std::chrono::seconds(grace);
       }
       continue;
+    }
+    if (int sig = g_forward_signal) {
+      g_forward_signal = 0;
+      for (pid_t p : pids) kill(p, sig);
     }
     if (std::chrono::steady_clock::now() > deadline) {
       for (pid_t p : pids) kill(p, SIGTERM);

@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "serve/server.h"
+#include "serve/shard_control.h"
 
 namespace oneflow {
 namespace cli {
@@ -37,6 +38,12 @@ int ServeCommand(const std::vector<std::string>& args) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a client that vanishes mid-reply is the connection's problem
 
+  // Under `oneflow launch -n N`: rank 0 serves; the other ranks only run their part of the sharded
+  // models' batches, until rank 0 stops (they ignore the signals: rank 0's drain decides).
+  if (serve::InShardedJob()) {
+    if (serve::ShardRank() != 0) return serve::RunShardFollower(options.model_repository, options.threads);
+    serve::StartShardLeader();
+  }
   serve::Server server(options);
   server.Start();
   std::fflush(stderr);
