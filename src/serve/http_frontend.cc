@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -121,6 +123,44 @@ void WriteTensorSpecs(Writer& w, const std::vector<TensorSpec>& specs, bool batc
     w.EndObject();
   }
   w.EndArray();
+}
+
+// Protobuf's JSON writes 64-bit integers as strings ("dims": ["784"]); Triton's config JSON, which
+// clients read, has numbers. Converts the values of the config's 64-bit integer fields back.
+bool IsInt64Field(const std::string& key) {
+  return key == "dims" || key == "versions" || key == "max_queue_delay_microseconds" ||
+         key == "default_timeout_microseconds";
+}
+
+void Int64StringsToNumbers(rj::Value& v) {
+  if (v.IsArray()) {
+    for (auto& e : v.GetArray()) Int64StringsToNumbers(e);
+  } else if (v.IsString()) {
+    const char* s = v.GetString();
+    char* end = nullptr;
+    errno = 0;
+    long long n = std::strtoll(s, &end, 10);
+    if (errno == 0 && end != s && *end == '\0') v.SetInt64(n);
+  }
+}
+
+void ConfigIntegersAsNumbers(rj::Value& v) {
+  if (v.IsObject()) {
+    for (auto& m : v.GetObject()) {
+      if (IsInt64Field(m.name.GetString())) Int64StringsToNumbers(m.value);
+      else if (std::string(m.name.GetString()) != "parameters") ConfigIntegersAsNumbers(m.value);
+    }
+  } else if (v.IsArray()) {
+    for (auto& e : v.GetArray()) ConfigIntegersAsNumbers(e);
+  }
+}
+
+std::string Int64FieldsAsNumbers(const std::string& json) {
+  rj::Document doc;
+  doc.Parse(json.data(), json.size());
+  if (doc.HasParseError()) return json;
+  ConfigIntegersAsNumbers(doc);
+  return ToJson([&](Writer& w) { doc.Accept(w); });
 }
 
 // The request path, percent-decoded and split at '/'.
@@ -273,7 +313,7 @@ class Router {
       options.always_print_primitive_fields = true;
       auto status = google::protobuf::util::MessageToJsonString(s->settings().resolved, &json, options);
       if (!status.ok()) return Refuse(StatusCode::kInternal, "cannot write the config as JSON: ", status.ToString());
-      Reply(200, json);
+      Reply(200, Int64FieldsAsNumbers(json));
     } catch (const ServeError& e) {
       Refuse(e.code(), e.what());
     }

@@ -257,6 +257,7 @@ ModelSettings ResolveModelSettings(const inference::ModelConfig& config, bool co
   if (s.dynamic_batching) {
     inference::ModelDynamicBatching* out = s.resolved.mutable_dynamic_batching();
     out->mutable_default_queue_policy()->set_max_queue_size(s.max_queue_size);
+    out->mutable_default_queue_policy()->set_allow_timeout_override(s.allow_timeout_override);
   } else {
     s.resolved.clear_dynamic_batching();
   }
