@@ -189,6 +189,10 @@ const char* MethodName(evhttp_cmd_type m) {
     case EVHTTP_REQ_GET: return "GET";
     case EVHTTP_REQ_POST: return "POST";
     case EVHTTP_REQ_HEAD: return "HEAD";
+    case EVHTTP_REQ_PUT: return "PUT";
+    case EVHTTP_REQ_DELETE: return "DELETE";
+    case EVHTTP_REQ_PATCH: return "PATCH";
+    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
     default: return "OTHER";
   }
 }
@@ -202,16 +206,26 @@ class Router {
     evhttp_cmd_type method = evhttp_request_get_command(req_);
     what_ = StrCat(MethodName(method), " ", evhttp_request_get_uri(req_));
     if (loop_.routes == HttpFrontend::Routes::kMetrics) {
-      if (p.size() == 1 && p[0] == "metrics" && method == EVHTTP_REQ_GET)
+      if (p.size() == 1 && p[0] == "metrics" && (method == EVHTTP_REQ_GET || method == EVHTTP_REQ_HEAD))
         return Reply(200, FormatPrometheus(server_.repository().Metrics()), "text/plain; version=0.0.4");
       return Refuse(StatusCode::kNotFound, "not found: this port serves GET /metrics");
     }
     if (p.empty() || p[0] != "v2") return Refuse(StatusCode::kNotFound, "not found: ", what_);
-    bool get = method == EVHTTP_REQ_GET, post = method == EVHTTP_REQ_POST;
-    if (p.size() == 1 && get) return ServerMetadata();
-    if (p.size() == 3 && p[1] == "health" && get) {
+    // A body larger than the limit (but under libevent's hard cap) was read; refuse it as JSON.
+    if (evbuffer_get_length(evhttp_request_get_input_buffer(req_)) > server_.options().max_request_bytes)
+      return Refuse(StatusCode::kTooLarge, "the request body has ", evbuffer_get_length(evhttp_request_get_input_buffer(req_)),
+                    " bytes; this server takes at most ", server_.options().max_request_bytes, " (--max-request-mb)");
+    bool get = method == EVHTTP_REQ_GET || method == EVHTTP_REQ_HEAD, post = method == EVHTTP_REQ_POST;
+    // An endpoint that exists but takes another method: 405 naming the one it takes.
+    auto wrong_method = [&](const char* allowed) {
+      AddHeader(req_, "Allow", allowed);
+      Reply(405, ErrorJson(StrCat("method not allowed: ", what_, " (", p.empty() ? "" : "this endpoint takes ", allowed, ")")));
+    };
+    if (p.size() == 1) return get ? ServerMetadata() : wrong_method("GET");
+    if (p.size() == 3 && p[1] == "health" && (p[2] == "live" || p[2] == "ready")) {
+      if (!get) return wrong_method("GET");
       if (p[2] == "live") return Reply(server_.live() ? 200 : 503, "");
-      if (p[2] == "ready") return Reply(server_.ready() ? 200 : 503, "");
+      return Reply(server_.ready() ? 200 : 503, "");
     }
     if (p.size() >= 3 && p[1] == "models") {
       std::string model = p[2], version;
@@ -222,15 +236,18 @@ class Router {
       }
       std::string action = p.size() > rest ? p[rest] : "";
       if (p.size() > rest + 1) return Refuse(StatusCode::kNotFound, "not found: ", what_);
-      if (action.empty() && get) return ModelMetadata(model, version);
-      if (action == "ready" && get) return ModelReady(model, version);
-      if (action == "config" && get) return ModelConfig(model, version);
-      if (action == "infer" && post) return Infer(model, version);
+      if (action.empty() || action == "ready" || action == "config") {
+        if (!get) return wrong_method("GET");
+        if (action.empty()) return ModelMetadata(model, version);
+        if (action == "ready") return ModelReady(model, version);
+        return ModelConfig(model, version);
+      }
+      if (action == "infer") return post ? Infer(model, version) : wrong_method("POST");
     }
-    if (p.size() == 3 && p[1] == "repository" && p[2] == "index" && post) return RepositoryIndex();
-    if (p.size() == 5 && p[1] == "repository" && p[2] == "models" && post) {
-      if (p[4] == "load") return RepositoryChange(p[3], true);
-      if (p[4] == "unload") return RepositoryChange(p[3], false);
+    if (p.size() == 3 && p[1] == "repository" && p[2] == "index") return post ? RepositoryIndex() : wrong_method("POST");
+    if (p.size() == 5 && p[1] == "repository" && p[2] == "models" && (p[4] == "load" || p[4] == "unload")) {
+      if (!post) return wrong_method("POST");
+      return RepositoryChange(p[3], p[4] == "load");
     }
     return Refuse(StatusCode::kNotFound, "not found: ", what_);
   }
@@ -364,10 +381,16 @@ class Router {
       if (doc.HasParseError() || !doc.IsObject())
         return Refuse(StatusCode::kInvalidArgument, "repository ", load ? "load" : "unload",
                       ": the body must be a JSON object");
+      // Triton's clients send {"parameters": {"unload_dependents": false}} (no ensembles here: nothing
+      // to do); config and file overrides of a load are refused.
       auto params = doc.FindMember("parameters");
-      if (params != doc.MemberEnd() && params->value.IsObject() && params->value.MemberCount() > 0)
-        return Refuse(StatusCode::kInvalidArgument, "repository ", load ? "load" : "unload",
-                      ": parameters (config or file overrides) are not supported; edit the repository instead");
+      if (params != doc.MemberEnd() && params->value.IsObject())
+        for (const auto& m : params->value.GetObject()) {
+          std::string key = m.name.GetString();
+          if (key == "unload_dependents") continue;
+          return Refuse(StatusCode::kInvalidArgument, "repository ", load ? "load" : "unload", ": parameter '", key,
+                        "' is not supported (config and file overrides: edit the repository instead)");
+        }
     }
     if (server_.stopping()) return Refuse(StatusCode::kUnavailable, "the server is stopping");
     auto* reply = new DeferredReply;
@@ -538,8 +561,13 @@ HttpFrontend::HttpFrontend(Server& server, Routes routes, const std::string& hos
     loop->http = loop->base ? evhttp_new(loop->base) : nullptr;
     OF_CHECK(loop->http, kOutOfMemory, "cannot create an HTTP event loop");
     evhttp_set_gencb(loop->http, OnRequest, loop.get());
-    evhttp_set_allowed_methods(loop->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD);
-    evhttp_set_max_body_size(loop->http, static_cast<ev_ssize_t>(server_.options().max_request_bytes));
+    evhttp_set_allowed_methods(loop->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
+                                               EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
+    // libevent cuts a body off at its limit with a bare HTML 413 (it has no hook before the body is
+    // read), so its cap is 4x ours: a body over our limit but under that is read and refused with
+    // a JSON error a client can show; only larger ones get libevent's answer. Memory stays bounded.
+    const size_t limit = server_.options().max_request_bytes;
+    evhttp_set_max_body_size(loop->http, static_cast<ev_ssize_t>(limit > SIZE_MAX / 8 ? limit : 4 * limit));
     evhttp_set_timeout(loop->http, server_.options().idle_timeout_seconds);
     // Each loop accepts on its own descriptor of the one listening socket (evhttp closes it).
     int fd = dup(listen_fd_);

@@ -146,7 +146,7 @@ HttpInferRequest DecodeHttpInferRequest(const char* body, size_t size, std::opti
     json_size = *header_length;
   }
   rj::Document doc;
-  doc.Parse(body, json_size);
+  doc.Parse<rj::kParseFullPrecisionFlag>(body, json_size);  // doubles exact, not within an ulp
   if (doc.HasParseError())
     Refuse(StatusCode::kInvalidArgument, "malformed JSON at offset ", doc.GetErrorOffset(), ": ",
            rj::GetParseError_En(doc.GetParseError()));
