@@ -143,23 +143,23 @@ class GrpcFrontend::Service final : public inference::GRPCInferenceService::Call
     auto* reactor = new InferReactor;
     try {
       if (server_.stopping()) Refuse(StatusCode::kUnavailable, "the server is stopping");
-      std::shared_ptr<ModelScheduler> scheduler = server_.repository().Find(q->model_name(), q->model_version());
+      server_.repository().Find(q->model_name(), q->model_version());  // an unknown model first
       InferRequest request = DecodeGrpcInferRequest(*q);  // views q's raw bytes: q lives until Finish
       request.cancelled = reactor->cancelled;
-      std::string model = scheduler->model_name(), id = request.id;
-      int64_t version = scheduler->version();
-      scheduler->Submit(std::move(request), [reactor, r, model, version, id](InferOutcome outcome) {
+      std::string model = q->model_name(), id = request.id;
+      InferCallback done = [reactor, r, model, id](InferOutcome outcome) {
         if (outcome.code != StatusCode::kOk) {
           reactor->Finish(grpc::Status(GrpcCodeOf(outcome.code), outcome.message));
           return;
         }
         try {
-          EncodeGrpcInferResponse(model, version, id, outcome.outputs, r);
+          EncodeGrpcInferResponse(model, outcome.version, id, outcome.outputs, r);
           reactor->Finish(grpc::Status::OK);
         } catch (const std::exception& e) {
           reactor->Finish(grpc::Status(grpc::StatusCode::INTERNAL, e.what()));
         }
-      });
+      };
+      server_.repository().Submit(q->model_name(), q->model_version(), std::move(request), std::move(done));
     } catch (const ServeError& e) {
       reactor->Finish(StatusOf(e));
     } catch (const std::exception& e) {

@@ -341,7 +341,7 @@ class Router {
     std::string body = Body();
     if (!body.empty()) {
       rj::Document doc;
-      doc.Parse(body.data(), body.size());
+      doc.Parse<rj::kParseIterativeFlag>(body.data(), body.size());  // no recursion on nesting
       if (doc.HasParseError() || !doc.IsObject())
         return Refuse(StatusCode::kInvalidArgument, "repository index: the body must be a JSON object");
       auto it = doc.FindMember("ready");
@@ -377,7 +377,7 @@ class Router {
     std::string body = Body();
     if (!body.empty()) {
       rj::Document doc;
-      doc.Parse(body.data(), body.size());
+      doc.Parse<rj::kParseIterativeFlag>(body.data(), body.size());  // no recursion on nesting
       if (doc.HasParseError() || !doc.IsObject())
         return Refuse(StatusCode::kInvalidArgument, "repository ", load ? "load" : "unload",
                       ": the body must be a JSON object");
@@ -418,10 +418,9 @@ class Router {
 
   void Infer(const std::string& model, const std::string& version) {
     if (server_.stopping()) return Refuse(StatusCode::kUnavailable, "the server is stopping");
-    std::shared_ptr<ModelScheduler> scheduler;
     HttpInferRequest decoded;
     try {
-      scheduler = server_.repository().Find(model, version);
+      server_.repository().Find(model, version);  // an unknown model is named before the body is parsed
       std::optional<size_t> header_length;
       if (const char* h = evhttp_find_header(evhttp_request_get_input_headers(req_), "Inference-Header-Content-Length")) {
         char* end = nullptr;
@@ -452,13 +451,11 @@ class Router {
     reply->start = start_;
     decoded.request.cancelled = reply->cancelled;
     loop_.outstanding.fetch_add(1);
-    std::string model_name = scheduler->model_name();
-    int64_t model_version = scheduler->version();
     try {
-      scheduler->Submit(std::move(decoded.request), [reply, shape, model_name, model_version](InferOutcome outcome) {
+      InferCallback done = [reply, shape, model](InferOutcome outcome) {
         if (outcome.code == StatusCode::kOk) {
           try {
-            HttpBody body = EncodeHttpInferResponse(model_name, model_version, *shape, outcome.outputs);
+            HttpBody body = EncodeHttpInferResponse(model, outcome.version, *shape, outcome.outputs);
             reply->status = 200;
             reply->body = std::move(body.bytes);
             reply->header_length = body.header_length;
@@ -472,7 +469,8 @@ class Router {
           reply->body = ErrorJson(outcome.message);
         }
         PostReply(reply);
-      });
+      };
+      server_.repository().Submit(model, version, std::move(decoded.request), std::move(done));
     } catch (const ServeError& e) {
       loop_.outstanding.fetch_sub(1);
       delete reply;

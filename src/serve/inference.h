@@ -31,6 +31,7 @@ struct InferOutcome {
   StatusCode code = StatusCode::kOk;
   std::string message;  // set when code != kOk
   NamedTensors outputs;
+  int64_t version = 0;  // the model version that answered
 };
 
 // Called exactly once per accepted request, on a scheduler thread.

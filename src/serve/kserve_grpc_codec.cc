@@ -41,6 +41,20 @@ void CopyContents(const Field& field, const char* field_name, const std::string&
   }
 }
 
+// How many values the contents field that `dtype` uses holds (-1: no typed field for it).
+int64_t TypedCount(const inference::InferTensorContents& c, DType dtype) {
+  switch (dtype) {
+    case DType::kBool: return c.bool_contents_size();
+    case DType::kInt8: case DType::kInt16: case DType::kInt32: return c.int_contents_size();
+    case DType::kInt64: return c.int64_contents_size();
+    case DType::kUInt8: case DType::kUInt16: case DType::kUInt32: return c.uint_contents_size();
+    case DType::kUInt64: return c.uint64_contents_size();
+    case DType::kFloat32: return c.fp32_contents_size();
+    case DType::kFloat64: return c.fp64_contents_size();
+    default: return -1;
+  }
+}
+
 void CopyTypedContents(const inference::InferTensorContents& c, const std::string& name, Tensor& t) {
   switch (t.dtype()) {
     case DType::kBool: return CopyContents<bool>(c.bool_contents(), "bool_contents", name, t);
@@ -99,7 +113,12 @@ InferRequest DecodeGrpcInferRequest(const inference::ModelInferRequest& message)
       req.inputs.emplace_back(in.name(), Tensor(dtype, shape, Storage::Borrow(data, bytes.size())));
     } else {
       if (!in.has_contents()) Refuse(StatusCode::kInvalidArgument, "input '", in.name(), "' has no data");
-      Tensor t = Tensor::Uninitialized(dtype, shape);
+      // Counted before allocating: a shape may claim terabytes, the message cannot.
+      int64_t sent = TypedCount(in.contents(), dtype);
+      if (sent >= 0 && sent != NumElements(shape))
+        Refuse(StatusCode::kInvalidArgument, "input '", in.name(), "' has ", sent, " values in its contents but shape ",
+               ShapeToString(shape), " holds ", NumElements(shape));
+      Tensor t = Tensor::Uninitialized(dtype, sent >= 0 ? shape : Shape{0});
       CopyTypedContents(in.contents(), in.name(), t);
       req.inputs.emplace_back(in.name(), std::move(t));
     }

@@ -103,6 +103,14 @@ void Flatten(const rj::Value& v, const std::string& name, T* out, int64_t capaci
   }
 }
 
+// The number of leaf elements of a flat or nested JSON array.
+int64_t CountElements(const rj::Value& v, const std::string& name, int depth) {
+  if (depth > 64) Refuse(StatusCode::kInvalidArgument, "input '", name, "': 'data' nests too deeply");
+  int64_t n = 0;
+  for (const rj::Value& e : v.GetArray()) n += e.IsArray() ? CountElements(e, name, depth + 1) : 1;
+  return n;
+}
+
 Shape ShapeOf(const rj::Value& input, const std::string& name) {
   const rj::Value* shape = Member(input, "shape");
   if (!shape || !shape->IsArray()) Refuse(StatusCode::kInvalidArgument, "input '", name, "' has no 'shape' array");
@@ -146,7 +154,8 @@ HttpInferRequest DecodeHttpInferRequest(const char* body, size_t size, std::opti
     json_size = *header_length;
   }
   rj::Document doc;
-  doc.Parse<rj::kParseFullPrecisionFlag>(body, json_size);  // doubles exact, not within an ulp
+  // Iterative: nesting depth costs heap, not stack; full precision: doubles exact, not within an ulp.
+  doc.Parse<rj::kParseIterativeFlag | rj::kParseFullPrecisionFlag>(body, json_size);
   if (doc.HasParseError())
     Refuse(StatusCode::kInvalidArgument, "malformed JSON at offset ", doc.GetErrorOffset(), ": ",
            rj::GetParseError_En(doc.GetParseError()));
@@ -183,31 +192,37 @@ HttpInferRequest DecodeHttpInferRequest(const char* body, size_t size, std::opti
     if (in_params && !in_params->IsObject()) Refuse(StatusCode::kInvalidArgument, where, ": 'parameters' must be an object");
     const rj::Value* binary_size = in_params ? Member(*in_params, "binary_data_size") : nullptr;
     const rj::Value* data = Member(in, "data");
-    Tensor t = Tensor::Uninitialized(dtype, shape);
+    // Sizes are checked against the data actually sent before anything is allocated: a shape may
+    // claim terabytes, the body cannot.
+    const size_t nbytes = static_cast<size_t>(numel) * DTypeSize(dtype);
+    Tensor t;
     if (binary_size) {
       if (!binary_size->IsUint64()) Refuse(StatusCode::kInvalidArgument, where, ": 'binary_data_size' must be an unsigned integer");
       if (data) Refuse(StatusCode::kInvalidArgument, where, " has both 'data' and 'binary_data_size'");
       if (!header_length)
         Refuse(StatusCode::kInvalidArgument, where, " has binary data but the request has no Inference-Header-Content-Length");
       uint64_t n = binary_size->GetUint64();
-      if (n != t.nbytes())
+      if (n != nbytes)
         Refuse(StatusCode::kInvalidArgument, where, ": binary_data_size is ", n, " bytes but shape ",
-               ShapeToString(shape), " of ", datatype, " takes ", t.nbytes());
+               ShapeToString(shape), " of ", datatype, " takes ", nbytes);
       if (n > size - binary_offset)
         Refuse(StatusCode::kInvalidArgument, where, ": its ", n, " bytes of binary data run past the end of the body (",
                size - binary_offset, " left)");
+      t = Tensor::Uninitialized(dtype, shape);
       if (n) std::memcpy(t.raw(), body + binary_offset, n);
       binary_offset += n;
     } else {
       if (!data || !data->IsArray()) Refuse(StatusCode::kInvalidArgument, where, " has no 'data' array");
+      int64_t sent = CountElements(*data, name, 0);
+      if (sent != numel)
+        Refuse(StatusCode::kInvalidArgument, where, " has ", sent, " data elements but shape ", ShapeToString(shape),
+               " holds ", numel);
+      t = Tensor::Uninitialized(dtype, shape);
       int64_t count = 0;
       DispatchAll(dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         Flatten<T>(*data, name, t.data<T>(), numel, count, 0);
       });
-      if (count != numel)
-        Refuse(StatusCode::kInvalidArgument, where, " has ", count, " data elements but shape ", ShapeToString(shape),
-               " holds ", numel);
     }
     req.inputs.emplace_back(std::move(name), std::move(t));
   }

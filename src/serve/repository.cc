@@ -256,6 +256,25 @@ std::shared_ptr<ModelScheduler> ModelRepository::Find(const std::string& model, 
   return slot->second.scheduler;
 }
 
+void ModelRepository::Submit(const std::string& model, const std::string& version, InferRequest&& request,
+                             InferCallback&& done) const {
+  for (int attempt = 0;; ++attempt) {
+    std::shared_ptr<ModelScheduler> scheduler = Find(model, version);
+    try {
+      scheduler->Submit(std::move(request), std::move(done));
+      return;
+    } catch (const ServeError&) {
+      // A reload swaps the scheduler in and drains the old one after Find returned it: look again.
+      if (attempt < 3 && scheduler->stopping()) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = models_.find(model);
+        if (it != models_.end() && !it->second.unloaded) continue;
+      }
+      throw;
+    }
+  }
+}
+
 std::vector<int64_t> ModelRepository::ReadyVersions(const std::string& model) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = models_.find(model);

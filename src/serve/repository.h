@@ -54,6 +54,9 @@ class ModelRepository {
   // The scheduler of `model` at `version` ("" = the newest ready version). ServeError: kNotFound
   // for an unknown model or version, kUnavailable when it is not ready (with the reason).
   std::shared_ptr<ModelScheduler> Find(const std::string& model, const std::string& version) const;
+  // Find, then ModelScheduler::Submit. A request that finds a version just as a reload replaces it
+  // goes to the replacement instead of being refused. Throws like both.
+  void Submit(const std::string& model, const std::string& version, InferRequest&& request, InferCallback&& done) const;
   // The ready versions of `model`, ascending; throws like Find.
   std::vector<int64_t> ReadyVersions(const std::string& model) const;
 

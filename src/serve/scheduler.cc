@@ -105,23 +105,24 @@ void ModelScheduler::Validate(const InferRequest& request, int64_t* batch) const
   }
 }
 
-void ModelScheduler::Submit(InferRequest request, InferCallback done) {
+void ModelScheduler::Submit(InferRequest&& request, InferCallback&& done) {
   Pending p;
   Validate(request, &p.batch);
   p.enqueued = Clock::now();
   uint64_t timeout_us = settings_.default_timeout_us;
   if (request.timeout_us > 0 && (settings_.allow_timeout_override || timeout_us == 0)) timeout_us = request.timeout_us;
   p.deadline = timeout_us > 0 ? p.enqueued + std::chrono::microseconds(timeout_us) : Clock::time_point::max();
-  p.request = std::move(request);
-  p.done = std::move(done);
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    // Refusals leave `request` and `done` untouched, so the caller may submit them elsewhere.
     if (stopping_)
       Refuse(StatusCode::kUnavailable, "model '", model_name_, "' version ", version_,
              " is unloading or the server is stopping");
     if (queue_.size() >= settings_.max_queue_size)
       Refuse(StatusCode::kUnavailable, "model '", model_name_, "' version ", version_, ": the queue is full (",
              queue_.size(), " requests waiting, max_queue_size ", settings_.max_queue_size, "); retry later");
+    p.request = std::move(request);
+    p.done = std::move(done);
     queue_.push_back(std::move(p));
     metrics_->pending_requests.fetch_add(1, std::memory_order_relaxed);
     metrics_->inflight_requests.fetch_add(1, std::memory_order_relaxed);
@@ -195,7 +196,13 @@ std::vector<ModelScheduler::Pending> ModelScheduler::NextBatch(std::unique_lock<
   return batch;
 }
 
+bool ModelScheduler::stopping() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stopping_;
+}
+
 void ModelScheduler::Finish(Pending& p, InferOutcome outcome) {
+  outcome.version = version_;
   (outcome.code == StatusCode::kOk ? metrics_->request_success : metrics_->request_failure)
       .fetch_add(1, std::memory_order_relaxed);
   metrics_->request_duration_us.fetch_add(MicrosBetween(p.enqueued, Clock::now()), std::memory_order_relaxed);

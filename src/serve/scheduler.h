@@ -35,8 +35,10 @@ class ModelScheduler {
 
   // Checks `request` against the model (input names, data types, shapes, batch size, outputs) and
   // queues it; `done` is called once, later, on an instance thread. Throws ServeError (and does not
-  // call `done`) when the request is invalid, the queue is full or the model is draining.
-  void Submit(InferRequest request, InferCallback done);
+  // call `done`) when the request is invalid, the queue is full or the model is draining; a refused
+  // request and callback are left as they were.
+  void Submit(InferRequest&& request, InferCallback&& done);
+  bool stopping() const;  // draining (unloaded, replaced by a reload, or the server stopping)
 
   // Stops accepting; lets the instances finish the queue until `deadline`, then answers what is
   // still queued with kUnavailable and joins the instances (a batch already running finishes).
@@ -72,7 +74,7 @@ class ModelScheduler {
   std::vector<std::unique_ptr<ModelRunner>> runners_;  // one per instance
   std::shared_ptr<ModelMetrics> metrics_ = std::make_shared<ModelMetrics>();
 
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable work_;     // a request arrived, or stopping
   std::condition_variable drained_;  // the queue emptied and no batch is running
   std::deque<Pending> queue_;

@@ -333,7 +333,9 @@ def write_model(root, name, model, config=None, version=1):
 
 @pytest.fixture(scope="module")
 def reference():
-    return Reference()
+    r = Reference()
+    r.add("mlp", mlp_model(1))  # check_good_inference's model, on every server
+    return r
 
 
 @pytest.fixture(scope="module")
@@ -757,6 +759,13 @@ def _bad_requests():
     cases["negative_dimension"] = ("mlp", json_infer_body([dict(good_x, shape=[-1, IN_DIM])]), {}, 400, ["'x'"])
     cases["bad_timeout_parameter"] = ("mlp", json_infer_body([good_x], parameters={"timeout": "soon"}), {}, 400,
                                       ["timeout"])
+    # A few bytes declaring a tensor of 2^40 elements: refused as a bad request, never allocated.
+    cases["huge_declared_shape_json"] = ("mlp", json_infer_body([dict(good_x, shape=[1048576, 1048576], data=[])]),
+                                         {}, 400, ["'x'"])
+    header = json.dumps({"inputs": [{"name": "x", "shape": [1, 2**40], "datatype": "FP32",
+                                     "parameters": {"binary_data_size": 64}}]}).encode()
+    cases["huge_declared_shape_binary"] = ("mlp", header + X1.tobytes(),
+                                           {"Inference-Header-Content-Length": str(len(header))}, 400, ["'x'"])
     return cases
 
 
@@ -847,6 +856,16 @@ def test_body_over_the_limit_is_413(make_server, tmp_path, reference):
     infer_raises(413, lambda: small.client().infer("mlp", [inp]))
     assert_error(status, raw, 413)
     check_good_inference(small, reference)
+    # Far over the limit (past the 4x libevent reads): still 413, sent before the body is read, and the
+    # server keeps serving. Only the headers and a little of the body are sent.
+    huge = 6 * 1024 * 1024
+    with socket.create_connection(("127.0.0.1", small.http_port), timeout=30) as s:
+        s.sendall(f"POST /v2/models/mlp/infer HTTP/1.1\r\nHost: localhost\r\n{head}Content-Length: {huge}\r\n\r\n"
+                  .encode() + body[:65536])
+        response = http.client.HTTPResponse(s)
+        response.begin()
+        assert response.status == 413, (response.status, response.read()[:300])
+    check_good_inference(small, reference)
 
 
 def test_half_request_then_close(server, reference):
@@ -894,6 +913,71 @@ def test_client_disconnects_before_the_reply(server, reference):
     x = slow_input(1)
     assert_slow(reference, "slow_q8", x, infer_slow(server.client(), "slow_q8", x).as_numpy("y"))
     check_good_inference(server, reference)
+
+
+@pytest.mark.parametrize("where", ["infer_data", "infer_body", "repository_index"])
+def test_deeply_nested_json_is_refused_not_fatal(make_server, tmp_path, reference, where):
+    # ~400 KB of brackets, well under the request limit: a recursive parser must not overflow its stack.
+    write_model(tmp_path, "mlp", mlp_model(1))
+    srv = make_server(tmp_path)
+    depth = 200_000
+    nested = "[" * depth + "]" * depth
+    if where == "infer_data":
+        body, path = f'{{"inputs":[{{"name":"x","shape":[1,{IN_DIM}],"datatype":"FP32","data":{nested}}}]}}', \
+            "/v2/models/mlp/infer"
+    elif where == "infer_body":
+        body, path = f'{{"inputs":{nested}}}', "/v2/models/mlp/infer"
+    else:
+        body, path = f'{{"ready":{nested}}}', "/v2/repository/index"
+    try:
+        status, _, raw = request("POST", srv.http_port, path, body.encode())
+    except (ConnectionError, http.client.HTTPException) as e:
+        srv.proc.wait(10)
+        pytest.fail(f"the server dropped the connection ({e!r}); exit code {srv.proc.returncode}\n{srv.log()}")
+    assert_error(status, raw, 400)
+    check_good_inference(srv, reference)
+
+
+def test_reload_under_load_keeps_serving(make_server, tmp_path, reference):
+    # POST .../load of a ready model swaps in a new instance while the old one keeps serving: clients
+    # hammering the model all the while never see an error.
+    write_model(tmp_path, "mlp", mlp_model(1))
+    srv = make_server(tmp_path)
+    stop = threading.Event()
+    failures, answered = [], [0] * 6
+
+    def hammer(i):
+        c = srv.client()
+        rng = np.random.default_rng(100 + i)
+        while not stop.is_set():
+            x = mlp_input(rng, 1 + i % 3)
+            try:
+                result = infer_mlp(c, "mlp", x, binary=bool(i % 2))
+            except InferenceServerException as e:
+                failures.append((e.status(), e.message()))
+                continue
+            try:
+                assert_mlp(reference, "mlp", x, result)
+            except AssertionError as e:
+                failures.append(("wrong answer", str(e)[:300]))
+                continue
+            answered[i] += 1
+
+    threads = [threading.Thread(target=hammer, args=(i,), daemon=True) for i in range(len(answered))]
+    for t in threads:
+        t.start()
+    try:
+        c = srv.client()
+        for _ in range(300):
+            c.load_model("mlp")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+    assert all(answered), answered
+    assert not failures, f"{len(failures)} of {len(failures) + sum(answered)} requests failed during reloads: " \
+                         f"{failures[:3]}"
+    assert srv.alive(), srv.log()
 
 
 # ---------------------------------------------------------------------------------------------
