@@ -8,7 +8,8 @@ in Python over onnxruntime, as a competent Python developer would write one for 
   numpy.frombuffer, no copy) and answers JSON or binary outputs as the request asks
   (`binary_data` per output, `binary_data_output` for all). JSON is parsed and written with orjson
   when installed, else the standard json module. The onnxruntime call runs in Starlette's thread
-  pool (onnxruntime releases the GIL), so the event loop keeps reading and parsing other requests.
+  pool (onnxruntime releases the GIL), so the event loop keeps reading and parsing other requests
+  (--run-in-loop calls it on the event loop instead, one inference at a time).
   GET /v2/health/live, /v2/health/ready, /v2, /v2/models/{m}, /v2/models/{m}/ready.
 * gRPC (--grpc-port): inference.GRPCInferenceService with grpcio's thread-pool server, from the
   servicer that tritonclient ships (ModelInfer with raw_input_contents / typed contents,
@@ -19,6 +20,7 @@ in Python over onnxruntime, as a competent Python developer would write one for 
 
     python3 bench/peer_kserve_ort.py --model-repository DIR [--http-port 8000] [--grpc-port -1]
                                      [--host 127.0.0.1] [--workers 1] [--intra-op-threads 0]
+                                     [--run-in-loop]
 
 Prints `HTTP on HOST:PORT` (and `gRPC on HOST:PORT`) on stderr once it serves.
 """
@@ -56,6 +58,12 @@ ORT_TO_KSERVE = {"tensor(bool)": "BOOL", "tensor(uint8)": "UINT8", "tensor(uint1
                  "tensor(uint32)": "UINT32", "tensor(uint64)": "UINT64", "tensor(int8)": "INT8",
                  "tensor(int16)": "INT16", "tensor(int32)": "INT32", "tensor(int64)": "INT64",
                  "tensor(float16)": "FP16", "tensor(float)": "FP32", "tensor(double)": "FP64"}
+
+
+# session.run in Starlette's thread pool (default), or on the event loop itself (--run-in-loop): one
+# inference at a time, no thread hand-off, the loop blocked meanwhile (what a plain `async def`
+# handler calling session.run does).
+OFFLOAD = True
 
 
 class BadRequest(Exception):
@@ -201,7 +209,7 @@ def create_app(models):
             return error(400, str(exc))
         names = [o["name"] for o in req.get("outputs") or []] or model.output_names
         try:
-            outs = await run_in_threadpool(model.run, feeds, names)
+            outs = await run_in_threadpool(model.run, feeds, names) if OFFLOAD else model.run(feeds, names)
         except Exception as exc:  # onnxruntime's errors: wrong shape, dtype, name
             return error(400, f"{type(exc).__name__}: {exc}")
         content, headers = encode_http_response(model, req, names, outs)
@@ -220,6 +228,8 @@ def create_app(models):
 
 def app_factory():
     """For `--workers N` (uvicorn imports the app in each worker process)."""
+    global OFFLOAD
+    OFFLOAD = os.environ.get("PEER_RUN_IN_LOOP") != "1"
     return create_app(load_repository(os.environ["PEER_MODEL_REPOSITORY"],
                                       int(os.environ.get("PEER_INTRA_OP_THREADS", "0"))))
 
@@ -303,7 +313,13 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, default=1, help="uvicorn worker processes (default 1)")
     ap.add_argument("--intra-op-threads", type=int, default=0,
                     help="onnxruntime intra-op threads per session; 0: onnxruntime's default (default)")
+    ap.add_argument("--run-in-loop", action="store_true",
+                    help="call session.run on the event loop instead of in Starlette's thread pool")
     args = ap.parse_args(argv)
+    global OFFLOAD
+    OFFLOAD = not args.run_in_loop
+    if args.run_in_loop:
+        os.environ["PEER_RUN_IN_LOOP"] = "1"  # for --workers N
 
     import uvicorn
     if args.http_port == 0:  # uvicorn reports no bound port: pick a free one

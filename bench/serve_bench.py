@@ -6,10 +6,12 @@ bodies, same machine, in the same run.
 For each model (default: the bench MLP and ResNet-18 of make_models.py), protocol (HTTP JSON, HTTP
 binary tensor extension, and gRPC where our server offers it) and concurrency (1, 8, 32), a real
 load generator keeps CONCURRENCY requests in flight for --duration-s seconds against each server,
-in blocks that alternate which server goes first. HTTP load: wrk (a Lua script POSTs the body and
-dumps wrk's latency histogram from its done() hook); gRPC load: tritonclient.grpc.aio in a
-subprocess. Before timing, each server's answer to the exact request body is checked against
-onnxruntime in this process.
+in blocks that alternate which server goes first. HTTP load: wrk, one connection per wrk thread,
+a Lua script that POSTs the prebuilt body, times each request in its request()/response() hooks
+and hands the latency histogram to done() (wrk's own histogram is corrected for coordinated
+omission, see WRK_LUA); gRPC load: tritonclient.grpc.aio in a subprocess. Before timing, each
+server's answer to the exact request body is checked against onnxruntime in this process, and
+both servers get one request of every batch size our dynamic batcher can form (untimed).
 
 Prints one table (throughput in requests/s and inferences/s, p50/p99 latency for ours and the
 peer, ratios ours/peer), the CPU and ISA, thread counts, then (a) the MLP's throughput through our
@@ -45,32 +47,63 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 import make_models  # noqa: E402
+from run_bench import build_type  # noqa: E402  (the build dir's CMAKE_BUILD_TYPE)
 
 PEER_SCRIPT = os.path.join(HERE, "peer_kserve_ort.py")
 RTOL = 1e-4  # as run_bench.py: max abs err <= RTOL * max(1, max|onnxruntime output|)
 PROTOCOL_NAMES = {"json": "http-json", "binary": "http-bin", "grpc": "grpc"}
+# Our config.pbtxt max_batch_size per model (--max-batch-size overrides): ResNet-18 batches beyond 8
+# buy no throughput on a few cores, and every batch size the batcher forms is one more shape to warm.
+DEFAULT_MAX_BATCH = {"mlp": 64, "resnet18": 8}
 
 WRK_LUA = r"""
--- serve_bench.py: POST one prebuilt KServe v2 body; report totals and wrk's latency histogram.
-local f = assert(io.open(os.getenv("SB_BODY"), "rb"))
-local body = f:read("*a")
-f:close()
-wrk.method = "POST"
-wrk.body = body
-wrk.headers["Content-Type"] = os.getenv("SB_CTYPE")
-local hlen = os.getenv("SB_HLEN")
-if hlen ~= nil and hlen ~= "" then wrk.headers["Inference-Header-Content-Length"] = hlen end
+-- serve_bench.py: POST one prebuilt KServe v2 body from every connection; time each request here.
+-- wrk's own latency histogram is not used: before done() sees it, wrk "corrects" it for coordinated
+-- omission (stats_correct: synthetic samples below every sample over twice the mean), which is the
+-- latency of an open-loop client, not of the requests this closed loop sent (at concurrency 1 it
+-- put the p50 above 1 / throughput). So each wrk thread runs ONE connection (-t C -c C), request()
+-- and response() strictly alternate on it, and a monotonic clock (LuaJIT FFI) times the pair.
+local ffi = require("ffi")
+ffi.cdef[[
+typedef struct { long tv_sec; long tv_nsec; } sb_timespec;
+int clock_gettime(int clk_id, sb_timespec *tp);
+]]
+local ts = ffi.new("sb_timespec")
+local function now_us()
+  ffi.C.clock_gettime(1, ts)  -- CLOCK_MONOTONIC
+  return tonumber(ts.tv_sec) * 1000000 + math.floor(tonumber(ts.tv_nsec) / 1000)
+end
+
+local threads = {}
+function setup(thread) table.insert(threads, thread) end
+
+local req, t0
+hist = {}  -- latency in us -> count (read by done() through thread:get)
+function init(args)
+  local f = assert(io.open(os.getenv("SB_BODY"), "rb"))
+  local body = f:read("*a")
+  f:close()
+  local headers = {["Content-Type"] = os.getenv("SB_CTYPE")}
+  local hlen = os.getenv("SB_HLEN")
+  if hlen ~= nil and hlen ~= "" then headers["Inference-Header-Content-Length"] = hlen end
+  req = wrk.format("POST", nil, headers, body)
+end
+function request()
+  t0 = now_us()
+  return req
+end
+function response(status, headers, body)
+  local us = now_us() - t0
+  hist[us] = (hist[us] or 0) + 1
+end
 
 function done(summary, latency, requests)
   local e = summary.errors
   io.write(string.format("SB_SUMMARY %d %d %d %d %d %d %d %d\n", summary.duration, summary.requests,
                          summary.bytes, e.connect, e.read, e.write, e.status, e.timeout))
   local parts = {}
-  if summary.requests > 0 then
-    for us = latency.min, latency.max do
-      local n = latency[us]
-      if n ~= 0 then parts[#parts + 1] = us .. ":" .. n end
-    end
+  for _, thread in ipairs(threads) do
+    for us, n in pairs(thread:get("hist")) do parts[#parts + 1] = us .. ":" .. n end
   end
   io.write("SB_HIST " .. table.concat(parts, " ") .. "\n")
 end
@@ -150,18 +183,6 @@ def dist_version(name):
         return version(name)
     except PackageNotFoundError:
         return None
-
-
-def build_type(binary):
-    cache = os.path.join(os.path.dirname(os.path.abspath(binary)), "CMakeCache.txt")
-    try:
-        with open(cache) as f:
-            for line in f:
-                if line.startswith("CMAKE_BUILD_TYPE:"):
-                    return line.split("=", 1)[1].strip()
-    except OSError:
-        pass
-    return None
 
 
 def wait_for_binary(path, seconds=180):
@@ -280,12 +301,16 @@ def metrics_counts(port, model):
     return vals["nv_inference_count"], vals["nv_inference_exec_count"]
 
 
+def max_batch_size(args, name):
+    return args.max_batch_size or DEFAULT_MAX_BATCH.get(name, 32)
+
+
 def write_repository(root, name, onnx_path, args):
     """root/<name>/1/model.onnx (a symlink) and root/<name>/config.pbtxt (ours reads it; the peer not)."""
     vdir = os.path.join(root, name, "1")
     os.makedirs(vdir, exist_ok=True)
     os.symlink(os.path.abspath(onnx_path), os.path.join(vdir, "model.onnx"))
-    config = f"max_batch_size: {args.max_batch_size}\n"
+    config = f"max_batch_size: {max_batch_size(args, name)}\n"
     if args.queue_delay_us >= 0:
         config += f"dynamic_batching {{ max_queue_delay_microseconds: {args.queue_delay_us} }}\n"
     config += f"instance_group [{{ count: {args.instances} kind: KIND_CPU }}]\n"
@@ -368,6 +393,29 @@ def check_http(port, model, body_spec, ref):
     return compare(outs, ref)
 
 
+def time_http(port, model, body_spec, runs=2):
+    """Seconds of the fastest of `runs` single requests of the body (None if one fails): sizes the
+    blocks so that even concurrency 1 completes a few tens of requests in each."""
+    path, ctype, hlen = body_spec
+    with open(path, "rb") as f:
+        body = f.read()
+    headers = {"Content-Type": ctype}
+    if hlen is not None:
+        headers["Inference-Header-Content-Length"] = str(hlen)
+    best = None
+    for _ in range(runs):
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/v2/models/{model}/infer", data=body, headers=headers)
+        t0 = time.perf_counter()
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                r.read()
+        except (urllib.error.URLError, OSError):
+            return None
+        dt = time.perf_counter() - t0
+        best = dt if best is None else min(best, dt)
+    return best
+
+
 def check_grpc(port, model, feeds, ref):
     import tritonclient.grpc as tg
     try:
@@ -385,12 +433,39 @@ def check_grpc(port, model, feeds, ref):
     return compare(outs, ref)
 
 
+def warm_batch_sizes(port, model, feeds, sizes):
+    """One binary HTTP request of each batch size, in turn: each shape our batcher will form runs once
+    before timing (what Triton's model_warmup is for). Returns (seconds, error or None)."""
+    import tritonclient.http as th
+    t0 = time.perf_counter()
+    for b in sizes:
+        inputs = []
+        for name, arr in feeds.items():
+            x = np.ascontiguousarray(np.resize(arr, (b,) + arr.shape[1:]))
+            i = th.InferInput(name, list(x.shape), "FP32")
+            i.set_data_from_numpy(x, binary_data=True)
+            inputs.append(i)
+        body, hlen = th.InferenceServerClient.generate_request_body(inputs)
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/v2/models/{model}/infer", data=body,
+                                     headers={"Content-Type": "application/octet-stream",
+                                              "Inference-Header-Content-Length": str(hlen)})
+        try:
+            with urllib.request.urlopen(req, timeout=120) as r:
+                r.read()
+        except urllib.error.HTTPError as exc:
+            msg = one_line(exc.read()[:300].decode(errors="replace"))
+            return time.perf_counter() - t0, f"batch {b}: HTTP {exc.code}: {msg}"
+        except (urllib.error.URLError, OSError) as exc:
+            return time.perf_counter() - t0, f"batch {b}: {type(exc).__name__}: {exc}"
+    return time.perf_counter() - t0, None
+
+
 # ---- load generators -------------------------------------------------------------------------------
 
-def run_wrk(port, model, body_spec, conc, seconds, threads, cpus, lua_path):
+def run_wrk(port, model, body_spec, conc, seconds, cpus, lua_path):
     path, ctype, hlen = body_spec
     env = dict(os.environ, SB_BODY=path, SB_CTYPE=ctype, SB_HLEN="" if hlen is None else str(hlen))
-    argv = taskset(cpus) + ["wrk", f"-t{max(1, min(threads, conc))}", f"-c{conc}", f"-d{seconds}s", "--timeout",
+    argv = taskset(cpus) + ["wrk", f"-t{conc}", f"-c{conc}", f"-d{seconds}s", "--timeout",
                             "10s", "-s", lua_path, f"http://127.0.0.1:{port}/v2/models/{model}/infer"]
     try:
         p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=seconds + 60)
@@ -409,6 +484,9 @@ def run_wrk(port, model, body_spec, conc, seconds, threads, cpus, lua_path):
         return {"requests": 0, "duration_s": seconds, "errors": {"wrk": 1}, "hist": {},
                 "failure": f"wrk failed (status {p.returncode}): {one_line(p.stderr or p.stdout)}"}
     dur_us, reqs, _bytes, e_conn, e_read, e_write, e_status, e_timeout = summary
+    recorded = sum(hist.values())
+    if recorded != reqs:  # every completed response was timed in response()
+        log(f"warning: wrk timed {recorded} responses of {reqs}")
     errors = {k: v for k, v in (("connect", e_conn), ("read", e_read), ("write", e_write), ("status", e_status),
                                 ("timeout", e_timeout)) if v}
     return {"requests": reqs, "duration_s": dur_us / 1e6, "errors": errors, "hist": hist}
@@ -499,7 +577,7 @@ def summarize(blocks, batch):
         errors.update(b["errors"])
         if b.get("failure"):
             failures.append(b["failure"])
-    ok = reqs - sum(v for k, v in errors.items() if k in ("status", "timeout"))
+    ok = reqs - errors.get("status", 0)  # wrk counts answered requests (status errors too), not timeouts
     rps = ok / dur if dur > 0 else 0.0
     return {"req_s": rps, "inf_s": rps * batch, "p50_ms": percentile(hist, 50), "p90_ms": percentile(hist, 90),
             "p99_ms": percentile(hist, 99), "requests": reqs, "seconds": dur, "errors": dict(errors),
@@ -604,6 +682,8 @@ def start_peer(args, repo, cpus, want_grpc):
             "--grpc-port", "0" if want_grpc else "-1", "--workers", str(args.peer_workers)]
     if args.peer_intra_op_threads:
         argv += ["--intra-op-threads", str(args.peer_intra_op_threads)]
+    if args.peer_run_in_loop:
+        argv += ["--run-in-loop"]
     s = ServerProc("peer (FastAPI + uvicorn + onnxruntime)", argv, cpus).start()
     s.wait_ready()
     return s
@@ -641,7 +721,7 @@ def bench_model(args, name, plan, lua_path, workdir, results, order_state):
         for proto in args.protocol_list:
             if proto != "grpc":
                 protocols.append(proto)
-            elif "grpc" not in ours.ports:
+            elif not args.grpc_flag or "grpc" not in ours.ports:
                 results["notes"].append(
                     "gRPC skipped: " + ("this build of `oneflow serve` takes no --grpc-port" if not args.grpc_flag
                                         else "our server reported no gRPC port"))
@@ -663,14 +743,37 @@ def bench_model(args, name, plan, lua_path, workdir, results, order_state):
         info["checks"] = {f"{p}/{lbl}": {"ok": c[0], "max_abs_err": c[1], "detail": c[2]}
                           for (p, lbl), c in checks.items()}
 
+        if not args.no_shape_warmup:
+            top = min(max_batch_size(args, name), max(args.concurrency_list) * args.request_batch)
+            sizes = list(range(1, top + 1))
+            info["shape_warmup_sizes"] = top
+            for label, srv in (("ours", ours), ("peer", peer)):
+                secs, err = warm_batch_sizes(srv.ports["http"], name, feeds, sizes)
+                info[f"{label}_shape_warmup_s"] = secs
+                log(f"[{name}] {label}: one request of each batch 1..{top}: {secs:.1f} s"
+                    + (f" FAILED {err}" if err else ""))
+                if err:
+                    results["server_failures"].append(f"{name}: {label} failed the batch-size warm-up: {err}")
+            info["ours_rss_after_warmup"], info["peer_rss_after_warmup"] = ours.rss_bytes(), peer.rss_bytes()
+
         def load(srv, proto, conc, seconds):
             if proto == "grpc":
                 return run_grpc_load(srv.ports["grpc"], name, feeds_path, conc, seconds, load_cpus)
-            return run_wrk(srv.ports["http"], name, bodies[proto], conc, seconds, args.load_threads, load_cpus,
-                           lua_path)
+            return run_wrk(srv.ports["http"], name, bodies[proto], conc, seconds, load_cpus, lua_path)
 
         block_s = max(1, int(round(args.duration_s / args.blocks)))
+        single = {}  # protocol -> seconds of one request on the slower server, after the warm-up
         for proto in protocols:
+            spec = bodies["binary" if proto == "grpc" else proto]
+            times = [time_http(srv.ports["http"], name, spec) for srv in (ours, peer)]
+            single[proto] = max([t for t in times if t] or [0.0])
+        for proto in protocols:
+            # At least ~20 requests per block at concurrency 1 (at most 5 s): --quick's 1 s blocks
+            # would otherwise see a handful of ResNet-18 JSON requests, or none.
+            proto_block_s = max(block_s, min(5, math.ceil(20 * single[proto])))
+            if proto_block_s > block_s:
+                log(f"[{name}] {PROTOCOL_NAMES[proto]}: {proto_block_s} s blocks (one request takes "
+                    f"{1000 * single[proto]:.0f} ms)")
             pair = [("ours", ours), ("peer", peer)]
             if args.warmup_s > 0:  # each server's caches, pools and allocators warm at the top concurrency
                 for label, srv in pair:
@@ -690,7 +793,7 @@ def bench_model(args, name, plan, lua_path, workdir, results, order_state):
                         time.sleep(args.rest_s)  # the other server's idle threads stop spinning
                         before = metrics_counts(srv.ports["metrics"], name) if label == "ours" and \
                             "metrics" in srv.ports else None
-                        blocks[label].append(load(srv, proto, conc, block_s))
+                        blocks[label].append(load(srv, proto, conc, proto_block_s))
                         after = metrics_counts(srv.ports["metrics"], name) if before else None
                         if before and after:
                             batches[0] += after[0] - before[0]
@@ -701,6 +804,8 @@ def bench_model(args, name, plan, lua_path, workdir, results, order_state):
                     ok, _err, detail = checks[(proto, label)]
                     if not ok:
                         row["notes"].append(f"{label} WRONG OUTPUT: {detail}")
+                    if row[label]["req_s"] == 0:
+                        row["notes"].append(f"{label}: no request answered in {row[label]['seconds']:.0f} s")
                 if batches[1]:
                     row["ours"]["mean_batch"] = batches[0] / batches[1]
                 o, p = row["ours"], row["peer"]
@@ -750,7 +855,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description="oneflow serve vs a Python KServe v2 server over onnxruntime",
                                  epilog="thr o/p = ours/peer inferences/s (> 1: ours serves more); "
                                         "p99 o/p = ours/peer p99 latency (< 1: ours answers faster).")
-    ap.add_argument("--models", default="mlp,resnet18", help="comma-separated, from make_models.py (default %(default)s)")
+    ap.add_argument("--models", default="mlp,resnet18",
+                    help="comma-separated, from make_models.py (default %(default)s)")
     ap.add_argument("--protocols", default="json,binary,grpc",
                     help="json (HTTP JSON tensors), binary (HTTP binary tensor extension), grpc (default %(default)s)")
     ap.add_argument("--concurrency", default="1,8,32", help="requests in flight (default %(default)s)")
@@ -762,7 +868,10 @@ def main(argv=None):
     ap.add_argument("--rest-s", type=float, default=0.2, help="pause before each block (default 0.2)")
     ap.add_argument("--quick", action="store_true", help="smoke run: 1 s per server and row, 1 block, 1 s warm-up")
     ap.add_argument("--request-batch", type=int, default=1, help="batch size of each request (default 1)")
-    ap.add_argument("--max-batch-size", type=int, default=64, help="ours: config.pbtxt max_batch_size (default 64)")
+    ap.add_argument("--max-batch-size", type=int, default=0,
+                    help="ours: config.pbtxt max_batch_size (default: mlp 64, resnet18 8, others 32)")
+    ap.add_argument("--no-shape-warmup", action="store_true",
+                    help="skip the untimed requests of every batch size 1..B sent to both servers before timing")
     ap.add_argument("--queue-delay-us", type=int, default=100,
                     help="ours: dynamic_batching max_queue_delay_microseconds; -1: no dynamic batching (default 100)")
     ap.add_argument("--instances", type=int, default=1, help="ours: instance_group count (default 1)")
@@ -772,8 +881,8 @@ def main(argv=None):
     ap.add_argument("--peer-workers", type=int, default=1, help="peer: uvicorn workers (default 1)")
     ap.add_argument("--peer-intra-op-threads", type=int, default=0,
                     help="peer: onnxruntime intra-op threads (default: onnxruntime's default)")
-    ap.add_argument("--load-threads", type=int, default=0,
-                    help="wrk threads (default: the load generator's CPUs when pinned, else 1)")
+    ap.add_argument("--peer-run-in-loop", action="store_true",
+                    help="peer: call session.run on the event loop, not in Starlette's thread pool")
     ap.add_argument("--load-cpus", type=int, default=0, help="CPUs for the load generator when pinning (default n/4)")
     ap.add_argument("--no-pin", action="store_true", help="never pin with taskset")
     ap.add_argument("--oneflow", default=os.path.join(ROOT, "build", "oneflow"), help="the oneflow binary")
@@ -806,11 +915,7 @@ def main(argv=None):
 
     wait_for_binary(args.oneflow)
     args.grpc_flag = grpc_offered(args.oneflow)
-    if "grpc" in args.protocol_list and not args.grpc_flag:
-        notes.append("gRPC skipped: `oneflow help` lists no `serve --grpc-port` in this build")
     server_cpus, load_cpus, pin_note = plan_cpus(args.no_pin, args.load_cpus)
-    if not args.load_threads:
-        args.load_threads = len(load_cpus) if load_cpus else 1
     machine = cpu_info()
     import onnxruntime as ort
     versions = {"oneflow": tool_version([args.oneflow, "--version"]), "oneflow_build_type": build_type(args.oneflow),
@@ -843,7 +948,8 @@ def main(argv=None):
     if mlp_rows:
         best = max(mlp_rows, key=lambda r: r["ours"]["inf_s"])
         batch = max(1, int(round(best["ours"].get("mean_batch") or 1))) * args.request_batch
-        c1 = [r for r in mlp_rows if r["concurrency"] == min(args.concurrency_list) and r["protocol"] == best["protocol"]]
+        c1 = [r for r in mlp_rows
+              if r["concurrency"] == min(args.concurrency_list) and r["protocol"] == best["protocol"]]
         log(f"[mlp] in-process: oneflow bench at batch {batch} and {args.request_batch}, {threads} threads")
         inproc["best"] = {"row": best, "bench": in_process(args, "mlp", batch, threads, server_cpus,
                                                            max(1.0, args.duration_s / 4))}
@@ -855,26 +961,30 @@ def main(argv=None):
     # ---- report -----------------------------------------------------------------------------------
     print()
     isa = ", ".join(f"{f} {'yes' if machine[f] else 'NO'}" for f in ("avx512f", "avx2"))
+    load_end = list(os.getloadavg()) if hasattr(os, "getloadavg") else []
     print(f"CPU: {machine['cpu']}, {machine['logical_cpus']} logical CPUs ({machine['physical_cores']} physical "
-          f"cores); {isa}; ISA flags {' '.join(machine['isa'])}; load average "
-          f"{' '.join(f'{x:.2f}' for x in machine['loadavg'] or [])}")
+          f"cores); {isa}; ISA flags {' '.join(machine['isa'])}; 1-min load average "
+          f"{(machine['loadavg'] or [0])[0]:.2f} at the start, {(load_end or [0])[0]:.2f} at the end")
     print(f"Pinning: {pin_note}")
     first = next(iter(results["models"].values()), {})
     ours_threads = first.get("ours_threads_flag", threads)
     print(f"ours: oneflow serve ({versions['oneflow'] or '?'}, {versions['oneflow_build_type'] or 'build type ?'}) "
           f"--threads {ours_threads}, HTTP I/O threads {args.http_threads or 'default min(4, cores)'}; "
-          f"config.pbtxt: {first.get('ours_config', '-')}")
+          f"config.pbtxt: " + "; ".join(f"{n}: {i['ours_config']}" for n, i in results["models"].items()))
     peer_desc = (first.get("peer_log") or ["peer: ?"])[0]
+    where_run = "on the event loop" if args.peer_run_in_loop else "in Starlette's thread pool"
     ort_threads = args.peer_intra_op_threads or f"default (= physical cores, {machine['physical_cores']})"
-    print(f"peer: bench/peer_kserve_ort.py = {peer_desc[len('peer: '):]}; onnxruntime intra-op threads "
-          f"{ort_threads}"
-          f", Starlette thread pool for session.run, no batching")
-    print(f"load: HTTP by wrk ({versions['wrk'] or '?'}; -t{args.load_threads}, keep-alive, closed loop: each "
-          f"connection sends its next request when the last is answered), gRPC by tritonclient.grpc.aio "
+    peer_desc = peer_desc[len("peer: "):].split("; models")[0]
+    print(f"peer: bench/peer_kserve_ort.py = {peer_desc}; onnxruntime intra-op threads {ort_threads}, "
+          f"session.run {where_run}, no batching")
+    wrk_version = (versions["wrk"] or "?").split(" Copyright")[0]
+    print(f"load: HTTP by {wrk_version} (one connection per wrk thread, keep-alive, each request timed in the "
+          f"Lua hooks; closed loop: each connection sends its next request when the last is answered), gRPC by "
+          f"tritonclient.grpc.aio "
           f"{versions['tritonclient']} in one Python process; {args.duration_s:g} s per server and row in "
           f"{args.blocks} block(s) alternating which server goes first, {args.warmup_s} s warm-up per server and "
           f"protocol; requests of batch {args.request_batch}")
-    for n in results["notes"]:
+    for n in dict.fromkeys(results["notes"]):
         print(f"note: {n}")
     print()
     print_table(results["rows"])
@@ -912,12 +1022,19 @@ def main(argv=None):
         w = info["weight_bytes"]
         parts = []
         for label in ("ours", "peer"):
-            s, a = info.get(f"{label}_rss_idle_start"), info.get(f"{label}_rss_idle_after")
-            if s:
-                parts.append(f"{label} {mb(s)} = {s / w:.2f}x at start, {mb(a)} = {a / w:.2f}x after the load"
-                             if a else f"{label} {mb(s)} = {s / w:.2f}x at start")
-        threads_note = f" (OS threads: ours {info.get('ours_os_threads')}, peer {info.get('peer_os_threads')})"
-        print(f"  {name:<9} weights {mb(w)}: " + "; ".join(parts) + threads_note)
+            cells = [(info.get(f"{label}_rss_idle_start"), "at start"),
+                     (info.get(f"{label}_rss_after_warmup"), "after the batch-size warm-up"),
+                     (info.get(f"{label}_rss_idle_after"), "after the load")]
+            cells = [f"{mb(v)} = {v / w:.1f}x {what}" for v, what in cells if v]
+            if cells:
+                parts.append(f"{label} " + ", ".join(cells))
+        print(f"  {name:<9} weights {mb(w)}: " + "; ".join(parts))
+        print(f"  {'':<9} OS threads after the load: ours {info.get('ours_os_threads')}, peer "
+              f"{info.get('peer_os_threads')}")
+        if info.get("shape_warmup_sizes"):
+            print(f"  {'':<9} batch-size warm-up before timing (one request of each batch 1.."
+                  f"{info['shape_warmup_sizes']}, binary HTTP): ours {info.get('ours_shape_warmup_s', 0):.1f} s, "
+                  f"peer {info.get('peer_shape_warmup_s', 0):.1f} s")
 
     failures = results["server_failures"]
     bad_checks = [(n, k, c) for n, i in results["models"].items() for k, c in i.get("checks", {}).items()

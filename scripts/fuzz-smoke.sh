@@ -29,6 +29,25 @@ ninja -C "$BUILD" -j"${FUZZ_JOBS:-2}" onnx_loader_fuzzer native_loader_fuzzer na
 FUZZER=$BUILD/tests/fuzz/onnx_loader_fuzzer
 [ -x "$FUZZER" ] || { echo "fuzz-smoke: $FUZZER was not built" >&2; exit 1; }
 
+# run_fuzzer LABEL FUZZER SECONDS CORPUS SEEDS ARTIFACTS LOG: one libFuzzer campaign; on a finding,
+# the log's tail and the inputs' folder, and exit 1.
+run_fuzzer() {
+  local label=$1 fuzzer=$2 seconds=$3 corpus=$4 seeds=$5 artifacts=$6 log=$7
+  echo "fuzz-smoke: running $(basename "$fuzzer") for ${seconds}s"
+  # malloc_limit: an input may not make the code under test allocate more than its size could justify.
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0} \
+  UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+  "$fuzzer" "$corpus" "$seeds" \
+    -seed="${FUZZ_SEED:-1}" -max_total_time="$seconds" -max_len=65536 -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+    -artifact_prefix="$artifacts/" -print_final_stats=1 2>"$log" || {
+    local rc=$?
+    tail -n 80 "$log" >&2
+    echo "fuzz-smoke: ${label}FINDING (exit $rc); inputs in $artifacts" >&2
+    exit 1
+  }
+  grep -E "^(stat::number_of_executed_units|stat::new_units_added|Done)" "$log" || true
+}
+
 SEEDS=$BUILD/seeds
 CORPUS=$BUILD/corpus
 ARTIFACTS=$BUILD/artifacts
@@ -38,19 +57,7 @@ mkdir -p "$SEEDS" "$CORPUS" "$ARTIFACTS"
 "$PY" "$ROOT/tests/c_api/make_c_api_fixture.py" "$BUILD/fixture" >/dev/null
 find "$BUILD/fixture" -name '*.onnx' -size +0 -exec cp {} "$SEEDS/" \; 2>/dev/null || true
 
-echo "fuzz-smoke: running onnx_loader_fuzzer for ${SECONDS_TO_RUN}s"
-# malloc_limit: a model may not make the loader allocate more than its own size could justify.
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0} \
-UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-"$FUZZER" "$CORPUS" "$SEEDS" \
-  -seed="${FUZZ_SEED:-1}" -max_total_time="$SECONDS_TO_RUN" -max_len=65536 -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
-  -artifact_prefix="$ARTIFACTS/" -print_final_stats=1 2>"$BUILD/fuzz.log" || {
-  rc=$?
-  tail -n 80 "$BUILD/fuzz.log" >&2
-  echo "fuzz-smoke: FINDING (exit $rc); inputs in $ARTIFACTS" >&2
-  exit 1
-}
-grep -E "^(stat::number_of_executed_units|stat::new_units_added|Done)" "$BUILD/fuzz.log" || true
+run_fuzzer "" "$FUZZER" "$SECONDS_TO_RUN" "$CORPUS" "$SEEDS" "$ARTIFACTS" "$BUILD/fuzz.log"
 echo "fuzz-smoke: no findings in ${SECONDS_TO_RUN}s"
 
 # ---- The native-format loader: seeds are the ONNX seeds converted to .ofm, plus a checkpoint. ----
@@ -64,18 +71,8 @@ mkdir -p "$NATIVE_SEEDS" "$NATIVE_CORPUS" "$NATIVE_ARTIFACTS"
 ASAN_OPTIONS=detect_leaks=0 "$BUILD/tests/fuzz/native_seed_writer" "$NATIVE_SEEDS" "$SEEDS"/*.onnx >/dev/null
 # Inputs that once found a defect, so every run re-checks them first (see the README there).
 cp "$ROOT"/tests/fuzz/native_regressions/*.bin "$NATIVE_SEEDS/"
-echo "fuzz-smoke: running native_loader_fuzzer for ${NATIVE_SECONDS}s"
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0} \
-UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-"$NATIVE_FUZZER" "$NATIVE_CORPUS" "$NATIVE_SEEDS" \
-  -seed="${FUZZ_SEED:-1}" -max_total_time="$NATIVE_SECONDS" -max_len=65536 -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
-  -artifact_prefix="$NATIVE_ARTIFACTS/" -print_final_stats=1 2>"$BUILD/native-fuzz.log" || {
-  rc=$?
-  tail -n 80 "$BUILD/native-fuzz.log" >&2
-  echo "fuzz-smoke: native FINDING (exit $rc); inputs in $NATIVE_ARTIFACTS" >&2
-  exit 1
-}
-grep -E "^(stat::number_of_executed_units|stat::new_units_added|Done)" "$BUILD/native-fuzz.log" || true
+run_fuzzer "native " "$NATIVE_FUZZER" "$NATIVE_SECONDS" "$NATIVE_CORPUS" "$NATIVE_SEEDS" "$NATIVE_ARTIFACTS" \
+  "$BUILD/native-fuzz.log"
 echo "fuzz-smoke: native loader: no findings in ${NATIVE_SECONDS}s"
 
 # ---- The inference server's request decoders (HTTP JSON/binary, gRPC messages -> tensors). ------
@@ -87,16 +84,6 @@ SERVE_ARTIFACTS=$BUILD/serve-artifacts
 rm -rf "$SERVE_SEEDS"
 mkdir -p "$SERVE_SEEDS" "$SERVE_CORPUS" "$SERVE_ARTIFACTS"
 "$PY" "$ROOT/tests/fuzz/make_serve_seeds.py" "$SERVE_SEEDS"
-echo "fuzz-smoke: running serve_request_fuzzer for ${SERVE_SECONDS}s"
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0} \
-UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-"$SERVE_FUZZER" "$SERVE_CORPUS" "$SERVE_SEEDS" \
-  -seed="${FUZZ_SEED:-1}" -max_total_time="$SERVE_SECONDS" -max_len=65536 -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
-  -artifact_prefix="$SERVE_ARTIFACTS/" -print_final_stats=1 2>"$BUILD/serve-fuzz.log" || {
-  rc=$?
-  tail -n 80 "$BUILD/serve-fuzz.log" >&2
-  echo "fuzz-smoke: serve FINDING (exit $rc); inputs in $SERVE_ARTIFACTS" >&2
-  exit 1
-}
-grep -E "^(stat::number_of_executed_units|stat::new_units_added|Done)" "$BUILD/serve-fuzz.log" || true
+run_fuzzer "serve " "$SERVE_FUZZER" "$SERVE_SECONDS" "$SERVE_CORPUS" "$SERVE_SEEDS" "$SERVE_ARTIFACTS" \
+  "$BUILD/serve-fuzz.log"
 echo "fuzz-smoke: serve request decoders: no findings in ${SERVE_SECONDS}s"

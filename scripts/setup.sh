@@ -19,7 +19,7 @@ PIP_PACKAGES+=("scikit-learn>=1.3")                 # the digits data of the tra
 APT_PACKAGES+=(libevent-dev rapidjson-dev libgrpc++-dev protobuf-compiler-grpc)  # oneflow serve
 PIP_PACKAGES+=("tritonclient[http,grpc]>=2.40")      # the serving tests' clients
 APT_PACKAGES+=(wrk)                                                         # bench/serve_bench.py's HTTP load
-PIP_PACKAGES+=("fastapi>=0.100" "uvicorn>=0.20" "orjson>=3.8")  # its peer (bench/peer_kserve_ort.py)
+PIP_PACKAGES+=("fastapi>=0.100" "uvicorn[standard]>=0.20" "orjson>=3.8")  # its peer (bench/peer_kserve_ort.py)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -38,6 +38,8 @@ def main(out_dir):
         {"name": "x", "shape": [2], "datatype": "INT64", "parameters": {"binary_data_size": 16}},
         {"name": "z", "shape": [4], "datatype": "UINT8", "parameters": {"binary_data_size": 4}}]},
         np.array([1, -1], np.int64), np.array([1, 2, 3, 4], np.uint8))
+    # RapidJSON 1.1's full-precision parser once tripped UBSan on a zero significand (clz(0)).
+    seeds["json_long_zero"] = b"\x00" + b'{"inputs":[{"name":"x","shape":[1],"datatype":"FP64","data":[0.' + b"0" * 40 + b"]}]}"
     seeds["json_broken"] = b"\x00" + b'{"inputs":[{"name":"x","shape":[2,3],"datatype":"FP32","data":[1,2'
     try:
         from tritonclient.grpc import service_pb2

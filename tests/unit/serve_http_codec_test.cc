@@ -75,7 +75,10 @@ TEST(ServeHttpCodec, RefusalsNameTheProblem) {
             std::string::npos);
   EXPECT_NE(Refusal(input(R"("shape":[3],"datatype":"FP32","data":[1,2])")).find("has 2 data elements but shape [3]"),
             std::string::npos);
-  EXPECT_NE(Refusal(input(R"("shape":[1],"datatype":"FP32","data":[1,2])")).find("more data elements"),
+  EXPECT_NE(Refusal(input(R"("shape":[1],"datatype":"FP32","data":[1,[2]])")).find("has 2 data elements but shape [1]"),
+            std::string::npos);
+  // A shape claiming terabytes with little data is refused before anything is allocated.
+  EXPECT_NE(Refusal(input(R"("shape":[1000000,1000000],"datatype":"FP32","data":[1])")).find("has 1 data elements"),
             std::string::npos);
   EXPECT_NE(Refusal(input(R"("shape":[1],"datatype":"INT8","data":[128])")).find("out of the datatype's range"),
             std::string::npos);

@@ -7,7 +7,8 @@ typedef struct {
   oneflow_server_t* handle; /* NULL before __init__ and once closed */
 } ServerObject;
 
-static void server_dealloc(ServerObject* self) {
+/* Stops the server without a drain (if running) and frees it; idempotent. */
+static void server_release(ServerObject* self) {
   if (self->handle) {
     oneflow_server_t* handle = self->handle;
     self->handle = NULL;
@@ -15,6 +16,10 @@ static void server_dealloc(ServerObject* self) {
     OF(oneflow_server_release)(handle);
     Py_END_ALLOW_THREADS
   }
+}
+
+static void server_dealloc(ServerObject* self) {
+  server_release(self);
   Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
@@ -104,13 +109,7 @@ static PyObject* server_ready(ServerObject* self, PyObject* unused) {
 }
 
 static PyObject* server_close(ServerObject* self, PyObject* unused) {
-  if (self->handle) {
-    oneflow_server_t* handle = self->handle;
-    self->handle = NULL;
-    Py_BEGIN_ALLOW_THREADS
-    OF(oneflow_server_release)(handle);
-    Py_END_ALLOW_THREADS
-  }
+  server_release(self);
   Py_RETURN_NONE;
 }
 
