@@ -43,7 +43,7 @@ run_tsan() {
   ninja -C build-tsan -j"$JOBS" oneflow_unit_tests liboneflow oneflow_c_api_test oneflow_shm_group_tests
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
   build-tsan/tests/oneflow_unit_tests --gtest_brief=1 \
-    --gtest_filter='ExecutorConcurrency.*:ThreadPool.*:TensorOps.*Threaded*:Reduce.*Threads*:Elementwise.UnaryParallelMatchesSerial:SbpBoxing*.*:ConvGrad.Float32MultiThreaded*'
+    --gtest_filter='ExecutorConcurrency.*:ThreadPool.*:TensorOps.*Threaded*:Reduce.*Threads*:Elementwise.UnaryParallelMatchesSerial:SbpBoxing*.*:ConvGrad.Float32MultiThreaded*:ServeScheduler.*'
   (cd build-tsan && ctest --output-on-failure -R '^c_api$')
   build-tsan/tests/distributed/oneflow_shm_group_tests --gtest_brief=1
   unset TSAN_OPTIONS
