@@ -368,15 +368,21 @@ def compare(outs, ref):
     return ok, worst, detail
 
 
-def check_http(port, model, body_spec, ref):
-    """Sends the exact body wrk will send; decodes the answer with tritonclient; compares."""
-    import tritonclient.http as th
+def read_body(body_spec):
+    """The request body wrk sends, and its headers."""
     path, ctype, hlen = body_spec
     with open(path, "rb") as f:
         body = f.read()
     headers = {"Content-Type": ctype}
     if hlen is not None:
         headers["Inference-Header-Content-Length"] = str(hlen)
+    return body, headers
+
+
+def check_http(port, model, body_spec, ref):
+    """Sends the exact body wrk will send; decodes the answer with tritonclient; compares."""
+    import tritonclient.http as th
+    body, headers = read_body(body_spec)
     req = urllib.request.Request(f"http://127.0.0.1:{port}/v2/models/{model}/infer", data=body, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=60) as r:
@@ -396,12 +402,7 @@ def check_http(port, model, body_spec, ref):
 def time_http(port, model, body_spec, runs=2):
     """Seconds of the fastest of `runs` single requests of the body (None if one fails): sizes the
     blocks so that even concurrency 1 completes a few tens of requests in each."""
-    path, ctype, hlen = body_spec
-    with open(path, "rb") as f:
-        body = f.read()
-    headers = {"Content-Type": ctype}
-    if hlen is not None:
-        headers["Inference-Header-Content-Length"] = str(hlen)
+    body, headers = read_body(body_spec)
     best = None
     for _ in range(runs):
         req = urllib.request.Request(f"http://127.0.0.1:{port}/v2/models/{model}/infer", data=body, headers=headers)

@@ -106,7 +106,7 @@ class GrpcFrontend::Service final : public inference::GRPCInferenceService::Call
       const ModelSettings& settings = s->settings();
       r->set_name(q->name());
       for (int64_t v : server_.repository().ReadyVersions(q->name())) r->add_versions(std::to_string(v));
-      r->set_platform(settings.resolved.platform().empty() ? settings.resolved.backend() : settings.resolved.platform());
+      r->set_platform(settings.platform());
       FillTensorMetadata(settings.inputs, settings.max_batch_size > 0, r->mutable_inputs());
       FillTensorMetadata(settings.outputs, settings.max_batch_size > 0, r->mutable_outputs());
     });
@@ -185,8 +185,7 @@ class GrpcFrontend::Service final : public inference::GRPCInferenceService::Call
     Server* server = &server_;
     std::thread([reactor, server, model, load] {
       try {
-        if (load) server->repository().Load(model);
-        else server->repository().Unload(model, Clock::now() + std::chrono::seconds(30));
+        server->repository().LoadOrUnload(model, load);
         reactor->Finish(grpc::Status::OK);
       } catch (const ServeError& e) {
         reactor->Finish(StatusOf(e));

@@ -300,7 +300,7 @@ class Router {
         for (int64_t v : versions) WriteString(w, std::to_string(v));
         w.EndArray();
         w.Key("platform");
-        WriteString(w, settings.resolved.platform().empty() ? settings.resolved.backend() : settings.resolved.platform());
+        WriteString(w, settings.platform());
         w.Key("inputs");
         WriteTensorSpecs(w, settings.inputs, settings.max_batch_size > 0);
         w.Key("outputs");
@@ -402,8 +402,7 @@ class Router {
     Server* server = &server_;
     std::thread([reply, server, model, load] {
       try {
-        if (load) server->repository().Load(model);
-        else server->repository().Unload(model, Clock::now() + std::chrono::seconds(30));
+        server->repository().LoadOrUnload(model, load);
         reply->status = 200;
       } catch (const ServeError& e) {
         reply->status = HttpStatusOf(e.code());

@@ -35,12 +35,6 @@ class CollectErrors : public pb::io::ErrorCollector {
   std::string label_;
 };
 
-std::string DimsToString(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 // The model's type of a graph input or output, as config dims (-1 for a dim not known statically).
 std::vector<int64_t> ModelDims(const TensorType& t) {
   std::vector<int64_t> dims;
@@ -127,6 +121,16 @@ bool LeadsWithDynamicDim(const Graph& model) {
 }
 
 }  // namespace
+
+std::string DimsToString(const std::vector<int64_t>& dims, bool batched) {
+  std::string s = batched ? "[-1" : "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i || batched ? "," : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+const std::string& ModelSettings::platform() const {
+  return resolved.platform().empty() ? resolved.backend() : resolved.platform();
+}
 
 ModelConfigFile ParseModelConfigText(const std::string& text, const std::string& label) {
   ModelConfigFile file;

@@ -51,7 +51,12 @@ struct ModelSettings {
 
   std::map<std::string, std::string> parameters;  // config `parameters`, as given
   inference::ModelConfig resolved;                // the complete config, as GET .../config shows it
+
+  const std::string& platform() const;  // the config's platform, else its backend (model metadata)
 };
+
+// Config dims as text, "[3,224,224]"; with `batched`, the batch dimension first: "[-1,3,224,224]".
+std::string DimsToString(const std::vector<int64_t>& dims, bool batched = false);
 
 // A config.pbtxt, parsed. Fields of Triton's schema we do not act on are ignored, each named in
 // `warnings`; a syntax error or a wrong value type is an Error(kInvalidModel) naming file and line.

@@ -218,6 +218,11 @@ void ModelRepository::Unload(const std::string& model, Clock::time_point deadlin
   Log("model '", model, "' unloaded");
 }
 
+void ModelRepository::LoadOrUnload(const std::string& model, bool load) {
+  if (load) Load(model);
+  else Unload(model, Clock::now() + std::chrono::seconds(30));
+}
+
 void ModelRepository::UnloadAll(Clock::time_point deadline) {
   std::vector<std::shared_ptr<ModelScheduler>> retired;
   {

@@ -48,6 +48,8 @@ class ModelRepository {
   void Load(const std::string& model);
   // Unloads every version of `model`, letting queued requests finish until `deadline`.
   void Unload(const std::string& model, Clock::time_point deadline);
+  // What the repository API's load and unload calls do: Load, or Unload with a 30 s drain.
+  void LoadOrUnload(const std::string& model, bool load);
   // Drains and unloads everything (server shutdown).
   void UnloadAll(Clock::time_point deadline);
 

@@ -18,14 +18,6 @@ uint64_t MicrosBetween(Clock::time_point a, Clock::time_point b) {
   return b > a ? static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(b - a).count()) : 0;
 }
 
-std::string ShapeText(const Shape& s) { return ShapeToString(s); }
-
-std::string DimsText(const std::vector<int64_t>& dims, bool batched) {
-  std::string s = batched ? "[-1" : "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i || batched ? "," : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 // Rows [begin, begin + rows) of `t` along dimension 0, sharing its storage.
 Tensor RowsOf(const Tensor& t, int64_t begin, int64_t rows) {
   Shape shape = t.shape();
@@ -82,8 +74,8 @@ void ModelScheduler::Validate(const InferRequest& request, int64_t* batch) const
     for (size_t i = 0; fits && i < spec->dims.size(); ++i)
       fits = spec->dims[i] == -1 || spec->dims[i] == shape[i + lead];
     if (!fits)
-      Refuse(StatusCode::kInvalidArgument, "input '", name, "' has shape ", ShapeText(shape), " but model '",
-             model_name_, "' expects ", DimsText(spec->dims, batched),
+      Refuse(StatusCode::kInvalidArgument, "input '", name, "' has shape ", ShapeToString(shape), " but model '",
+             model_name_, "' expects ", DimsToString(spec->dims, batched),
              batched ? " (the first dimension is the batch)" : "");
     if (batched) {
       if (shape[0] < 1 || shape[0] > settings_.max_batch_size)
@@ -306,7 +298,7 @@ void ModelScheduler::RunBatch(ModelRunner& runner, std::vector<Pending>& batch) 
     for (const auto& [name, t] : results)
       if (t.rank() == 0 || t.dim(0) != total)
         failure = {StatusCode::kInternal,
-                   StrCat("model '", model_name_, "' output '", name, "' has shape ", ShapeText(t.shape()),
+                   StrCat("model '", model_name_, "' output '", name, "' has shape ", ShapeToString(t.shape()),
                           ", which does not lead with the batch of ", total),
                    {}};
   }
