@@ -163,7 +163,8 @@ class DeviceSession:
         P, PP = ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)
         raw.oneflow_session_create_on_device_ex.restype = P
         raw.oneflow_session_create_on_device_ex.argtypes = [P, P, P, ctypes.c_int, ctypes.c_int32, P, PP]
-        raw.oneflow_device_session_options_init.argtypes = [P]
+        raw.oneflow_device_session_options_init_sized.argtypes = [P, ctypes.c_size_t]
+        raw.oneflow_device_session_options_init_sized.restype = P
         raw.oneflow_tensor_create_device_borrowed.restype = P
         raw.oneflow_tensor_create_device_borrowed.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int64),
                                                               ctypes.c_size_t, ctypes.c_int, ctypes.c_int32, P,
@@ -174,7 +175,7 @@ class DeviceSession:
         graph = ctypes.c_void_p()
         lib.check(raw.oneflow_graph_load_file(os.fsencode(path), ctypes.byref(graph)))
         opts = (ctypes.c_byte * 64)()  # oneflow_device_session_options_t: struct_size + cuda_graphs
-        raw.oneflow_device_session_options_init(opts)
+        lib.check(raw.oneflow_device_session_options_init_sized(opts, 16))  # size_t + cuda_graphs + fallback
         ctypes.cast(opts, ctypes.POINTER(ctypes.c_int32))[2] = GRAPHS_ON  # after the size_t
         self.session = ctypes.c_void_p()
         try:

@@ -65,10 +65,10 @@ def warm(path):
 def first_output(lib, path, verify, ids, threads):
     """Seconds from load to the first output, and that output."""
     opts = _LoadOptions()
-    lib.oneflow_load_options_init(ctypes.byref(opts))
+    lib.oneflow_load_options_init_sized(ctypes.byref(opts), ctypes.sizeof(opts))
     opts.verify_checksums = 1 if verify else 0
     sopts = _SessionOptions()
-    lib.oneflow_session_options_init(ctypes.byref(sopts))
+    lib.oneflow_session_options_init_sized(ctypes.byref(sopts), ctypes.sizeof(sopts))
     sopts.intra_op_threads = threads
     graph, session, x, out = _P(), _P(), _P(), (_P * 1)()
     shape = (ctypes.c_int64 * 1)(BATCH)
@@ -100,7 +100,7 @@ def main():
 
     lib = Library(args.lib)
     raw = lib._lib
-    for name, res, argt in (("oneflow_load_options_init", None, [ctypes.POINTER(_LoadOptions)]),
+    for name, res, argt in (("oneflow_load_options_init_sized", _P, [ctypes.POINTER(_LoadOptions), ctypes.c_size_t]),
                             ("oneflow_graph_load_file_ex", _P, [ctypes.c_char_p, ctypes.POINTER(_LoadOptions),
                                                                 ctypes.POINTER(_P)])):
         getattr(raw, name).restype = res

@@ -69,10 +69,10 @@ class Library:
         sig("oneflow_graph_release", None, _P)
         sig("oneflow_graph_input_count", ctypes.c_size_t, _P)
         sig("oneflow_graph_output_count", ctypes.c_size_t, _P)
-        sig("oneflow_value_info_init", None, ctypes.POINTER(_ValueInfo))
+        sig("oneflow_value_info_init_sized", ctypes.c_void_p, ctypes.POINTER(_ValueInfo), ctypes.c_size_t)
         sig("oneflow_graph_get_input_info", _P, _P, ctypes.c_size_t, ctypes.POINTER(_ValueInfo))
         sig("oneflow_graph_get_output_info", _P, _P, ctypes.c_size_t, ctypes.POINTER(_ValueInfo))
-        sig("oneflow_session_options_init", None, ctypes.POINTER(_SessionOptions))
+        sig("oneflow_session_options_init_sized", ctypes.c_void_p, ctypes.POINTER(_SessionOptions), ctypes.c_size_t)
         sig("oneflow_session_create", _P, _P, _P, ctypes.POINTER(_SessionOptions), _PP)
         sig("oneflow_session_release", None, _P)
         sig("oneflow_session_run", _P, _P, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(_P),
@@ -106,7 +106,7 @@ def _value_infos(lib, graph, count_fn, get_fn):
     names = []
     for i in range(count_fn(graph)):
         info = _ValueInfo()
-        lib.oneflow_value_info_init(ctypes.byref(info))
+        lib.oneflow_value_info_init_sized(ctypes.byref(info), ctypes.sizeof(info))
         lib.check(get_fn(graph, i, ctypes.byref(info)))
         names.append(info.name.decode())
     return names
@@ -127,7 +127,7 @@ class Session:
             self.output_names = _value_infos(lib, graph, lib.oneflow_graph_output_count,
                                              lib.oneflow_graph_get_output_info)
             opts = _SessionOptions()
-            lib.oneflow_session_options_init(ctypes.byref(opts))
+            lib.oneflow_session_options_init_sized(ctypes.byref(opts), ctypes.sizeof(opts))
             opts.intra_op_threads = threads
             if optimization_level is not None:
                 opts.optimization_level = optimization_level

@@ -312,9 +312,30 @@ def machine_info():
                     break
     except OSError:
         pass
-    return {"cpu": cpu, "logical_cpus": os.cpu_count(), "platform": platform.platform(),
+    return {"cpu": cpu, "isa": isa_info(), "logical_cpus": os.cpu_count(), "platform": platform.platform(),
             "python": platform.python_version(), "numpy": np.__version__,
             "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
+
+
+def isa_info():
+    """The CPU's widest instruction-set tier (as base/cpu_isa.h names them) from /proc/cpuinfo, and
+    the ONEFLOW_MAX_ISA cap when set: every figure says which kernels produced it."""
+    flags = set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        pass
+    tier = "sse4.2"
+    if {"avx2", "fma", "bmi2", "f16c"} <= flags:
+        tier = "avx2"
+        if {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512cd"} <= flags:
+            tier = "avx512_vnni" if "avx512_vnni" in flags else "avx512"
+    cap = os.environ.get("ONEFLOW_MAX_ISA")
+    return f"{tier}, capped at {cap} (ONEFLOW_MAX_ISA)" if cap else tier
 
 
 def build_type(lib_path):
@@ -381,6 +402,8 @@ def main(argv=None):
     if btype not in (None, "Release"):
         log(f"warning: {lib_path} comes from a '{btype}' build; timings are only meaningful for Release")
     log(f"OneFlow {lib_version or '-'} ({lib_path}, {btype or 'build type unknown'}) vs onnxruntime {ort.__version__}")
+    info = machine_info()
+    print(f"CPU: {info['cpu']}, {info['logical_cpus']} logical CPUs; instruction set: {info['isa']}")
 
     rows = []
     t_start = time.time()

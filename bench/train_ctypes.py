@@ -28,8 +28,8 @@ class TrainingOptions(ctypes.Structure):
                 ("frozen", ctypes.POINTER(ctypes.c_char_p)), ("num_frozen", ctypes.c_size_t),
                 ("deterministic", ctypes.c_int32), ("seed", ctypes.c_uint64), ("nonfinite_policy", ctypes.c_int),
                 ("activation_checkpointing", ctypes.c_int32),
-                # Every field through the end of the C struct: oneflow_training_options_init writes
-                # sizeof(oneflow_training_options_t) bytes into this buffer.
+                # Every field through the end of the C struct of ABI 3: oneflow_training_options_init_sized
+                # refuses a smaller size.
                 ("precision", ctypes.c_int), ("loss_scaling_off", ctypes.c_int32),
                 ("loss_scale_initial", ctypes.c_float), ("loss_scale_growth", ctypes.c_float),
                 ("loss_scale_backoff", ctypes.c_float), ("loss_scale_growth_interval", ctypes.c_int64),
@@ -54,12 +54,12 @@ def bind_training(lib):
         fn.restype = restype
         fn.argtypes = list(argtypes)
 
-    sig("oneflow_training_options_init", None, ctypes.POINTER(TrainingOptions))
+    sig("oneflow_training_options_init_sized", ctypes.c_void_p, ctypes.POINTER(TrainingOptions), ctypes.c_size_t)
     sig("oneflow_training_session_create", _P, _P, _P, ctypes.POINTER(oneflow_ctypes._SessionOptions),
         ctypes.POINTER(TrainingOptions), _PP)
     sig("oneflow_session_backward", _P, _P)
     sig("oneflow_session_step", _P, _P, ctypes.POINTER(ctypes.c_int32))
-    sig("oneflow_training_memory_init", None, ctypes.POINTER(TrainingMemory))
+    sig("oneflow_training_memory_init_sized", ctypes.c_void_p, ctypes.POINTER(TrainingMemory), ctypes.c_size_t)
     sig("oneflow_session_get_training_memory", _P, _P, ctypes.POINTER(TrainingMemory))
     sig("oneflow_session_get_gradient", _P, _P, ctypes.c_char_p, _PP)
     sig("oneflow_session_get_parameter", _P, _P, ctypes.c_char_p, _PP)
@@ -76,10 +76,10 @@ class OneflowTrainer:
         graph = ctypes.c_void_p()
         lib.check(raw.oneflow_graph_load_file(os.fsencode(path), ctypes.byref(graph)))
         so = oneflow_ctypes._SessionOptions()
-        raw.oneflow_session_options_init(ctypes.byref(so))
+        raw.oneflow_session_options_init_sized(ctypes.byref(so), ctypes.sizeof(so))
         so.intra_op_threads = threads
         to = TrainingOptions()
-        raw.oneflow_training_options_init(ctypes.byref(to))
+        raw.oneflow_training_options_init_sized(ctypes.byref(to), ctypes.sizeof(to))
         to.loss, to.logits_output, to.labels_input = loss, logits.encode(), labels.encode()
         to.optimizer, to.learning_rate = OPT_ADAM, lr
         to.activation_checkpointing = int(checkpointing)
@@ -159,7 +159,7 @@ class OneflowTrainer:
 
     def memory(self):
         m = TrainingMemory()
-        self.lib._lib.oneflow_training_memory_init(ctypes.byref(m))
+        self.lib._lib.oneflow_training_memory_init_sized(ctypes.byref(m), ctypes.sizeof(m))
         self.lib.check(self.lib._lib.oneflow_session_get_training_memory(self.session, ctypes.byref(m)))
         return {k: int(getattr(m, k)) for k, _ in TrainingMemory._fields_[1:]}
 

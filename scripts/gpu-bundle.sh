@@ -14,7 +14,8 @@
 # are far over the bundle's 60 MiB, and the image has them beside its PyTorch. cudart is carried
 # (under 1 MB): the bundle then runs on the CUDA runtime it was built against.
 #
-# The host code targets x86-64-v3 (AVX2+FMA), not this machine's CPU: the target's CPU is not ours.
+# The host code targets x86-64-v3 (AVX2+FMA), not this machine's CPU: the target's CPU is not ours;
+# the CPU kernels carry an AVX-512 copy beside it, picked at run time (base/cpu_isa.h).
 # oneDNN is left out (40 MB): the GPU tests' CPU references use the built-in kernels.
 #
 # usage: scripts/gpu-bundle.sh            (BUILD_DIR, BUNDLE_DIR, JOBS override the defaults)
@@ -32,11 +33,11 @@ command -v patchelf > /dev/null || { echo "gpu-bundle: patchelf not found (scrip
 [ -d /usr/lib/ccache ] && export PATH=/usr/lib/ccache:$PATH
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT}
 
-ARCH_FLAGS="-march=x86-64-v3"
+ARCH_FLAGS="-march=x86-64-v3 (CPU kernels also avx512;avx512_vnni)"
 mkdir -p "$BUILD"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DONEFLOW_WITH_CUDA=ON \
   "-DCMAKE_CUDA_ARCHITECTURES=90-real;90-virtual" -DONEFLOW_SHARED_CORE=ON -DONEFLOW_NATIVE_ARCH=OFF \
-  -DONEFLOW_WITH_DNNL=OFF -DONEFLOW_BUILD_JAVA=OFF "-DCMAKE_C_FLAGS=$ARCH_FLAGS" "-DCMAKE_CXX_FLAGS=$ARCH_FLAGS" \
+  -DONEFLOW_WITH_DNNL=OFF -DONEFLOW_BUILD_JAVA=OFF -DONEFLOW_BASELINE_ARCH=x86-64-v3 "-DONEFLOW_CPU_TIERS=avx512;avx512_vnni" \
   > "$BUILD/configure.log" 2>&1 || { tail -n 30 "$BUILD/configure.log"; exit 1; }
 grep -q "CUDA backend: on" "$BUILD/configure.log" || { echo "gpu-bundle: the CUDA backend is off:"; grep "CUDA backend" "$BUILD/configure.log"; exit 1; }
 

@@ -12,6 +12,7 @@ APT_PACKAGES+=(default-jdk-headless junit5)                                 # Ja
 APT_PACKAGES+=(golang-go)                                                   # Go binding
 APT_PACKAGES+=(libgloo-dev)                                                 # multi-process collectives
 APT_PACKAGES+=(patchelf debootstrap)                                        # the GPU bundle and its rootfs test
+APT_PACKAGES+=(python3-venv)                                                # the wheel's fresh-venv test (tests/install; patchelf too)
 PIP_PACKAGES=("numpy>=1.26" "onnx==1.23.2" "onnxruntime==1.31.1")
 PIP_PACKAGES+=("setuptools>=64" "wheel" "pytest")  # the Python binding's build and tests
 APT_PACKAGES+=(flatbuffers-compiler libflatbuffers-dev)                      # the native .ofm format
@@ -19,6 +20,8 @@ PIP_PACKAGES+=("scikit-learn>=1.3")                 # the digits data of the tra
 APT_PACKAGES+=(libevent-dev rapidjson-dev libgrpc++-dev protobuf-compiler-grpc)  # oneflow serve
 PIP_PACKAGES+=("tritonclient[http,grpc]>=2.40")      # the serving tests' clients
 APT_PACKAGES+=(wrk)                                                         # bench/serve_bench.py's HTTP load
+APT_PACKAGES+=(qemu-user)                                                   # emulated CPUs without AVX-512 or AVX (tests)
+APT_PACKAGES+=(abigail-tools)                                               # the C ABI check (tests/abi)
 PIP_PACKAGES+=("fastapi>=0.100" "uvicorn[standard]>=0.20" "orjson>=3.8")  # its peer (bench/peer_kserve_ort.py)
 
 missing=()

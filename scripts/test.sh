@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CI entry point: installs dependencies, builds build/ (Release, ccache), runs every ctest
-# (unit, C ABI, CLI, ONNX conformance) and a fuzz smoke run. Exits non-zero on any failure.
+# (unit, C ABI, CLI, ONNX conformance, bindings, and the install/package consumers of tests/install:
+# CMake package, pkg-config, wheel, Maven, Go) and a fuzz smoke run. Exits non-zero on any failure.
 # Then the unit and C ABI tests again in an ASan + UBSan build, and the concurrency tests in a
 # ThreadSanitizer build (scripts/sanitize.sh all).
 #   usage: scripts/test.sh            (FUZZ_SECONDS=0 skips the fuzzer, SANITIZE=0 the sanitizer

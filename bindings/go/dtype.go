@@ -1,8 +1,9 @@
 // dtype.go — element types (oneflow_dtype_t) and the Go types that map onto them.
 package oneflow
 
-// #cgo CFLAGS: -I${SRCDIR}/../../include
-// #cgo LDFLAGS: -loneflow
+// /* The header and the library come from pkg-config: oneflow.pc of an installed OneFlow, or the build
+//    tree's oneflow-uninstalled.pc. Set PKG_CONFIG_PATH, nothing else (README.md, "Build"). */
+// #cgo pkg-config: oneflow
 // #include "oneflow_c.h"
 import "C"
 

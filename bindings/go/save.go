@@ -39,7 +39,7 @@ func (g *Graph) Save(path string, opts *SaveOptions) error {
 	}
 	defer C.free(unsafe.Pointer(cpath))
 	var o C.oneflow_save_options_t
-	C.oneflow_save_options_init(&o)
+	C.oneflow_save_options_init_sized(&o, C.size_t(unsafe.Sizeof(o)))
 	o.format = C.oneflow_model_format_t(opts.Format)
 	if opts.ExternalDataFile != "" {
 		if o.external_data_file, err = cString(opts.ExternalDataFile, "ExternalDataFile"); err != nil {

@@ -102,7 +102,7 @@ func createSession(g *Graph, opts []Option, create func(*C.oneflow_env_t, *C.one
 		o(&cfg)
 	}
 	var options C.oneflow_session_options_t
-	C.oneflow_session_options_init(&options)
+	C.oneflow_session_options_init_sized(&options, C.size_t(unsafe.Sizeof(options)))
 	if cfg.intraOpThreads != nil {
 		options.intra_op_threads = C.int32_t(*cfg.intraOpThreads)
 	}
@@ -149,7 +149,7 @@ func collectInfos(n C.size_t, get func(C.size_t, *C.oneflow_value_info_t) C.onef
 	infos := make([]ValueInfo, 0, int(n))
 	for i := C.size_t(0); i < n; i++ {
 		var c C.oneflow_value_info_t
-		C.oneflow_value_info_init(&c)
+		C.oneflow_value_info_init_sized(&c, C.size_t(unsafe.Sizeof(c)))
 		if err := statusError(get(i, &c)); err != nil {
 			return nil, err
 		}

@@ -257,7 +257,7 @@ func (s *TrainingSession) SetParameterValues(name string, values []float32) erro
 // State reports the step counters, the next learning rate and the last loss and gradient norm.
 func (s *TrainingSession) State() (TrainingState, error) {
 	var c C.oneflow_training_state_t
-	C.oneflow_training_state_init(&c)
+	C.oneflow_training_state_init_sized(&c, C.size_t(unsafe.Sizeof(c)))
 	err := s.call(func(h *C.oneflow_session_t) C.oneflow_status_t {
 		return C.oneflow_session_get_training_state(h, &c)
 	})
@@ -269,7 +269,7 @@ func (s *TrainingSession) State() (TrainingState, error) {
 // Memory reports the intermediate memory of one step.
 func (s *TrainingSession) Memory() (TrainingMemory, error) {
 	var c C.oneflow_training_memory_t
-	C.oneflow_training_memory_init(&c)
+	C.oneflow_training_memory_init_sized(&c, C.size_t(unsafe.Sizeof(c)))
 	err := s.call(func(h *C.oneflow_session_t) C.oneflow_status_t {
 		return C.oneflow_session_get_training_memory(h, &c)
 	})

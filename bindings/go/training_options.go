@@ -84,7 +84,7 @@ type TrainingOptions struct {
 // softmax cross-entropy against a new "labels" input, constant schedule.
 func DefaultTrainingOptions() TrainingOptions {
 	var c C.oneflow_training_options_t
-	C.oneflow_training_options_init(&c)
+	C.oneflow_training_options_init_sized(&c, C.size_t(unsafe.Sizeof(c)))
 	goString := func(p *C.char) string {
 		if p == nil {
 			return ""
@@ -131,7 +131,7 @@ func (o *TrainingOptions) toC(c *C.oneflow_training_options_t) (free func(), err
 		}
 		return p, err
 	}
-	C.oneflow_training_options_init(c)
+	C.oneflow_training_options_init_sized(c, C.size_t(unsafe.Sizeof(*c)))
 	if c.loss_output, err = str(o.LossOutput, "LossOutput"); err == nil {
 		if c.logits_output, err = str(o.LogitsOutput, "LogitsOutput"); err == nil {
 			c.labels_input, err = str(o.LabelsInput, "LabelsInput")

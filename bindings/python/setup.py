@@ -1,11 +1,17 @@
-"""Builds the `oneflow._oneflow` extension against include/oneflow_c.h and bundles the liboneflow.so that
-CMake built (the package never builds the engine itself).
+"""Builds the `oneflow._oneflow` extension against include/oneflow_c.h and bundles what CMake built (the
+package never builds the engine itself): liboneflow.so, the `oneflow` CLI and every shared library they
+need that a Linux machine may lack (tools/bundle_natives.py), all in oneflow/_native/ with run path
+$ORIGIN, so the wheel (`pip wheel ./bindings/python`) runs on a machine without our build dependencies.
 
 Where things are found (environment variables override the repository layout):
   ONEFLOW_LIBRARY      liboneflow.so to bundle      default: <repo>/build/liboneflow.so
+  ONEFLOW_CLI          the `oneflow` CLI to bundle  default: `oneflow` beside the library
   ONEFLOW_INCLUDE_DIR  directory with oneflow_c.h   default: <repo>/include
 The version is the one CMakeLists.txt declares, so the package and the library never disagree.
+The distribution is `oneflow-engine` (PyPI's `oneflow` is another project); the import name is `oneflow`
+(docs/install.md, "Python wheel").
 """
+import importlib.util
 import os
 import re
 import shutil
@@ -26,6 +32,15 @@ def _path_from_env(var, default):
 
 LIBRARY = _path_from_env("ONEFLOW_LIBRARY", REPO / "build" / "liboneflow.so")
 INCLUDE_DIR = _path_from_env("ONEFLOW_INCLUDE_DIR", REPO / "include")
+CLI = _path_from_env("ONEFLOW_CLI", LIBRARY.parent / "oneflow")
+
+
+def _bundler():
+    """tools/bundle_natives.py, the copier the Java jar uses too."""
+    spec = importlib.util.spec_from_file_location("bundle_natives", REPO / "tools" / "bundle_natives.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _version():
@@ -37,7 +52,7 @@ def _version():
 
 
 class BuildExtBundlingLibrary(build_ext):
-    """Compiles the extension, then copies liboneflow.so next to it (oneflow/liboneflow.so)."""
+    """Compiles the extension, then fills oneflow/_native/: liboneflow.so, the CLI and their dependencies."""
 
     def run(self):
         if not (INCLUDE_DIR / "oneflow_c.h").exists():
@@ -46,11 +61,19 @@ class BuildExtBundlingLibrary(build_ext):
             raise RuntimeError(
                 f"{LIBRARY} not found: build the library first "
                 "(cmake -S . -B build -G Ninja && ninja -C build liboneflow) or set ONEFLOW_LIBRARY")
+        if not CLI.exists():
+            raise RuntimeError(f"{CLI} not found: build the CLI first (ninja -C build oneflow_cli) or set ONEFLOW_CLI")
         super().run()
-        # Next to the extension, wherever this build puts it (a wheel's tree or, editable, src/oneflow).
-        target_dir = Path(self.get_ext_fullpath("oneflow._oneflow")).parent
-        target_dir.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(LIBRARY.resolve(), target_dir / "liboneflow.so")
+        # Beside the extension, wherever this build puts it (a wheel's tree or, editable, src/oneflow).
+        native_dir = Path(self.get_ext_fullpath("oneflow._oneflow")).parent / "_native"
+        shutil.rmtree(native_dir, ignore_errors=True)  # nothing stale from an earlier build
+        bundler = _bundler()
+        try:
+            carried = bundler.bundle([(str(LIBRARY.resolve()), "liboneflow.so"), (str(CLI.resolve()), "oneflow")],
+                                     str(native_dir))
+        except bundler.BundleError as e:
+            raise RuntimeError(f"bundling the native libraries: {e}") from e
+        (native_dir / "MANIFEST").write_text("".join(name + "\n" for name in carried))
 
 
 extension = Extension(

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h> /* isatty */
 
 #include "oneflow_c.h"
 
@@ -169,6 +170,9 @@ static void train(oneflow_session_t* session, const Config* cfg, const Array* xt
   int64_t* perm = malloc(sizeof(int64_t) * (size_t)n);
   float* bx = malloc(sizeof(float) * (size_t)(cfg->batch * d));
   int64_t* by = malloc(sizeof(int64_t) * (size_t)cfg->batch);
+  /* On a terminal a bar follows the batches of an epoch; logs and pipes get the epoch lines only. */
+  const int bar = verbose && isatty(2);
+  static const char kDone[] = "##############################", kLeft[] = "..............................";
   for (int epoch = first; epoch < last; ++epoch) {
     double t0 = now_s(), loss_sum = 0;
     int64_t seen = 0, correct = 0;
@@ -200,11 +204,17 @@ static void train(oneflow_session_t* session, const Config* cfg, const Array* xt
       }
       loss_sum += (double)*(const float*)oneflow_tensor_data(outs[1]) * (double)m;
       seen += m;
+      if (bar) {
+        const int filled = (int)(30 * seen / n);
+        fprintf(stderr, "\repoch %3d/%d [%.*s%.*s] %lld/%lld", epoch + 1, cfg->epochs, filled, kDone, 30 - filled, kLeft,
+                (long long)seen, (long long)n);
+      }
       oneflow_tensor_release(outs[0]);
       oneflow_tensor_release(outs[1]);
       oneflow_tensor_release(x);
       oneflow_tensor_release(y);
     }
+    if (bar) fputs("\r\033[K", stderr);
     if (verbose) {
       oneflow_training_state_t state;
       oneflow_training_state_init(&state);

@@ -54,10 +54,28 @@ const char* oneflow_dtype_name(oneflow_dtype_t dtype) {
   return IsKnownDType(raw) ? DTypeName(static_cast<DType>(raw)) : "undefined";
 }
 
-oneflow_status_t oneflow_env_create(oneflow_env_t** out_env) {
+oneflow_status_t oneflow_env_create(oneflow_env_t** out_env) { return oneflow_env_create_with_options(nullptr, out_env); }
+
+oneflow_status_t oneflow_env_options_init_sized(oneflow_env_options_t* options, size_t struct_size) {
+  return InitSizedStruct(options, struct_size, "oneflow_env_options_t", [](oneflow_env_options_t& o) {
+    o.shared_thread_pool = 0;
+    o.intra_op_threads = 0;
+  });
+}
+
+oneflow_status_t oneflow_env_create_with_options(const oneflow_env_options_t* options, oneflow_env_t** out_env) {
   return Guard([&] {
     OF_REQUIRE(out_env != nullptr, "out_env is NULL");
-    *out_env = new oneflow_env_s();
+    auto env = std::make_unique<oneflow_env_s>();
+    if (options != nullptr) {
+      CheckSizedInput(options, "env options", "oneflow_env_options_init");
+      OF_REQUIRE(options->shared_thread_pool == 0 || options->shared_thread_pool == 1,
+                 "env options: shared_thread_pool is ", options->shared_thread_pool, "; expected 0 or 1");
+      OF_REQUIRE(options->intra_op_threads >= 0 && options->intra_op_threads <= 1024,
+                 "env options: intra_op_threads must be in [0, 1024], got ", options->intra_op_threads);
+      if (options->shared_thread_pool) env->pool = std::make_shared<ThreadPool>(options->intra_op_threads);
+    }
+    *out_env = env.release();
   });
 }
 void oneflow_env_release(oneflow_env_t* env) { delete env; }
@@ -123,10 +141,8 @@ oneflow_status_t oneflow_graph_load_memory(const void* data, size_t size, const 
 
 void oneflow_graph_release(oneflow_graph_t* graph) { delete graph; }
 
-void oneflow_value_info_init(oneflow_value_info_t* info) {
-  if (!info) return;
-  std::memset(info, 0, sizeof(*info));
-  info->struct_size = sizeof(*info);
+oneflow_status_t oneflow_value_info_init_sized(oneflow_value_info_t* info, size_t struct_size) {
+  return InitSizedStruct(info, struct_size, "oneflow_value_info_t", [](oneflow_value_info_t&) {});
 }
 
 size_t oneflow_graph_input_count(const oneflow_graph_t* g) { return g ? g->io.inputs.names.size() : 0; }
@@ -150,21 +166,20 @@ oneflow_status_t oneflow_graph_get_output_info(const oneflow_graph_t* g, size_t 
   return GetInfo(g ? &g->io : nullptr, false, i, out);
 }
 
-void oneflow_session_options_init(oneflow_session_options_t* options) {
-  if (!options) return;
-  std::memset(options, 0, sizeof(*options));
-  options->struct_size = sizeof(*options);
-  options->intra_op_threads = 0;
-  options->optimization_level = 2;
+oneflow_status_t oneflow_session_options_init_sized(oneflow_session_options_t* options, size_t struct_size) {
+  return InitSizedStruct(options, struct_size, "oneflow_session_options_t", [](oneflow_session_options_t& o) {
+    o.intra_op_threads = 0;
+    o.optimization_level = 2;
+  });
 }
 
 oneflow_status_t oneflow_session_create(oneflow_env_t* env, const oneflow_graph_t* graph,
                                         const oneflow_session_options_t* options, oneflow_session_t** out_session) {
-  (void)env;
   return Guard([&] {
     OF_REQUIRE(graph != nullptr, "graph is NULL");
     OF_REQUIRE(out_session != nullptr, "out_session is NULL");
-    const SessionOptions opts = ReadSessionOptions(options);
+    SessionOptions opts = ReadSessionOptions(options);
+    ApplyEnv(env, opts.intra_op_threads, opts.pool);
     auto h = std::make_unique<oneflow_session_s>();
     h->session = std::make_unique<Session>(*graph->graph, opts);
     h->io.Build(h->session->model());

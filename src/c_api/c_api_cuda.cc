@@ -46,8 +46,7 @@ void RequireCudaDevice(int32_t index) {
 
 CudaGraphMode ReadGraphMode(const oneflow_device_session_options_t* o) {
   if (o == nullptr) return CudaGraphMode::kAuto;
-  OF_REQUIRE(o->struct_size >= offsetof(oneflow_device_session_options_t, cuda_graphs) + sizeof(o->cuda_graphs),
-             "device_options.struct_size is too small; initialize it with oneflow_device_session_options_init");
+  CheckSizedInput(o, "device_options", "oneflow_device_session_options_init");
   const int32_t mode = RawEnum(o->cuda_graphs);
   switch (mode) {
     case ONEFLOW_CUDA_GRAPHS_AUTO: return CudaGraphMode::kAuto;
@@ -58,12 +57,9 @@ CudaGraphMode ReadGraphMode(const oneflow_device_session_options_t* o) {
        "; expected ONEFLOW_CUDA_GRAPHS_AUTO, _ON or _OFF");
 }
 
-// allow_runtime_fallback came after cuda_graphs: a caller built against the older header has a
-// smaller struct_size and gets the default (off).
+// Part of the struct since ABI 3 (ReadGraphMode checked its size).
 bool ReadAllowRuntimeFallback(const oneflow_device_session_options_t* o) {
-  if (o == nullptr || o->struct_size < offsetof(oneflow_device_session_options_t, allow_runtime_fallback) +
-                                            sizeof(o->allow_runtime_fallback))
-    return false;
+  if (o == nullptr) return false;
   OF_REQUIRE(o->allow_runtime_fallback == 0 || o->allow_runtime_fallback == 1,
              "device_options.allow_runtime_fallback is ", o->allow_runtime_fallback, "; expected 0 or 1");
   return o->allow_runtime_fallback == 1;
@@ -96,6 +92,7 @@ oneflow_status_t CreateSessionOnDevice(oneflow_env_t* env, const oneflow_graph_t
     OF_REQUIRE(out_session != nullptr, "out_session is NULL");
     RequireCudaDevice(index);
     SessionOptions opts = ReadSessionOptions(options);
+    ApplyEnv(env, opts.intra_op_threads, opts.pool);
     opts.device = DeviceType::kCuda;
     opts.device_index = index;
     opts.cuda_graphs = ReadGraphMode(device_options);
@@ -123,17 +120,13 @@ oneflow_status_t oneflow_cuda_device_count(int32_t* out_count, char* reason, siz
   });
 }
 
-void oneflow_cuda_device_info_init(oneflow_cuda_device_info_t* info) {
-  if (!info) return;
-  std::memset(info, 0, sizeof(*info));
-  info->struct_size = sizeof(*info);
+oneflow_status_t oneflow_cuda_device_info_init_sized(oneflow_cuda_device_info_t* info, size_t struct_size) {
+  return InitSizedStruct(info, struct_size, "oneflow_cuda_device_info_t", [](oneflow_cuda_device_info_t&) {});
 }
 
 oneflow_status_t oneflow_cuda_get_device_info(int32_t index, oneflow_cuda_device_info_t* out_info) {
   return Guard([&] {
-    OF_REQUIRE(out_info != nullptr, "out_info is NULL");
-    OF_REQUIRE(out_info->struct_size >= offsetof(oneflow_cuda_device_info_t, multiprocessors) + sizeof(int32_t),
-               "out_info.struct_size is too small; initialize it with oneflow_cuda_device_info_init");
+    CheckSizedOutput(out_info, "out_info", "oneflow_cuda_device_info_init");
     RequireCudaDevice(index);
 #ifdef ONEFLOW_HAVE_CUDA
     const oneflow::cuda::DeviceProps p = oneflow::cuda::GetDeviceProps(index);
@@ -155,12 +148,11 @@ oneflow_status_t oneflow_session_create_on_device(oneflow_env_t* env, const onef
   return CreateSessionOnDevice(env, graph, options, RawEnum(device), index, nullptr, out_session);
 }
 
-void oneflow_device_session_options_init(oneflow_device_session_options_t* options) {
-  if (!options) return;
-  std::memset(options, 0, sizeof(*options));
-  options->struct_size = sizeof(*options);
-  options->cuda_graphs = ONEFLOW_CUDA_GRAPHS_AUTO;
-  options->allow_runtime_fallback = 0;
+oneflow_status_t oneflow_device_session_options_init_sized(oneflow_device_session_options_t* options, size_t struct_size) {
+  return InitSizedStruct(options, struct_size, "oneflow_device_session_options_t", [](oneflow_device_session_options_t& o) {
+    o.cuda_graphs = ONEFLOW_CUDA_GRAPHS_AUTO;
+    o.allow_runtime_fallback = 0;
+  });
 }
 
 oneflow_status_t oneflow_session_create_on_device_ex(oneflow_env_t* env, const oneflow_graph_t* graph,
@@ -171,20 +163,15 @@ oneflow_status_t oneflow_session_create_on_device_ex(oneflow_env_t* env, const o
   return CreateSessionOnDevice(env, graph, options, RawEnum(device), index, device_options, out_session);
 }
 
-void oneflow_session_device_stats_init(oneflow_session_device_stats_t* stats) {
-  if (!stats) return;
-  std::memset(stats, 0, sizeof(*stats));
-  stats->struct_size = sizeof(*stats);
+oneflow_status_t oneflow_session_device_stats_init_sized(oneflow_session_device_stats_t* stats, size_t struct_size) {
+  return InitSizedStruct(stats, struct_size, "oneflow_session_device_stats_t", [](oneflow_session_device_stats_t&) {});
 }
 
 oneflow_status_t oneflow_session_get_device_stats(const oneflow_session_t* session,
                                                   oneflow_session_device_stats_t* out_stats) {
   return Guard([&] {
     OF_REQUIRE(session != nullptr, "session is NULL");
-    OF_REQUIRE(out_stats != nullptr, "out_stats is NULL");
-    OF_REQUIRE(out_stats->struct_size >= offsetof(oneflow_session_device_stats_t, runtime_fallback_nodes) +
-                                             sizeof(out_stats->runtime_fallback_nodes),
-               "out_stats.struct_size is too small; initialize it with oneflow_session_device_stats_init");
+    CheckSizedOutput(out_stats, "out_stats", "oneflow_session_device_stats_init");
     OF_REQUIRE(session->session != nullptr,
                "oneflow_session_get_device_stats reports inference sessions, not training sessions");
     const Executor& e = session->session->executor();

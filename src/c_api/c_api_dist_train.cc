@@ -12,10 +12,8 @@ struct oneflow_dist_trainer_s {
 
 extern "C" {
 
-void oneflow_dist_training_options_init(oneflow_dist_training_options_t* options) {
-  if (!options) return;
-  std::memset(options, 0, sizeof(*options));
-  options->struct_size = sizeof(*options);
+oneflow_status_t oneflow_dist_training_options_init_sized(oneflow_dist_training_options_t* options, size_t struct_size) {
+  return InitSizedStruct(options, struct_size, "oneflow_dist_training_options_t", [](oneflow_dist_training_options_t& ) {});
 }
 
 oneflow_status_t oneflow_dist_trainer_create(const oneflow_graph_t* graph, const oneflow_training_options_t* training,
@@ -34,8 +32,7 @@ oneflow_status_t oneflow_dist_trainer_create(const oneflow_graph_t* graph, const
              "places its graphs by the plan's placement");
     o.dist = ToDistOptions(plan);
     if (dist) {
-      OF_REQUIRE(dist->struct_size >= offsetof(oneflow_dist_training_options_t, max_states) + sizeof(int32_t),
-                 "dist_training_options.struct_size is too small; initialize it with oneflow_dist_training_options_init");
+      CheckSizedInput(dist, "dist_training_options", "oneflow_dist_training_options_init");
       o.zero_stage = dist->zero_stage;
       if (dist->bucket_bytes != 0) o.bucket_bytes = dist->bucket_bytes;
       if (dist->pipeline_stages > 1) o.pipeline_stages = dist->pipeline_stages;

@@ -3,7 +3,9 @@
 // c_api_*.cc file; all of them include this header and nothing outside src/c_api does.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -12,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/thread_pool.h"
 #include "engine/distributed_session.h"
 #include "engine/session.h"
 #include "oneflow_c.h"
@@ -24,9 +27,20 @@ struct oneflow_status_s {
   std::string message;
 };
 
+// What the sessions created with an environment share: the intra-op thread pool when the env's
+// options asked for one (null: each session has a pool of its own).
 struct oneflow_env_s {
-  int unused = 0;
+  std::shared_ptr<ThreadPool> pool;
 };
+
+// The session options with the environment's shared pool applied: a session whose options leave
+// intra_op_threads at 0 runs on the env's pool (and counts its threads, so deterministic training
+// knows them); an explicit count gets a pool of its own.
+inline void ApplyEnv(const oneflow_env_t* env, int& intra_op_threads, std::shared_ptr<ThreadPool>& pool) {
+  if (env == nullptr || !env->pool || intra_op_threads != 0) return;
+  pool = env->pool;
+  intra_op_threads = env->pool->num_threads();
+}
 
 struct oneflow_tensor_s {
   Tensor tensor;
@@ -148,10 +162,73 @@ int32_t RawEnum(const E& value) {
   return raw;
 }
 
+// ---- Structs sized by the caller (ABI 3) ----------------------------------------------------------
+// Each option or info struct starts with `struct_size`, the caller's sizeof, passed by the header's
+// `*_init` macro to `*_init_sized`. kAbi3Size<T> is where the struct ended in ABI 3: every caller's
+// struct is at least that big. Later fields (appended) are read only when struct_size covers them.
+#define OF_C_STRUCT_END(T, field) (offsetof(T, field) + sizeof(static_cast<T*>(nullptr)->field))
+template <typename T>
+constexpr size_t kAbi3Size = sizeof(T);  // specialized below where padding would overstate it
+template <>
+constexpr size_t kAbi3Size<oneflow_value_info_t> = OF_C_STRUCT_END(oneflow_value_info_t, dim_names);
+template <>
+constexpr size_t kAbi3Size<oneflow_session_options_t> = OF_C_STRUCT_END(oneflow_session_options_t, optimization_level);
+template <>
+constexpr size_t kAbi3Size<oneflow_save_options_t> = OF_C_STRUCT_END(oneflow_save_options_t, checksums);
+template <>
+constexpr size_t kAbi3Size<oneflow_load_options_t> = OF_C_STRUCT_END(oneflow_load_options_t, external_data_dir);
+template <>
+constexpr size_t kAbi3Size<oneflow_training_options_t> = OF_C_STRUCT_END(oneflow_training_options_t, cuda_graphs);
+template <>
+constexpr size_t kAbi3Size<oneflow_plan_options_t> = OF_C_STRUCT_END(oneflow_plan_options_t, backend);
+template <>
+constexpr size_t kAbi3Size<oneflow_dist_training_options_t> = OF_C_STRUCT_END(oneflow_dist_training_options_t, max_states);
+template <>
+constexpr size_t kAbi3Size<oneflow_env_options_t> = OF_C_STRUCT_END(oneflow_env_options_t, intra_op_threads);
+template <>
+constexpr size_t kAbi3Size<oneflow_server_options_t> = OF_C_STRUCT_END(oneflow_server_options_t, access_log);
+
+// `*_init_sized`: fills the caller's `struct_size` bytes with zeros and the defaults `set` writes into
+// a library-sized copy, never a byte more; struct_size records the caller's size. Errors: NULL, or a
+// size below the ABI 3 struct (a caller that did not use the macro).
+template <typename T, typename SetDefaults>
+oneflow_status_t InitSizedStruct(T* p, size_t struct_size, const char* type_name, SetDefaults&& set) {
+  return Guard([&] {
+    OF_REQUIRE(p != nullptr, type_name, " pointer is NULL");
+    OF_REQUIRE(struct_size >= kAbi3Size<T>, type_name, ": struct_size ", struct_size, " is smaller than the struct of ABI 3 (",
+               kAbi3Size<T>, " bytes); initialize it with the *_init macro, which passes sizeof");
+    T defaults{};
+    set(defaults);
+    std::memset(static_cast<void*>(p), 0, struct_size);
+    std::memcpy(static_cast<void*>(p), &defaults, std::min(struct_size, sizeof(T)));
+    p->struct_size = struct_size;
+  });
+}
+
+// Before reading a caller's options: big enough for ABI 3, and no field set that this library does
+// not know (the caller was built against a newer header; its init left unknown fields zero, so a
+// non-zero byte there is a setting that would otherwise be silently ignored). `what` names the
+// argument, `init_name` the macro that initializes it.
+template <typename T>
+void CheckSizedInput(const T* p, const char* what, const char* init_name) {
+  OF_REQUIRE(p->struct_size >= kAbi3Size<T>, what, ".struct_size (", p->struct_size,
+             ") is too small; initialize it with ", init_name);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(p);
+  for (size_t i = sizeof(T); i < p->struct_size; ++i)
+    OF_CHECK(bytes[i] == 0, kUnsupported, what, " sets a field at byte offset ", i, " that this library (C ABI ",
+             ONEFLOW_API_VERSION, ") does not have: the caller was built against a newer oneflow_c.h");
+}
+
+// Before writing into a caller's info struct: big enough for every field the library writes.
+template <typename T>
+void CheckSizedOutput(const T* p, const char* what, const char* init_name) {
+  OF_REQUIRE(p != nullptr, what, " is NULL");
+  OF_REQUIRE(p->struct_size >= kAbi3Size<T>, what, ".struct_size (", p->struct_size,
+             ") is too small; initialize it with ", init_name);
+}
+
 inline void CheckInfoStruct(const oneflow_value_info_t* info) {
-  OF_REQUIRE(info != nullptr, "out_info is NULL");
-  OF_REQUIRE(info->struct_size >= sizeof(oneflow_value_info_t),
-             "out_info.struct_size is too small; initialize it with oneflow_value_info_init");
+  CheckSizedOutput(info, "out_info", "oneflow_value_info_init");
 }
 
 
@@ -160,8 +237,7 @@ inline void CheckInfoStruct(const oneflow_value_info_t* info) {
 inline SessionOptions ReadSessionOptions(const oneflow_session_options_t* options) {
   SessionOptions opts;
   if (options) {
-    OF_REQUIRE(options->struct_size >= offsetof(oneflow_session_options_t, optimization_level) + sizeof(int32_t),
-               "options.struct_size is too small; initialize options with oneflow_session_options_init");
+    CheckSizedInput(options, "session options", "oneflow_session_options_init");
     opts.intra_op_threads = options->intra_op_threads;
     opts.optimization_level = options->optimization_level;
   }

@@ -15,8 +15,7 @@ namespace oneflow::capi {
 
 DistributedOptions ToDistOptions(const oneflow_plan_options_t* o) {
   OF_REQUIRE(o != nullptr, "plan options are NULL");
-  OF_REQUIRE(o->struct_size >= offsetof(oneflow_plan_options_t, backend) + sizeof(const char*),
-             "plan options struct_size is too small; initialize them with oneflow_plan_options_init");
+  CheckSizedInput(o, "plan options", "oneflow_plan_options_init");
   OF_REQUIRE(o->placement != nullptr, "plan options: placement is NULL (e.g. \"cpu:0-3\")");
   OF_REQUIRE(o->num_shape_specs == 0 || o->shape_specs != nullptr, "shape_specs is NULL with num_shape_specs > 0");
   OF_REQUIRE(o->num_sbp_specs == 0 || o->sbp_specs != nullptr, "sbp_specs is NULL with num_sbp_specs > 0");
@@ -71,10 +70,8 @@ DistributedOptions ToDistOptions(const oneflow_plan_options_t* o) {
 
 extern "C" {
 
-void oneflow_plan_options_init(oneflow_plan_options_t* options) {
-  if (!options) return;
-  std::memset(options, 0, sizeof(*options));
-  options->struct_size = sizeof(*options);
+oneflow_status_t oneflow_plan_options_init_sized(oneflow_plan_options_t* options, size_t struct_size) {
+  return InitSizedStruct(options, struct_size, "oneflow_plan_options_t", [](oneflow_plan_options_t& ) {});
 }
 
 oneflow_status_t oneflow_plan_explain(const oneflow_graph_t* graph, const oneflow_plan_options_t* options,
@@ -101,8 +98,7 @@ oneflow_status_t oneflow_dist_session_create(const oneflow_graph_t* graph, const
     OF_REQUIRE(out_session != nullptr, "out_session is NULL");
     SessionOptions so;
     if (session_options) {
-      OF_REQUIRE(session_options->struct_size >= offsetof(oneflow_session_options_t, optimization_level) + sizeof(int32_t),
-                 "session options struct_size is too small; initialize them with oneflow_session_options_init");
+      CheckSizedInput(session_options, "session options", "oneflow_session_options_init");
       so.optimization_level = session_options->optimization_level;
     }
     OF_REQUIRE(so.optimization_level >= 0 && so.optimization_level <= 2, "optimization_level must be 0, 1 or 2, got ",

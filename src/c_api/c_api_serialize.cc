@@ -16,8 +16,7 @@ namespace {
 ModelLoadOptions ToLoadOptions(const oneflow_load_options_t* o) {
   ModelLoadOptions out;
   if (!o) return out;
-  OF_REQUIRE(o->struct_size >= sizeof(oneflow_load_options_t),
-             "options.struct_size is too small; initialize it with oneflow_load_options_init");
+  CheckSizedInput(o, "load options", "oneflow_load_options_init");
   out.native.verify_checksums = o->verify_checksums != 0;
   return out;
 }
@@ -28,12 +27,11 @@ oneflow_model_format_t oneflow_model_format_of(const void* data, size_t size) {
   return data && SniffModelFormat(data, size) == ModelFormat::kNative ? ONEFLOW_FORMAT_NATIVE : ONEFLOW_FORMAT_ONNX;
 }
 
-void oneflow_save_options_init(oneflow_save_options_t* options) {
-  if (!options) return;
-  std::memset(options, 0, sizeof(*options));
-  options->struct_size = sizeof(*options);
-  options->format = ONEFLOW_FORMAT_AUTO;
-  options->checksums = 1;
+oneflow_status_t oneflow_save_options_init_sized(oneflow_save_options_t* options, size_t struct_size) {
+  return InitSizedStruct(options, struct_size, "oneflow_save_options_t", [](oneflow_save_options_t& o) {
+    o.format = ONEFLOW_FORMAT_AUTO;
+    o.checksums = 1;
+  });
 }
 
 oneflow_status_t oneflow_graph_save(const oneflow_graph_t* graph, const char* path,
@@ -44,8 +42,7 @@ oneflow_status_t oneflow_graph_save(const oneflow_graph_t* graph, const char* pa
     ModelFormat format = ModelFormat::kAuto;
     NativeWriteOptions native;
     if (options) {
-      OF_REQUIRE(options->struct_size >= sizeof(oneflow_save_options_t),
-                 "options.struct_size is too small; initialize it with oneflow_save_options_init");
+      CheckSizedInput(options, "save options", "oneflow_save_options_init");
       const int32_t raw = RawEnum(options->format);  // never loaded as the enum before it is checked
       OF_REQUIRE(raw >= ONEFLOW_FORMAT_AUTO && raw <= ONEFLOW_FORMAT_NATIVE, "options.format: unknown model format ",
                  raw);
@@ -57,11 +54,10 @@ oneflow_status_t oneflow_graph_save(const oneflow_graph_t* graph, const char* pa
   });
 }
 
-void oneflow_load_options_init(oneflow_load_options_t* options) {
-  if (!options) return;
-  std::memset(options, 0, sizeof(*options));
-  options->struct_size = sizeof(*options);
-  options->verify_checksums = 1;
+oneflow_status_t oneflow_load_options_init_sized(oneflow_load_options_t* options, size_t struct_size) {
+  return InitSizedStruct(options, struct_size, "oneflow_load_options_t", [](oneflow_load_options_t& o) {
+    o.verify_checksums = 1;
+  });
 }
 
 oneflow_status_t oneflow_graph_load_file_ex(const char* path, const oneflow_load_options_t* options,

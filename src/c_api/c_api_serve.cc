@@ -13,9 +13,6 @@ struct oneflow_server_s {
 
 namespace {
 
-// The first version of the struct ends after access_log: a caller's struct is at least that big.
-constexpr size_t kServerOptionsV1Size = offsetof(oneflow_server_options_t, access_log) + sizeof(int32_t);
-
 // A field the caller's struct holds (its struct_size covers it), or the default.
 template <typename T>
 T Field(const oneflow_server_options_t* o, const T& field, T fallback) {
@@ -25,22 +22,14 @@ T Field(const oneflow_server_options_t* o, const T& field, T fallback) {
 
 }  // namespace
 
-oneflow_status_t oneflow_server_options_init(oneflow_server_options_t* options, size_t struct_size) {
-  return Guard([&] {
-    OF_REQUIRE(options != nullptr, "server options are NULL");
-    OF_REQUIRE(struct_size >= kServerOptionsV1Size, "server options struct_size ", struct_size,
-               " is smaller than the first version of the struct (", kServerOptionsV1Size, " bytes)");
-    oneflow_server_options_t defaults{};
-    defaults.struct_size = std::min(struct_size, sizeof(oneflow_server_options_t));
-    defaults.model_repository = nullptr;
-    defaults.host = "127.0.0.1";
-    defaults.http_port = 8000;
-    defaults.grpc_port = 8001;
-    defaults.metrics_port = 8002;
-    defaults.max_request_bytes = uint64_t{256} << 20;
-    defaults.idle_timeout_seconds = 60;
-    // Only the bytes the caller's struct has: a newer library never writes past an older struct.
-    std::memcpy(options, &defaults, defaults.struct_size);
+oneflow_status_t oneflow_server_options_init_sized(oneflow_server_options_t* options, size_t struct_size) {
+  return InitSizedStruct(options, struct_size, "oneflow_server_options_t", [](oneflow_server_options_t& o) {
+    o.host = "127.0.0.1";
+    o.http_port = 8000;
+    o.grpc_port = 8001;
+    o.metrics_port = 8002;
+    o.max_request_bytes = uint64_t{256} << 20;
+    o.idle_timeout_seconds = 60;
   });
 }
 
@@ -48,8 +37,7 @@ oneflow_status_t oneflow_server_create(const oneflow_server_options_t* options, 
   return Guard([&] {
     OF_REQUIRE(out_server != nullptr, "out_server is NULL");
     OF_REQUIRE(options != nullptr, "server options are NULL");
-    OF_REQUIRE(options->struct_size >= kServerOptionsV1Size,
-               "server options struct_size is too small; initialize them with ONEFLOW_SERVER_OPTIONS_INIT");
+    CheckSizedInput(options, "server options", "oneflow_server_options_init");
     OF_REQUIRE(options->model_repository != nullptr, "server options: model_repository is NULL");
     serve::ServerOptions o;
     o.model_repository = options->model_repository;

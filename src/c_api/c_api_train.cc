@@ -47,13 +47,11 @@ namespace oneflow::capi {
 train::TrainingOptions ConvertOptions(const oneflow_session_options_t* so, const oneflow_training_options_t* to) {
   train::TrainingOptions o;
   if (so) {
-    OF_REQUIRE(so->struct_size >= offsetof(oneflow_session_options_t, optimization_level) + sizeof(int32_t),
-               "session_options.struct_size is too small; initialize it with oneflow_session_options_init");
+    CheckSizedInput(so, "session_options", "oneflow_session_options_init");
     o.intra_op_threads = so->intra_op_threads;
     o.optimization_level = so->optimization_level;
   }
-  OF_REQUIRE(to->struct_size >= offsetof(oneflow_training_options_t, loss_reduction_sum) + sizeof(int32_t),
-             "training_options.struct_size is too small; initialize it with oneflow_training_options_init");
+  CheckSizedInput(to, "training_options", "oneflow_training_options_init");
   const int32_t loss = RawEnum(to->loss);  // within the struct_size checked above
   switch (loss) {
     case ONEFLOW_LOSS_MODEL_OUTPUT:
@@ -146,42 +144,41 @@ train::TrainingOptions ConvertOptions(const oneflow_session_options_t* so, const
 
 extern "C" {
 
-void oneflow_training_options_init(oneflow_training_options_t* o) {
-  if (!o) return;
-  std::memset(o, 0, sizeof(*o));
-  o->struct_size = sizeof(*o);
-  o->loss = ONEFLOW_LOSS_SOFTMAX_CROSS_ENTROPY;
-  o->labels_input = "labels";
-  const train::OptimizerConfig c;
-  const train::LrSchedule s;
-  o->optimizer = ONEFLOW_OPTIMIZER_ADAM;
-  o->learning_rate = c.lr;
-  o->beta1 = c.beta1;
-  o->beta2 = c.beta2;
-  o->eps = c.eps;
-  o->lr_schedule = ONEFLOW_LR_CONSTANT;
-  o->step_size = s.step_size;
-  o->gamma = s.gamma;
-  o->decay_steps = s.decay_steps;
-  o->nonfinite_policy = ONEFLOW_NONFINITE_SKIP;
-  const train::LossScaleConfig ls;
-  o->precision = ONEFLOW_PRECISION_F32;
-  o->loss_scale_initial = ls.initial_scale;
-  o->loss_scale_growth = ls.growth;
-  o->loss_scale_backoff = ls.backoff;
-  o->loss_scale_growth_interval = ls.growth_interval;
+oneflow_status_t oneflow_training_options_init_sized(oneflow_training_options_t* options, size_t struct_size) {
+  return InitSizedStruct(options, struct_size, "oneflow_training_options_t", [](oneflow_training_options_t& o) {
+    o.loss = ONEFLOW_LOSS_SOFTMAX_CROSS_ENTROPY;
+    o.labels_input = "labels";
+    const train::OptimizerConfig c;
+    const train::LrSchedule s;
+    o.optimizer = ONEFLOW_OPTIMIZER_ADAM;
+    o.learning_rate = c.lr;
+    o.beta1 = c.beta1;
+    o.beta2 = c.beta2;
+    o.eps = c.eps;
+    o.lr_schedule = ONEFLOW_LR_CONSTANT;
+    o.step_size = s.step_size;
+    o.gamma = s.gamma;
+    o.decay_steps = s.decay_steps;
+    o.nonfinite_policy = ONEFLOW_NONFINITE_SKIP;
+    const train::LossScaleConfig ls;
+    o.precision = ONEFLOW_PRECISION_F32;
+    o.loss_scale_initial = ls.initial_scale;
+    o.loss_scale_growth = ls.growth;
+    o.loss_scale_backoff = ls.backoff;
+    o.loss_scale_growth_interval = ls.growth_interval;
+  });
 }
 
 oneflow_status_t oneflow_training_session_create(oneflow_env_t* env, const oneflow_graph_t* graph,
                                                  const oneflow_session_options_t* session_options,
                                                  const oneflow_training_options_t* training_options,
                                                  oneflow_session_t** out_session) {
-  (void)env;
   return Guard([&] {
     OF_REQUIRE(graph != nullptr, "graph is NULL");
     OF_REQUIRE(training_options != nullptr, "training_options is NULL");
     OF_REQUIRE(out_session != nullptr, "out_session is NULL");
     train::TrainingOptions opts = ConvertOptions(session_options, training_options);
+    ApplyEnv(env, opts.intra_op_threads, opts.pool);
     auto h = std::make_unique<oneflow_session_s>();
     h->training = std::make_unique<TrainingSession>(*graph->graph, opts);
     h->io.Build(h->training->interface_graph());
@@ -253,19 +250,15 @@ oneflow_status_t oneflow_session_set_parameter(oneflow_session_t* session, const
   });
 }
 
-void oneflow_training_state_init(oneflow_training_state_t* state) {
-  if (!state) return;
-  std::memset(state, 0, sizeof(*state));
-  state->struct_size = sizeof(*state);
+oneflow_status_t oneflow_training_state_init_sized(oneflow_training_state_t* state, size_t struct_size) {
+  return InitSizedStruct(state, struct_size, "oneflow_training_state_t", [](oneflow_training_state_t&) {});
 }
 
 oneflow_status_t oneflow_session_get_training_state(const oneflow_session_t* session,
                                                     oneflow_training_state_t* out_state) {
   return Guard([&] {
     TrainingSession& t = Training(session);
-    OF_REQUIRE(out_state != nullptr, "out_state is NULL");
-    OF_REQUIRE(out_state->struct_size >= sizeof(oneflow_training_state_t),
-               "out_state.struct_size is too small; initialize it with oneflow_training_state_init");
+    CheckSizedOutput(out_state, "out_state", "oneflow_training_state_init");
     out_state->step = t.step();
     out_state->skipped_steps = t.skipped_steps();
     out_state->learning_rate = t.learning_rate();
@@ -282,19 +275,15 @@ oneflow_status_t oneflow_session_get_loss_scale(const oneflow_session_t* session
   });
 }
 
-void oneflow_training_memory_init(oneflow_training_memory_t* memory) {
-  if (!memory) return;
-  std::memset(memory, 0, sizeof(*memory));
-  memory->struct_size = sizeof(*memory);
+oneflow_status_t oneflow_training_memory_init_sized(oneflow_training_memory_t* memory, size_t struct_size) {
+  return InitSizedStruct(memory, struct_size, "oneflow_training_memory_t", [](oneflow_training_memory_t&) {});
 }
 
 oneflow_status_t oneflow_session_get_training_memory(const oneflow_session_t* session,
                                                      oneflow_training_memory_t* out_memory) {
   return Guard([&] {
     TrainingSession& t = Training(session);
-    OF_REQUIRE(out_memory != nullptr, "out_memory is NULL");
-    OF_REQUIRE(out_memory->struct_size >= sizeof(oneflow_training_memory_t),
-               "out_memory.struct_size is too small; initialize it with oneflow_training_memory_init");
+    CheckSizedOutput(out_memory, "out_memory", "oneflow_training_memory_init");
     train::TrainingMemory m = t.memory();
     out_memory->forward_arena_bytes = m.forward_arena;
     out_memory->saved_activation_bytes = m.saved_bytes;

@@ -16,6 +16,7 @@
 #include <mutex>
 
 #include "base/error.h"
+#include "comm/collective_trace_internal.h"
 #include "comm/communicator.h"
 #include "comm/launch_env.h"
 #include "comm/shm_group.h"
@@ -60,6 +61,8 @@ class GlooComm final : public Communicator {
   std::string backend() const override { return "gloo"; }
 
   void AllReduceSum(void* buf, int64_t count, DType dtype, const std::vector<int>& group) override {
+    TraceScope trace("comm", "all-reduce");
+    if (trace) TraceCollective(trace, *this, static_cast<size_t>(count) * DTypeSize(dtype), group);
     Run("all-reduce", group, [&](const std::shared_ptr<gloo::Context>& ctx) {
       if (ShmGroup* shm = Shm(group, ctx)) return shm->AllReduceSum(buf, count, dtype);
       gloo::AllreduceOptions o(ctx);
@@ -76,6 +79,8 @@ class GlooComm final : public Communicator {
   }
 
   void AllGather(const void* send, void* recv, const std::vector<size_t>& sizes, const std::vector<int>& group) override {
+    TraceScope trace("comm", "all-gather");
+    if (trace) TraceCollective(trace, *this, SumOf(sizes), group);
     Run("all-gather", group, [&](const std::shared_ptr<gloo::Context>& ctx) {
       if (ShmGroup* shm = Shm(group, ctx)) return shm->AllGather(send, recv, sizes);
       gloo::AllgathervOptions o(ctx);
@@ -93,6 +98,8 @@ class GlooComm final : public Communicator {
   // and taking our segment is correct and simple (2x the bytes of a ring reduce-scatter).
   void ReduceScatterSum(const void* send, void* recv, const std::vector<int64_t>& counts, DType dtype,
                         const std::vector<int>& group) override {
+    TraceScope trace("comm", "reduce-scatter");
+    if (trace) TraceCollective(trace, *this, SumOf(counts, DTypeSize(dtype)), group);
     bool done = false;
     Run("reduce-scatter", group, [&](const std::shared_ptr<gloo::Context>& ctx) {
       if (ShmGroup* shm = Shm(group, ctx)) {
@@ -116,6 +123,8 @@ class GlooComm final : public Communicator {
 
   void AllToAll(const void* send, const std::vector<size_t>& send_sizes, void* recv,
                 const std::vector<size_t>& recv_sizes, const std::vector<int>& group) override {
+    TraceScope trace("comm", "all-to-all");
+    if (trace) TraceCollective(trace, *this, SumOf(send_sizes), group);
     Run("all-to-all", group, [&](const std::shared_ptr<gloo::Context>& ctx) {
       if (ShmGroup* shm = Shm(group, ctx)) return shm->AllToAll(send, send_sizes, recv, recv_sizes);
       gloo::AlltoallvOptions o(ctx);
@@ -127,6 +136,8 @@ class GlooComm final : public Communicator {
   }
 
   void Broadcast(void* buf, size_t bytes, int root_index, const std::vector<int>& group) override {
+    TraceScope trace("comm", "broadcast");
+    if (trace) TraceCollective(trace, *this, bytes, group);
     Run("broadcast", group, [&](const std::shared_ptr<gloo::Context>& ctx) {
       if (ShmGroup* shm = Shm(group, ctx)) return shm->Broadcast(buf, bytes, root_index);
       gloo::BroadcastOptions o(ctx);
@@ -138,6 +149,8 @@ class GlooComm final : public Communicator {
   }
 
   void Send(const void* buf, size_t bytes, int peer) override {
+    TraceScope trace("comm", "send");
+    if (trace) TracePointToPoint(trace, *this, bytes, peer);
     Run("send", World(), [&](const std::shared_ptr<gloo::Context>& ctx) {
       auto ub = ctx->createUnboundBuffer(const_cast<void*>(buf), bytes);
       ub->send(peer, Slot(rank_, peer));
@@ -145,6 +158,8 @@ class GlooComm final : public Communicator {
     });
   }
   void Recv(void* buf, size_t bytes, int peer) override {
+    TraceScope trace("comm", "recv");
+    if (trace) TracePointToPoint(trace, *this, bytes, peer);
     Run("recv", World(), [&](const std::shared_ptr<gloo::Context>& ctx) {
       auto ub = ctx->createUnboundBuffer(buf, bytes);
       ub->recv(peer, Slot(peer, rank_));
@@ -152,6 +167,8 @@ class GlooComm final : public Communicator {
     });
   }
   void Barrier(const std::vector<int>& group) override {
+    TraceScope trace("comm", "barrier");
+    if (trace) TraceCollective(trace, *this, 0, group);
     Run("barrier", group, [&](const std::shared_ptr<gloo::Context>& ctx) {
       if (ShmGroup* shm = Shm(group, ctx)) return shm->Barrier();
       gloo::BarrierOptions o(ctx);

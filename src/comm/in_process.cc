@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "base/error.h"
+#include "comm/collective_trace_internal.h"
 #include "comm/communicator.h"
 
 namespace oneflow {
@@ -168,6 +169,8 @@ class InProcessComm final : public Communicator {
   std::string backend() const override { return "in-process"; }
 
   void AllReduceSum(void* buf, int64_t count, DType dtype, const std::vector<int>& group) override {
+    TraceScope trace("comm", "all-reduce");
+    if (trace) TraceCollective(trace, *this, static_cast<size_t>(count) * DTypeSize(dtype), group);
     size_t bytes = static_cast<size_t>(count) * DTypeSize(dtype);
     std::vector<char> sum(bytes, 0);
     Collective(group, Slot{buf, nullptr, nullptr}, [&](std::vector<Slot>& slots, size_t) {
@@ -177,6 +180,8 @@ class InProcessComm final : public Communicator {
   }
 
   void AllGather(const void* send, void* recv, const std::vector<size_t>& sizes, const std::vector<int>& group) override {
+    TraceScope trace("comm", "all-gather");
+    if (trace) TraceCollective(trace, *this, SumOf(sizes), group);
     OF_REQUIRE(sizes.size() == group.size(), "AllGather: ", sizes.size(), " sizes for a group of ", group.size());
     Collective(group, Slot{send, recv, nullptr}, [&](std::vector<Slot>& slots, size_t) {
       size_t off = 0;
@@ -190,6 +195,8 @@ class InProcessComm final : public Communicator {
 
   void ReduceScatterSum(const void* send, void* recv, const std::vector<int64_t>& counts, DType dtype,
                         const std::vector<int>& group) override {
+    TraceScope trace("comm", "reduce-scatter");
+    if (trace) TraceCollective(trace, *this, SumOf(counts, DTypeSize(dtype)), group);
     OF_REQUIRE(counts.size() == group.size(), "ReduceScatter: ", counts.size(), " counts for a group of ", group.size());
     Collective(group, Slot{send, recv, nullptr}, [&](std::vector<Slot>& slots, size_t me) {
       int64_t before = 0;
@@ -201,6 +208,8 @@ class InProcessComm final : public Communicator {
 
   void AllToAll(const void* send, const std::vector<size_t>& send_sizes, void* recv,
                 const std::vector<size_t>& recv_sizes, const std::vector<int>& group) override {
+    TraceScope trace("comm", "all-to-all");
+    if (trace) TraceCollective(trace, *this, SumOf(send_sizes), group);
     OF_REQUIRE(send_sizes.size() == group.size() && recv_sizes.size() == group.size(), "AllToAll: sizes for ",
                send_sizes.size(), "/", recv_sizes.size(), " members, group of ", group.size());
     Collective(group, Slot{send, recv, &send_sizes}, [&](std::vector<Slot>& slots, size_t me) {
@@ -218,6 +227,8 @@ class InProcessComm final : public Communicator {
   }
 
   void Broadcast(void* buf, size_t bytes, int root_index, const std::vector<int>& group) override {
+    TraceScope trace("comm", "broadcast");
+    if (trace) TraceCollective(trace, *this, bytes, group);
     OF_REQUIRE(root_index >= 0 && root_index < static_cast<int>(group.size()), "Broadcast root index ", root_index,
                " outside the group ", GroupText(group));
     Collective(group, Slot{buf, buf, nullptr}, [&](std::vector<Slot>& slots, size_t me) {
@@ -225,9 +236,19 @@ class InProcessComm final : public Communicator {
     });
   }
 
-  void Send(const void* buf, size_t bytes, int peer) override { world_->Send(rank_, peer, buf, bytes); }
-  void Recv(void* buf, size_t bytes, int peer) override { world_->Recv(peer, rank_, buf, bytes); }
+  void Send(const void* buf, size_t bytes, int peer) override {
+    TraceScope trace("comm", "send");
+    if (trace) TracePointToPoint(trace, *this, bytes, peer);
+    world_->Send(rank_, peer, buf, bytes);
+  }
+  void Recv(void* buf, size_t bytes, int peer) override {
+    TraceScope trace("comm", "recv");
+    if (trace) TracePointToPoint(trace, *this, bytes, peer);
+    world_->Recv(peer, rank_, buf, bytes);
+  }
   void Barrier(const std::vector<int>& group) override {
+    TraceScope trace("comm", "barrier");
+    if (trace) TraceCollective(trace, *this, 0, group);
     Collective(group, Slot{}, [](std::vector<Slot>&, size_t) {});
   }
   void Abort(const std::string& why) override { world_->Abort(why); }

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "comm/collective_trace_internal.h"
 #include "comm/nccl_layout.h"
 
 #ifdef ONEFLOW_HAVE_NCCL
@@ -80,6 +81,8 @@ class NcclComm final : public Communicator {
   int device() const override { return device_; }
 
   void AllReduceSum(void* buf, int64_t count, DType dtype, const std::vector<int>& group) override {
+    TraceScope trace("comm", "all-reduce");
+    if (trace) TraceCollective(trace, *this, static_cast<size_t>(count) * DTypeSize(dtype), group);
     const ncclDataType_t type = NcclSumType(dtype);
     Run("all-reduce", group, [&](ncclComm_t comm, cudaStream_t stream, size_t, const Op& op) {
       Check(api_.AllReduce(buf, buf, static_cast<size_t>(count), type, ncclSum, comm, stream), comm, "ncclAllReduce", op);
@@ -90,6 +93,8 @@ class NcclComm final : public Communicator {
   // one row, so the padding costs almost nothing, and the collective keeps NCCL's ring/tree/NVLS
   // algorithms and needs no point-to-point connections between every pair of ranks.
   void AllGather(const void* send, void* recv, const std::vector<size_t>& sizes, const std::vector<int>& group) override {
+    TraceScope trace("comm", "all-gather");
+    if (trace) TraceCollective(trace, *this, SumOf(sizes), group);
     OF_REQUIRE(sizes.size() == group.size(), "all-gather: ", sizes.size(), " sizes for a group of ", group.size());
     Run("all-gather", group, [&](ncclComm_t comm, cudaStream_t stream, size_t me, const Op& op) {
       const size_t unit = nccl::PaddedUnit(sizes);
@@ -106,6 +111,8 @@ class NcclComm final : public Communicator {
   // Uneven counts: the same padding (nccl::PaddedReduceScatter).
   void ReduceScatterSum(const void* send, void* recv, const std::vector<int64_t>& counts, DType dtype,
                         const std::vector<int>& group) override {
+    TraceScope trace("comm", "reduce-scatter");
+    if (trace) TraceCollective(trace, *this, SumOf(counts, DTypeSize(dtype)), group);
     OF_REQUIRE(counts.size() == group.size(), "reduce-scatter: ", counts.size(), " counts for a group of ", group.size());
     const ncclDataType_t type = NcclSumType(dtype);
     const size_t es = DTypeSize(dtype);
@@ -127,6 +134,8 @@ class NcclComm final : public Communicator {
   // rank's own segment is a device copy.
   void AllToAll(const void* send, const std::vector<size_t>& send_sizes, void* recv,
                 const std::vector<size_t>& recv_sizes, const std::vector<int>& group) override {
+    TraceScope trace("comm", "all-to-all");
+    if (trace) TraceCollective(trace, *this, SumOf(send_sizes), group);
     OF_REQUIRE(send_sizes.size() == group.size() && recv_sizes.size() == group.size(), "all-to-all: ",
                send_sizes.size(), " send and ", recv_sizes.size(), " receive sizes for a group of ", group.size());
     const size_t self = Index(group);
@@ -152,6 +161,8 @@ class NcclComm final : public Communicator {
   }
 
   void Broadcast(void* buf, size_t bytes, int root_index, const std::vector<int>& group) override {
+    TraceScope trace("comm", "broadcast");
+    if (trace) TraceCollective(trace, *this, bytes, group);
     OF_REQUIRE(root_index >= 0 && static_cast<size_t>(root_index) < group.size(), "broadcast: root index ", root_index,
                " is outside group ", GroupText(group));
     Run("broadcast", group, [&](ncclComm_t comm, cudaStream_t stream, size_t, const Op& op) {
@@ -161,17 +172,23 @@ class NcclComm final : public Communicator {
 
   // A pair of ranks gets its own communicator, so a send/recv involves only the two of them.
   void Send(const void* buf, size_t bytes, int peer) override {
+    TraceScope trace("comm", "send");
+    if (trace) TracePointToPoint(trace, *this, bytes, peer);
     Run("send", Pair(peer), [&](ncclComm_t comm, cudaStream_t stream, size_t me, const Op& op) {
       Check(api_.Send(buf, bytes, ncclUint8, static_cast<int>(1 - me), comm, stream), comm, "ncclSend", op);
     });
   }
   void Recv(void* buf, size_t bytes, int peer) override {
+    TraceScope trace("comm", "recv");
+    if (trace) TracePointToPoint(trace, *this, bytes, peer);
     Run("recv", Pair(peer), [&](ncclComm_t comm, cudaStream_t stream, size_t me, const Op& op) {
       Check(api_.Recv(buf, bytes, ncclUint8, static_cast<int>(1 - me), comm, stream), comm, "ncclRecv", op);
     });
   }
 
   void Barrier(const std::vector<int>& group) override {
+    TraceScope trace("comm", "barrier");
+    if (trace) TraceCollective(trace, *this, 0, group);
     Run("barrier", group, [&](ncclComm_t comm, cudaStream_t stream, size_t, const Op& op) {
       auto one = cuda::AllocateDeviceStorage(sizeof(int32_t), device_, stream);
       OF_CUDA_CHECK(cudaMemsetAsync(one->data(), 0, sizeof(int32_t), stream));

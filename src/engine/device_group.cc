@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/trace.h"
 
 namespace oneflow {
 
@@ -47,7 +48,12 @@ void RunOnDevices(const LocalDevices& devices, const std::function<void(size_t s
       devices.comms[slot]->Abort(StrCat("rank ", devices.rank(slot), " failed: ", errors[slot]));
   };
   std::vector<std::thread> threads;
-  for (size_t slot = 1; slot < n; ++slot) threads.emplace_back(guarded, slot);
+  for (size_t slot = 1; slot < n; ++slot)
+    threads.emplace_back([&guarded, &devices, slot] {
+      // Threads started per call: in a trace, one track per rank rather than one per call.
+      SetTraceThreadName(StrCat("rank ", devices.rank(slot)), true);
+      guarded(slot);
+    });
   guarded(0);
   for (auto& t : threads) t.join();
   int first = -1;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "base/trace.h"
 #include "kernels/op_profile.h"
 
 namespace oneflow {
@@ -343,6 +344,8 @@ std::vector<Tensor> Executor::Run(const std::vector<Tensor>& feeds) const { retu
 
 std::vector<Tensor> Executor::Run(const std::vector<Tensor>& feeds, const RunIo& io) const {
   const Graph& g = *graph_;
+  TraceScope trace("session", "run");  // the node slices of this run nest in it
+  trace.Arg("graph", g.name).Arg("steps", steps_.size());
   OF_ASSERT(feeds.size() == g.inputs.size());
   RunDevice& dev = *run_device_;
   DeviceState* ds = device_state_.get();
@@ -362,7 +365,10 @@ std::vector<Tensor> Executor::Run(const std::vector<Tensor>& feeds, const RunIo&
   for (const Tensor& t : feeds) key.push_back(t.shape());
 
   std::vector<Tensor> results;
-  if (cuda_graphs_ && RunCudaGraph(feeds, io, key, results)) return results;
+  if (cuda_graphs_ && RunCudaGraph(feeds, io, key, results)) {
+    trace.Arg("cuda_graph", "replayed");  // one launch: no node slices
+    return results;
+  }
 
   // The run's stream (reused across runs) and its scope on the device.
   std::unique_ptr<RunStream> stream;

@@ -3,6 +3,7 @@
 
 #include <map>
 
+#include "base/trace.h"
 #include "passes/pipeline.h"
 #include "kernels/node_runner.h"
 
@@ -22,17 +23,21 @@ Session::Session(const Graph& model, const SessionOptions& options) : model_(mod
              "intra_op_threads must be in [0, 1024], got ", options.intra_op_threads);
   OF_REQUIRE(options.optimization_level >= 0 && options.optimization_level <= 2,
              "optimization_level must be 0, 1 or 2, got ", options.optimization_level);
+  TraceScope trace("session", "create session");
+  trace.Arg("graph", model_.name).Arg("nodes", model_.nodes.size());
   optimized_ = std::make_shared<Graph>(model_);
   {
+    TraceScope optimize("session", "optimize");  // constant folding's node runs nest in it
     ThreadPool fold_pool(1);
     OptimizeForDevice(*optimized_, options.optimization_level, fold_pool, options.device);
   }
+  std::shared_ptr<ThreadPool> pool = options.pool ? options.pool : std::make_shared<ThreadPool>(options.intra_op_threads);
   if (options.device == DeviceType::kCpu) {
     OF_REQUIRE(options.device_index == 0, "CPU device index must be 0, got ", options.device_index);
-    executor_ = std::make_unique<Executor>(optimized_, options.intra_op_threads);
+    executor_ = std::make_unique<Executor>(optimized_, std::move(pool));
   } else {
     executor_ = std::make_unique<Executor>(
-        optimized_, options.intra_op_threads,
+        optimized_, std::move(pool),
         ExecutorDevice{options.device, options.device_index, options.cuda_graphs, options.cuda_allow_runtime_fallback});
   }
 }

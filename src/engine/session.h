@@ -24,6 +24,11 @@ struct SessionOptions {
   // executor().cuda_fallbacks() (true; ONEFLOW_CUDA_ALLOW_FALLBACK=1 does the same). Nodes without
   // a CUDA kernel run on the CPU either way (planned fallbacks, counted too).
   bool cuda_allow_runtime_fallback = false;
+  // The intra-op threads: a pool shared with other sessions (the C ABI's oneflow_env_t), or, when
+  // null, a pool of `intra_op_threads` of the session's own. Parallel regions of sessions sharing a
+  // pool take turns (ThreadPool serializes them), so the process never runs more compute threads
+  // than the pool has, however many sessions run at once.
+  std::shared_ptr<ThreadPool> pool = nullptr;
 };
 
 // Applies the optimization pipeline (passes/pipeline.h) of `level` to a prepared graph, for the

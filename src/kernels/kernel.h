@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cpu_isa.h"
 #include "base/device_type.h"
 #include "base/tensor.h"
 #include "base/thread_pool.h"
@@ -98,6 +99,9 @@ struct KernelDef {
   OpId op = OpId::kUnknown;
   DeviceType device = DeviceType::kCpu;
   KernelFactory factory;
+  // The instruction-set tier the kernel's code was compiled for (kernels/cpu/isa_region.h): a CPU
+  // kernel exists once per tier; the registry keeps the widest one at or below ActiveCpuIsa().
+  CpuIsa tier = CpuIsa::kSse42;
 };
 
 // Kernels by op id and device: a kernel registers against the op list's OpId (graph/op_list.h), so
@@ -108,8 +112,10 @@ class KernelRegistry {
   // static initialization, so there is no list of kernels to keep in step with the op list.
   static KernelRegistry& Global();
 
-  void Register(KernelDef def);  // throws kInternal when (op, device) already has one
-  // Shorthands for the common cases.
+  // Keeps `def` when its tier runs here and is wider than the kernel (op, device) has; throws
+  // kInternal when (op, device) already has one of the same tier.
+  void Register(KernelDef def);
+  // Shorthands for the common cases; the tier is that of the registrar running (KernelRegistrar).
   void RegisterFn(OpId op, void (*fn)(KernelContext&), DeviceType device = DeviceType::kCpu);
 
   const KernelDef* Find(OpId op, DeviceType device) const;
@@ -117,8 +123,10 @@ class KernelRegistry {
   const KernelDef* Find(const std::string& domain, const std::string& op, DeviceType device) const;
 
  private:
+  friend class KernelRegistrar;
   static constexpr int kDeviceCount = 2;  // DeviceType::kCpu, kCuda
   KernelDef defs_[kOpCount][kDeviceCount];  // factory empty: no kernel
+  CpuIsa registering_tier_ = CpuIsa::kSse42;  // the tier of the table being registered
 };
 
 // Registration where a kernel is defined, at namespace scope right after it:
@@ -133,9 +141,9 @@ class KernelRegistry {
 // registration (an op registered twice) stops the program at load with a message naming the op.
 class KernelRegistrar {
  public:
-  KernelRegistrar(OpId op, DeviceType device, KernelFactory factory);
-  KernelRegistrar(OpId op, DeviceType device, void (*fn)(KernelContext&));
-  explicit KernelRegistrar(void (*register_table)(KernelRegistry&));
+  KernelRegistrar(CpuIsa tier, OpId op, DeviceType device, KernelFactory factory);
+  KernelRegistrar(CpuIsa tier, OpId op, DeviceType device, void (*fn)(KernelContext&));
+  KernelRegistrar(CpuIsa tier, void (*register_table)(KernelRegistry&));
 };
 
 template <typename K>
@@ -145,8 +153,16 @@ std::unique_ptr<OpKernel> ConstructKernel(const KernelInitContext& c) {
 
 #define OF_KERNEL_CONCAT_INNER(a, b) a##b
 #define OF_KERNEL_CONCAT(a, b) OF_KERNEL_CONCAT_INNER(a, b)
-#define OF_KERNEL_REGISTRAR \
-  [[maybe_unused]] static const ::oneflow::KernelRegistrar OF_KERNEL_CONCAT(of_kernel_registrar_, __COUNTER__)
+// The tier of the code around the registration: ONEFLOW_CPU_TIER is set by the build for the wider
+// copies of kernels/cpu (kernels/cpu/isa_region.h); everything else is tier 0.
+#if defined(ONEFLOW_CPU_TIER)
+#define OF_KERNEL_TIER static_cast<::oneflow::CpuIsa>(ONEFLOW_CPU_TIER)
+#else
+#define OF_KERNEL_TIER ::oneflow::CpuIsa::kSse42
+#endif
+#define OF_KERNEL_REGISTRAR_NAME OF_KERNEL_CONCAT(of_kernel_registrar_, __COUNTER__)
+#define OF_KERNEL_REGISTRAR(...) \
+  [[maybe_unused]] static const ::oneflow::KernelRegistrar OF_KERNEL_REGISTRAR_NAME(OF_KERNEL_TIER, __VA_ARGS__)
 #define ONEFLOW_KERNEL(Op, fn) OF_KERNEL_REGISTRAR(::oneflow::OpId::k##Op, ::oneflow::DeviceType::kCpu, fn)
 #define ONEFLOW_CUDA_KERNEL(Op, fn) OF_KERNEL_REGISTRAR(::oneflow::OpId::k##Op, ::oneflow::DeviceType::kCuda, fn)
 #define ONEFLOW_KERNEL_CLASS(Op, K)                                           \

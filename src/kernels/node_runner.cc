@@ -1,12 +1,68 @@
 // NodeRunner implementation.
 #include "kernels/node_runner.h"
 
+#include <charconv>
 #include <chrono>
 
+#include "base/trace.h"
 #include "kernels/op_profile.h"
 #include "graph/op_schema.h"
 
 namespace oneflow {
+
+namespace {
+
+// "float32[1,128]" as a JSON string ("none" for an omitted tensor), written in place: this
+// formatting is most of what a traced node costs.
+void AppendShape(std::string& json, const Tensor* t) {
+  if (t == nullptr || !t->defined()) {
+    json += "\"none\"";
+    return;
+  }
+  char buf[32 + 21 * 16];  // a dtype name and up to 16 dims per piece
+  char* p = buf;
+  *p++ = '"';
+  for (const char* name = DTypeName(t->dtype()); *name != '\0';) *p++ = *name++;  // plain identifiers
+  *p++ = '[';
+  const Shape& shape = t->shape();
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (p > buf + sizeof buf - 24) {  // a rank beyond 16: flush and go on
+      json.append(buf, p);
+      p = buf;
+    }
+    if (d) *p++ = ',';
+    p = std::to_chars(p, buf + sizeof buf, shape[d]).ptr;
+  }
+  *p++ = ']';
+  *p++ = '"';
+  json.append(buf, p);
+}
+
+void AddTraceArgs(TraceScope& trace, const Node& node, DeviceType device, const std::vector<const Tensor*>& inputs,
+                  const std::vector<Tensor>& outputs) {
+  trace.StopClock();  // the formatting below is the trace's cost, not the node's
+  trace.Arg("node", node.name);
+  if (!node.domain.empty()) trace.Arg("domain", node.domain);
+  if (device != DeviceType::kCpu) trace.Arg("device", "cuda");
+  std::string shapes;
+  shapes.reserve(48 * (inputs.size() + outputs.size()));
+  shapes += '[';
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (i) shapes += ',';
+    AppendShape(shapes, inputs[i]);
+  }
+  shapes += ']';
+  trace.ArgJson("inputs", shapes);
+  shapes.assign(1, '[');
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (i) shapes += ',';
+    AppendShape(shapes, &outputs[i]);
+  }
+  shapes += ']';
+  trace.ArgJson("outputs", shapes);
+}
+
+}  // namespace
 
 NodeRunner::NodeRunner(const Graph& graph, const Node& node, DeviceType device)
     : node_(node), desc_(node.Describe()), device_(device) {
@@ -40,6 +96,9 @@ void NodeRunner::Run(const std::vector<const Tensor*>& inputs, std::vector<Tenso
 
 void NodeRunner::Run(const std::vector<const Tensor*>& inputs, const std::vector<const Tensor*>& infer_values,
                      std::vector<Tensor>& outputs, ThreadPool& pool, const OutputAllocator& alloc) const {
+  // A trace's node slice covers the whole run of the node (inference, allocation, the kernel),
+  // so the gaps between slices are the executor's own work.
+  TraceScope trace("node", node_.op_type);
   const size_t num_outputs = node_.outputs.size();
   std::shared_ptr<const InferCache> cache = CachedOutputs(inputs);
   if (!cache) {
@@ -82,7 +141,10 @@ void NodeRunner::Run(const std::vector<const Tensor*>& inputs, const std::vector
       outputs[i] = alloc ? alloc(i, dtype, shape) : Tensor::Uninitialized(dtype, shape);
     }
   }
-  if (kind_ == KernelKind::kView) return;
+  if (kind_ == KernelKind::kView) {
+    if (trace) AddTraceArgs(trace.Arg("kernel", "view"), node_, device_, inputs, outputs);
+    return;
+  }
 
   KernelContext ctx(node_, pool, &desc_);
   ctx.inputs() = inputs;
@@ -91,12 +153,13 @@ void NodeRunner::Run(const std::vector<const Tensor*>& inputs, const std::vector
     if (outputs[i].defined()) ctx.outputs()[i] = &outputs[i];
   if (!OpProfilingEnabled()) {
     kernel_->Compute(ctx);
-    return;
+  } else {
+    const auto t0 = std::chrono::steady_clock::now();
+    kernel_->Compute(ctx);
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    RecordOpTime(node_.op_type, desc_, ns);
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  kernel_->Compute(ctx);
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
-  RecordOpTime(node_.op_type, desc_, ns);
+  if (trace) AddTraceArgs(trace, node_, device_, inputs, outputs);
 }
 
 void EvaluateOnCpu(const Graph& graph, const Node& node, const std::vector<const Tensor*>& inputs,

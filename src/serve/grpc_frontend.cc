@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/trace.h"
 #include "grpc_service.grpc.pb.h"
 #include "serve/datatype.h"
 #include "serve/kserve_grpc_codec.h"
@@ -140,14 +141,20 @@ class GrpcFrontend::Service final : public inference::GRPCInferenceService::Call
 
   grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* c, const inference::ModelInferRequest* q,
                                        inference::ModelInferResponse* r) override {
+    const auto received = std::chrono::steady_clock::now();
+    TraceScope trace("serve", "grpc infer");  // decoding and queueing, on a gRPC thread
+    trace.Arg("model", q->model_name());
     auto* reactor = new InferReactor;
     try {
       if (server_.stopping()) Refuse(StatusCode::kUnavailable, "the server is stopping");
       server_.repository().Find(q->model_name(), q->model_version());  // an unknown model first
       InferRequest request = DecodeGrpcInferRequest(*q);  // views q's raw bytes: q lives until Finish
       request.cancelled = reactor->cancelled;
+      request.protocol = "grpc";
+      request.received = received;
       std::string model = q->model_name(), id = request.id;
       InferCallback done = [reactor, r, model, id](InferOutcome outcome) {
+        TraceScope trace("serve", "encode grpc reply");
         if (outcome.code != StatusCode::kOk) {
           reactor->Finish(grpc::Status(GrpcCodeOf(outcome.code), outcome.message));
           return;

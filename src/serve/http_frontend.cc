@@ -21,6 +21,7 @@
 #include <optional>
 
 #include "base/error.h"
+#include "base/trace.h"
 #include "serve/datatype.h"
 #include "serve/kserve_http_codec.h"
 #include "serve/log.h"
@@ -416,6 +417,8 @@ class Router {
   }
 
   void Infer(const std::string& model, const std::string& version) {
+    TraceScope trace("serve", "http infer");  // decoding and queueing, on the I/O thread
+    trace.Arg("model", model);
     if (server_.stopping()) return Refuse(StatusCode::kUnavailable, "the server is stopping");
     HttpInferRequest decoded;
     try {
@@ -449,9 +452,12 @@ class Router {
     reply->what = what_;
     reply->start = start_;
     decoded.request.cancelled = reply->cancelled;
+    decoded.request.protocol = "http";
+    decoded.request.received = start_;
     loop_.outstanding.fetch_add(1);
     try {
       InferCallback done = [reply, shape, model](InferOutcome outcome) {
+        TraceScope trace("serve", "encode http reply");
         if (outcome.code == StatusCode::kOk) {
           try {
             HttpBody body = EncodeHttpInferResponse(model, outcome.version, *shape, outcome.outputs);
@@ -575,7 +581,11 @@ HttpFrontend::HttpFrontend(Server& server, Routes routes, const std::string& hos
   }
   for (auto& loop : loops_) {
     event_base* base = loop->base;
-    threads_.emplace_back([base] { event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY); });
+    const size_t index = threads_.size();
+    threads_.emplace_back([base, index] {
+      SetTraceThreadName(StrCat("http io ", index));
+      event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY);
+    });
   }
 }
 

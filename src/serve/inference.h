@@ -25,6 +25,10 @@ struct InferRequest {
   uint64_t timeout_us = 0;           // 0: the model's default_timeout_microseconds (if any)
   // Set by the front end when the client goes away: a queued request is then dropped unrun.
   std::shared_ptr<std::atomic<bool>> cancelled;
+  // For traces (base/trace.h): the front end ("http", "grpc"; "" in process) and when the request
+  // arrived there (the epoch: when the scheduler queued it).
+  const char* protocol = "";
+  std::chrono::steady_clock::time_point received{};
 };
 
 struct InferOutcome {

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/thread_pool.h"
+#include "base/trace.h"
 #include "serve/datatype.h"
 
 namespace oneflow {
@@ -197,6 +198,7 @@ bool ModelScheduler::stopping() const {
 
 void ModelScheduler::Finish(Pending& p, InferOutcome outcome) {
   outcome.version = version_;
+  const StatusCode code = outcome.code;
   (outcome.code == StatusCode::kOk ? metrics_->request_success : metrics_->request_failure)
       .fetch_add(1, std::memory_order_relaxed);
   metrics_->request_duration_us.fetch_add(MicrosBetween(p.enqueued, Clock::now()), std::memory_order_relaxed);
@@ -206,12 +208,20 @@ void ModelScheduler::Finish(Pending& p, InferOutcome outcome) {
   } catch (...) {
     // A front end's callback must not throw; there is nobody left to tell.
   }
+  if (TraceEnabled()) {  // the request from its arrival to its encoded answer, on the model's request track
+    const Clock::time_point arrived = p.request.received != Clock::time_point{} ? p.request.received : p.enqueued;
+    TraceArgs args;
+    args.Add("model", model_name_).Add("version", version_).Add("protocol", p.request.protocol);
+    args.Add("id", p.request.id).Add("batch", p.batch).Add("status", StatusCodeName(code));
+    TraceSpan("serve", StrCat("request ", model_name_), StrCat("requests ", model_name_), arrived, Clock::now(), args);
+  }
 }
 
 void ModelScheduler::InstanceLoop(size_t instance) {
   // The batcher waits microseconds (max_queue_delay); Linux's default 50 us timer slack would add
   // up to that much to every such wait.
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  SetTraceThreadName(StrCat("serve ", model_name_, " v", version_, " instance ", instance));
   ModelRunner& runner = *runners_[instance];
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
@@ -229,6 +239,8 @@ void ModelScheduler::InstanceLoop(size_t instance) {
 
 void ModelScheduler::RunBatch(ModelRunner& runner, std::vector<Pending>& batch) {
   const Clock::time_point start = Clock::now();
+  TraceScope trace("serve", "batch");  // the session's run and its node slices nest in it
+  trace.Arg("model", model_name_).Arg("version", version_).Arg("requests", batch.size());
   // Requests whose client left or whose timeout passed while queued are answered, not run.
   std::vector<Pending> live;
   for (Pending& p : batch) {
@@ -281,6 +293,7 @@ void ModelScheduler::RunBatch(ModelRunner& runner, std::vector<Pending>& batch) 
   }
   const Clock::time_point inputs_ready = Clock::now();
   metrics_->RecordBatch(static_cast<int>(total));
+  trace.Arg("batch_size", total);
 
   NamedTensors results;
   InferOutcome failure;

@@ -1,16 +1,22 @@
 // Optimizer update loops and the global gradient norm. Work is cut into fixed-size chunks across all
-// parameters and run as one parallel region; the inner loops are AVX-512 where the build targets it
-// (separate multiply and add, no FMA, so the vector body and the scalar tail round identically; the
-// maskz_ forms avoid GCC 12's false 'may be used uninitialized' on the unmasked intrinsics).
+// parameters and run as one parallel region; the inner loops are AVX-512 where the CPU has it
+// (ActiveCpuIsa, base/cpu_isa.h: compiled with a target attribute, picked at run time), with
+// separate multiply and add, no FMA, so the vector body and the scalar tail round identically; the
+// maskz_ forms avoid GCC 12's false 'may be used uninitialized' on the unmasked intrinsics.
 #include "train/optimizer.h"
 
 #include <algorithm>
 #include <cmath>
 
-#if defined(__AVX512F__)
+#if defined(__x86_64__)
 #include <immintrin.h>
+#define ONEFLOW_OPTIMIZER_AVX512 1
+#define ONEFLOW_AVX512_FUNCTION __attribute__((target("avx512f")))
+#else
+#define ONEFLOW_OPTIMIZER_AVX512 0
 #endif
 
+#include "base/cpu_isa.h"
 #include "base/error.h"
 
 namespace oneflow::train {
@@ -33,10 +39,15 @@ std::vector<Chunk> MakeChunks(const std::vector<ParamSlot*>& params) {
   return chunks;
 }
 
-double SumSquares(const float* g, int64_t n) {
+bool UseAvx512() {
+  static const bool use = ActiveCpuIsa() >= CpuIsa::kAvx512;
+  return use;
+}
+
+#if ONEFLOW_OPTIMIZER_AVX512
+// The sum over the first n - n % 16 elements; *done says how many.
+ONEFLOW_AVX512_FUNCTION double SumSquaresAvx512(const float* g, int64_t n, int64_t* done) {
   int64_t i = 0;
-  double total = 0.0;
-#if defined(__AVX512F__)
   __m512d acc0 = _mm512_setzero_pd(), acc1 = _mm512_setzero_pd();
   for (; i + 16 <= n; i += 16) {
     __m512d a = _mm512_maskz_cvtps_pd(0xFF, _mm256_loadu_ps(g + i));
@@ -46,7 +57,18 @@ double SumSquares(const float* g, int64_t n) {
   }
   alignas(64) double lanes[8];
   _mm512_store_pd(lanes, _mm512_add_pd(acc0, acc1));
+  double total = 0.0;
   for (double x : lanes) total += x;
+  *done = i;
+  return total;
+}
+#endif
+
+double SumSquares(const float* g, int64_t n) {
+  int64_t i = 0;
+  double total = 0.0;
+#if ONEFLOW_OPTIMIZER_AVX512
+  if (UseAvx512()) total = SumSquaresAvx512(g, n, &i);
 #endif
   for (; i < n; ++i) total += static_cast<double>(g[i]) * g[i];
   return total;
@@ -72,16 +94,11 @@ void SgdChunk(const OptimizerConfig& c, const UpdateScalars& s, ParamSlot& slot,
   }
 }
 
-void AdamChunk(const OptimizerConfig& c, const UpdateScalars& s, ParamSlot& slot, int64_t b, int64_t e) {
-  float* p = slot.value.data<float>();
-  const float* g = slot.grad.data<float>();
-  float* m = slot.state[0].data<float>();
-  float* v = slot.state[1].data<float>();
-  const bool adamw = c.kind == OptimizerKind::kAdamW;
-  const float l2 = adamw ? 0.0f : s.wd;
-  const float decay = adamw ? s.decay : 1.0f;
+#if ONEFLOW_OPTIMIZER_AVX512
+// Adam over [b, e - (e - b) % 16); returns where the scalar tail starts.
+ONEFLOW_AVX512_FUNCTION int64_t AdamAvx512(const UpdateScalars& s, float* p, const float* g, float* m, float* v,
+                                           float l2, float decay, int64_t b, int64_t e) {
   int64_t i = b;
-#if defined(__AVX512F__)
   const __m512 vscale = _mm512_set1_ps(s.scale), vl2 = _mm512_set1_ps(l2), vdecay = _mm512_set1_ps(decay);
   const __m512 vb1 = _mm512_set1_ps(s.b1), vc1 = _mm512_set1_ps(s.c1), vb2 = _mm512_set1_ps(s.b2);
   const __m512 vc2 = _mm512_set1_ps(s.c2), vstep = _mm512_set1_ps(s.step_size);
@@ -97,6 +114,21 @@ void AdamChunk(const OptimizerConfig& c, const UpdateScalars& s, ParamSlot& slot
     _mm512_storeu_ps(v + i, vv);
     _mm512_storeu_ps(p + i, vp);
   }
+  return i;
+}
+#endif
+
+void AdamChunk(const OptimizerConfig& c, const UpdateScalars& s, ParamSlot& slot, int64_t b, int64_t e) {
+  float* p = slot.value.data<float>();
+  const float* g = slot.grad.data<float>();
+  float* m = slot.state[0].data<float>();
+  float* v = slot.state[1].data<float>();
+  const bool adamw = c.kind == OptimizerKind::kAdamW;
+  const float l2 = adamw ? 0.0f : s.wd;
+  const float decay = adamw ? s.decay : 1.0f;
+  int64_t i = b;
+#if ONEFLOW_OPTIMIZER_AVX512
+  if (UseAvx512()) i = AdamAvx512(s, p, g, m, v, l2, decay, b, e);
 #endif
   for (; i < e; ++i) {
     float pi = p[i] * decay;

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/hash.h"
+#include "base/trace.h"
 #include "plan/plan.h"
 #include "train/lr_schedule.h"
 #include "train/training_graph.h"
@@ -241,6 +242,8 @@ void PipelineTrainer::Prepare(const std::map<std::string, Shape>& input_shapes) 
 
 TrainStepResult PipelineTrainer::TrainStep(const std::vector<std::pair<std::string, Tensor>>& feeds) {
   std::lock_guard<std::mutex> lock(mutex_);
+  TraceScope trace("train", "train step");
+  trace.Arg("step", step_);
   int64_t batch = 0;
   std::map<std::string, Tensor> named = CheckFeeds(feeds, true, batch);
   const int64_t m = options_.micro_batches;
@@ -287,6 +290,8 @@ void PipelineTrainer::TrainOnDevice(size_t slot, const std::map<std::string, Ten
   std::vector<int> backward_runs(d.params.size(), 0);
 
   auto forward = [&](int j) -> Tensor {
+    TraceScope phase("train", "forward");
+    phase.Arg("micro_batch", j).Arg("stage", d.stage);
     const Piece mb = SliceRule(batch, M, j), blk = SliceRule(mb.rows, dp_, d.dp);
     std::map<std::string, Tensor> in;
     for (const auto& [name, t] : feeds) in[name] = Rows(t, mb.start + blk.start, blk.rows);
@@ -322,6 +327,8 @@ void PipelineTrainer::TrainOnDevice(size_t slot, const std::map<std::string, Ten
     return o;
   };
   auto backward = [&](int j, Tensor grad) {
+    TraceScope phase("train", "backward");
+    phase.Arg("micro_batch", j).Arg("stage", d.stage);
     auto& in = kept[static_cast<size_t>(j)];
     if (last) {
       grad = Tensor(DType::kFloat32, out_shape[static_cast<size_t>(j)]);
@@ -378,6 +385,7 @@ void PipelineTrainer::TrainOnDevice(size_t slot, const std::map<std::string, Ten
 
   // Gradients: summed over the stage's data-parallel group, then over the stages sharing a
   // parameter (in parameter order on every device, so collectives pair up).
+  TraceScope reduce_phase("train", "reduce gradients");
   if (dp_ > 1) {
     const std::vector<int> group = StageGroup(d.stage);
     for (size_t i = 0; i < d.params.size(); ++i)
@@ -393,6 +401,8 @@ void PipelineTrainer::TrainOnDevice(size_t slot, const std::map<std::string, Ten
   for (size_t i = 0; i < d.params.size(); ++i)
     if (d.grad_index[i] < 0) std::memset(d.params[i].slot.grad.raw(), 0, d.params[i].slot.grad.nbytes());
 
+  reduce_phase.StopClock();
+  TraceScope step_phase("train", "step");
   // Global norm, NaN/Inf and the loss in one all-reduce over the placement: each parameter counted
   // once (its owner stage's first device), the loss by the last stage's devices.
   std::vector<ParamSlot*> owned, all;

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/trace.h"
 #include "engine/device_group.h"
 #include "engine/session.h"
 #include "train/auto_layouts.h"
@@ -551,6 +552,8 @@ void PlannedTrainer::ReduceGradients(size_t slot, std::vector<Tensor>& grads) {
 }
 
 TrainStepResult PlannedTrainer::TrainStep(const std::vector<std::pair<std::string, Tensor>>& feeds) {
+  TraceScope trace("train", "train step");
+  trace.Arg("step", step_);
   std::map<std::string, Tensor> named;
   std::map<std::string, Shape> shapes = CheckFeeds(feeds, true, named);
   TrainStepResult result;
@@ -563,10 +566,18 @@ TrainStepResult PlannedTrainer::TrainStep(const std::vector<std::pair<std::strin
     std::vector<double> norms(devices_.size());
     std::vector<char> skipped(devices_.size(), 0);
     RunOnDevices(devices_, [&](size_t s) {
-      std::vector<Tensor> out = c->executors[s]->Run(LocalInputs(*c, s, named));
+      std::vector<Tensor> out;
+      {
+        TraceScope phase("train", "forward+backward");  // one graph: the loss and the gradients
+        out = c->executors[s]->Run(LocalInputs(*c, s, named));
+      }
       const double loss = out[0].GetAsDouble(0);
       std::vector<Tensor> grads(out.begin() + 1, out.end());
-      ReduceGradients(s, grads);
+      {
+        TraceScope phase("train", "reduce gradients");
+        ReduceGradients(s, grads);
+      }
+      TraceScope phase("train", "step");
       // The global squared norm and a NaN/Inf count, summed over every device: a block held by
       // r devices (its B axes) counts 1/r on each.
       double stats[2] = {0, std::isfinite(loss) ? 0.0 : 1.0};

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "base/trace.h"
 #include "engine/session.h"
 #include "train/graph_split.h"
 #include "train/training_graph.h"
@@ -146,7 +147,7 @@ TrainingSession::TrainingSession(const Graph& model, const TrainingOptions& opti
   s.recomputed_nodes = graphs.recomputed_nodes;
   interface_ = t.interface;
 
-  s.pool = std::make_shared<ThreadPool>(options.intra_op_threads);
+  s.pool = options.pool ? options.pool : std::make_shared<ThreadPool>(options.intra_op_threads);
   const ExecutorDevice where{options.device, options.device_index, options.cuda_graphs};
   s.forward = CompilePart(std::move(graphs.forward), options.optimization_level, s.pool, where);
   s.backward = CompilePart(std::move(graphs.backward), options.optimization_level, s.pool, where);
@@ -164,7 +165,9 @@ TrainingSession::~TrainingSession() = default;
 std::vector<std::pair<std::string, Tensor>> TrainingSession::Run(
     const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches, RunMode mode) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
+  TraceScope trace("train", mode == RunMode::kTrain ? "forward" : "eval");
   Impl& s = *impl_;
+  trace.Arg("step", s.step);
   std::map<std::string, Tensor> named;
   for (const auto& [name, t] : feeds) {
     int decl = interface_.FindValue(name);
@@ -258,7 +261,9 @@ std::vector<std::pair<std::string, Tensor>> TrainingSession::Run(
 
 void TrainingSession::Backward() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
+  TraceScope trace("train", "backward");
   Impl& s = *impl_;
+  trace.Arg("step", s.step);
   OF_REQUIRE(s.has_pending, "backward needs a train-mode run first (every backward consumes the activations of "
                             "one run)");
   std::map<std::string, Tensor> named = s.pending;
@@ -304,7 +309,9 @@ void TrainingSession::Backward() {
 
 StepOutcome TrainingSession::Step() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
+  TraceScope trace("train", "step");
   Impl& s = *impl_;
+  trace.Arg("step", s.step);
   OF_REQUIRE(s.backward_count > 0, "step needs gradients: run backward after a train-mode run first");
   std::vector<ParamSlot*> slots;
   for (ParamState& p : s.params) slots.push_back(&p.slot);
@@ -319,12 +326,14 @@ StepOutcome TrainingSession::Step() {
     s.scaler->Update(true);
     s.ZeroGradients();
     ++s.skipped;
+    trace.Arg("outcome", "skipped");
     return StepOutcome::kSkipped;
   }
   if (!norm.finite || s.nonfinite_loss) {
     if (options_.nonfinite == NonFinitePolicy::kSkip) {
       s.ZeroGradients();
       ++s.skipped;
+      trace.Arg("outcome", "skipped");
       return StepOutcome::kSkipped;
     }
     std::string where = s.nonfinite_loss ? StrCat("the loss is ", s.last_loss) : "";
@@ -349,6 +358,7 @@ StepOutcome TrainingSession::Step() {
   if (s.scaler) s.scaler->Update(false);
   ++s.step;
   s.ZeroGradients();
+  trace.Arg("outcome", "applied");
   return StepOutcome::kApplied;
 }
 

@@ -33,6 +33,8 @@ enum class Precision { kFloat32, kBFloat16, kFloat16 };
 
 struct TrainingOptions {
   int intra_op_threads = 0;    // 0 = one per core (deterministic mode needs an explicit count)
+  // A pool shared with other sessions (SessionOptions::pool); null: `intra_op_threads` of its own.
+  std::shared_ptr<ThreadPool> pool = nullptr;
   int optimization_level = 2;  // passes for the compiled graphs; parameters are never folded
 
   // The loss: either a model output named `loss_output`, or `appended_loss` built on

@@ -308,6 +308,43 @@ static void test_concurrent_runs(void) {
   oneflow_session_release(s);
 }
 
+/* An environment with a shared thread pool: two sessions created with it (intra_op_threads left
+ * at 0) run on its threads, each from its own thread at once, and both stay right. The env may be
+ * released before its sessions. Bad options are refused by name. */
+static void test_shared_env_pool(void) {
+  oneflow_env_options_t eo;
+  oneflow_env_t* env = NULL;
+  oneflow_graph_t* g = load_graph("model.onnx");
+  oneflow_session_t* s[2] = {NULL, NULL};
+  pthread_t threads[2];
+  thread_arg_t args[2];
+  int i;
+
+  oneflow_env_options_init(&eo);
+  EXPECT_TRUE(eo.shared_thread_pool == 0 && eo.intra_op_threads == 0);
+  eo.shared_thread_pool = 1;
+  eo.intra_op_threads = -1;
+  EXPECT_ERROR(oneflow_env_create_with_options(&eo, &env), ONEFLOW_INVALID_ARGUMENT, "intra_op_threads");
+  eo.intra_op_threads = 2;
+  eo.shared_thread_pool = 7;
+  EXPECT_ERROR(oneflow_env_create_with_options(&eo, &env), ONEFLOW_INVALID_ARGUMENT, "shared_thread_pool");
+  eo.shared_thread_pool = 1;
+  REQUIRE_OK(oneflow_env_create_with_options(&eo, &env));
+  for (i = 0; i < 2; ++i) REQUIRE_OK(oneflow_session_create(env, g, NULL, &s[i]));
+  oneflow_env_release(env); /* the sessions keep the pool */
+  oneflow_graph_release(g);
+  for (i = 0; i < 2; ++i) {
+    args[i].session = s[i];
+    args[i].ok = 0;
+    EXPECT_TRUE(pthread_create(&threads[i], NULL, thread_main, &args[i]) == 0);
+  }
+  for (i = 0; i < 2; ++i) {
+    pthread_join(threads[i], NULL);
+    EXPECT_TRUE(args[i].ok);
+    oneflow_session_release(s[i]);
+  }
+}
+
 /* ---- borrowed tensors ---- */
 
 typedef struct {
@@ -375,8 +412,9 @@ static void test_null_pointers(void) {
   EXPECT_TRUE(oneflow_status_code(NULL) == ONEFLOW_OK);
   EXPECT_TRUE(strcmp(oneflow_status_message(NULL), "") == 0);
   oneflow_status_free(NULL);
-  oneflow_value_info_init(NULL);
-  oneflow_session_options_init(NULL);
+  EXPECT_ERROR(oneflow_value_info_init_sized(NULL, sizeof info), ONEFLOW_INVALID_ARGUMENT, "NULL");
+  EXPECT_ERROR(oneflow_session_options_init_sized(NULL, sizeof(oneflow_session_options_t)), ONEFLOW_INVALID_ARGUMENT,
+               "NULL");
   oneflow_env_release(NULL);
   oneflow_tensor_release(NULL);
   oneflow_graph_release(NULL);
@@ -510,6 +548,55 @@ static oneflow_status_t load_and_create(const char* name) {
   return st;
 }
 
+/* ABI 3: struct sizes come from the caller (the *_init macros pass sizeof). The library writes no
+ * byte past the caller's struct, refuses one smaller than ABI 3's, and refuses a field it does not
+ * know that a program built against a newer header has set (rather than ignore the setting). */
+static void test_struct_sizes(void) {
+  enum { kExtra = 32, kGuard = 16 };
+  unsigned char bytes[sizeof(oneflow_session_options_t) + kExtra + kGuard];
+  oneflow_session_options_t* newer = (oneflow_session_options_t*)(void*)bytes;
+  oneflow_graph_t* g = load_graph("model.onnx");
+  oneflow_session_t* s = NULL;
+  size_t i;
+  int untouched = 1, zeroed = 1;
+
+  memset(bytes, 0xAB, sizeof bytes);
+  EXPECT_ERROR(oneflow_session_options_init_sized(newer, sizeof(size_t)), ONEFLOW_INVALID_ARGUMENT, "smaller than");
+  for (i = 0; i < sizeof bytes; ++i) untouched &= bytes[i] == 0xAB;
+  EXPECT_TRUE(untouched); /* a refused init writes nothing */
+
+  /* A program built against a later header, whose struct has kExtra more bytes. */
+  REQUIRE_OK(oneflow_session_options_init_sized(newer, sizeof(oneflow_session_options_t) + kExtra));
+  EXPECT_TRUE(newer->struct_size == sizeof(oneflow_session_options_t) + kExtra);
+  EXPECT_TRUE(newer->optimization_level == 2 && newer->intra_op_threads == 0);
+  for (i = sizeof(oneflow_session_options_t); i < sizeof(oneflow_session_options_t) + kExtra; ++i) zeroed &= bytes[i] == 0;
+  EXPECT_TRUE(zeroed); /* the fields this library does not know: zero, their default */
+  for (i = sizeof(oneflow_session_options_t) + kExtra; i < sizeof bytes; ++i) untouched &= bytes[i] == 0xAB;
+  EXPECT_TRUE(untouched); /* and not one byte past the caller's struct */
+  REQUIRE_OK(oneflow_session_create(NULL, g, newer, &s)); /* unknown fields left at zero: fine */
+  oneflow_session_release(s);
+  s = NULL;
+  bytes[sizeof(oneflow_session_options_t) + 4] = 1; /* a field this library does not have, set */
+  EXPECT_ERROR(oneflow_session_create(NULL, g, newer, &s), ONEFLOW_UNSUPPORTED, "newer oneflow_c.h");
+  EXPECT_TRUE(s == NULL);
+
+  /* An older or hand-made struct: too small to hold ABI 3's fields. */
+  {
+    oneflow_session_options_t o;
+    oneflow_session_options_init(&o);
+    o.struct_size = sizeof(size_t);
+    EXPECT_ERROR(oneflow_session_create(NULL, g, &o, &s), ONEFLOW_INVALID_ARGUMENT, "struct_size");
+  }
+  {
+    oneflow_value_info_t info;
+    oneflow_value_info_init(&info);
+    EXPECT_TRUE(info.struct_size == sizeof info);
+    info.struct_size = 4;
+    EXPECT_ERROR(oneflow_graph_get_input_info(g, 0, &info), ONEFLOW_INVALID_ARGUMENT, "struct_size");
+  }
+  oneflow_graph_release(g);
+}
+
 static void test_bad_models(void) {
   size_t size = 0, k;
   unsigned char* bytes = read_file("model.onnx", &size);
@@ -570,9 +657,11 @@ int main(int argc, char** argv) {
   test_run();
   test_constant_and_external_models();
   test_concurrent_runs();
+  test_shared_env_pool();
   test_borrowed_inputs();
   test_null_pointers();
   test_bad_inputs();
+  test_struct_sizes();
   test_bad_models();
   return c_test_finish("c_api_test");
 }

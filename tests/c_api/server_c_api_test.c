@@ -99,15 +99,15 @@ int main(int argc, char** argv) {
   /* Options: defaults, and the size check that keeps a newer library inside an older struct. */
   oneflow_server_options_t options;
   memset(&options, 0xAB, sizeof options);
-  REQUIRE_OK(ONEFLOW_SERVER_OPTIONS_INIT(&options));
+  REQUIRE_OK(oneflow_server_options_init(&options));
   EXPECT(options.struct_size == sizeof options, "struct_size %zu", options.struct_size);
   EXPECT(options.http_port == 8000 && options.grpc_port == 8001 && options.metrics_port == 8002, "default ports");
   EXPECT(options.model_repository == NULL && strcmp(options.host, "127.0.0.1") == 0, "default repository and host");
   EXPECT(options.threads == 0 && options.access_log == 0, "default threads and log");
-  oneflow_status_t st = oneflow_server_options_init(&options, 8);
+  oneflow_status_t st = oneflow_server_options_init_sized(&options, 8);
   EXPECT(oneflow_status_code(st) == ONEFLOW_INVALID_ARGUMENT, "a struct smaller than version 1 is refused");
   oneflow_status_free(st);
-  st = oneflow_server_options_init(NULL, sizeof options);
+  st = oneflow_server_options_init_sized(NULL, sizeof options);
   EXPECT(oneflow_status_code(st) == ONEFLOW_INVALID_ARGUMENT, "NULL options are refused");
   oneflow_status_free(st);
 

@@ -70,6 +70,18 @@ inline Case MakeCase(const std::string& dir, const std::string& name, int steps)
   const bool mlp = name == "mlp";
   if (!mlp && name != "transformer") throw std::runtime_error("unknown case " + name);
   k.model = LoadOnnxFile(dir + (mlp ? "/mlp_784_1024_1024_10.onnx" : "/transformer_encoder.onnx"));
+  if (!mlp) {
+    // The strategies must train the reference's trajectory up to rounding. Relu's kink can turn a
+    // rounding difference into a different branch wherever a pre-activation lies within rounding
+    // of zero, and over 20 steps the encoder's 4x8x1024 FFN activations did: the reference itself
+    // then left every strategy by 2e-5, or 2x2 alone by 5e-4, depending on which kernels (AVX2,
+    // AVX-512, oneDNN's) summed a product. On Tanh, smooth, rounding differences stay that size.
+    for (Node& n : k.model.nodes)
+      if (n.op_type == "Relu") {
+        n.op_type = "Tanh";
+        n.schema = nullptr;
+      }
+  }
   PrepareGraph(k.model);
   if (mlp) {
     k.options.appended_loss = AppendedLoss::kSoftmaxCrossEntropy;

@@ -114,9 +114,34 @@ TEST(OpList, RegistriesRefuseWhatTheListLacks) {
 // silently replacing the first.
 TEST(OpList, ASecondRegistrarForAnOpStopsTheProgramNamingIt) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  ASSERT_NE(KernelRegistry::Global().Find(OpId::kRelu, DeviceType::kCpu), nullptr);
-  EXPECT_DEATH(KernelRegistrar(OpId::kRelu, DeviceType::kCpu, [](KernelContext&) {}),
+  const KernelDef* relu = KernelRegistry::Global().Find(OpId::kRelu, DeviceType::kCpu);
+  ASSERT_NE(relu, nullptr);
+  EXPECT_DEATH(KernelRegistrar(relu->tier, OpId::kRelu, DeviceType::kCpu, [](KernelContext&) {}),
                "kernel registration failed: kernel for Relu registered twice");
+}
+
+// Each CPU kernel exists once per instruction-set tier (kernels/cpu/isa_region.h): the registry
+// keeps the widest copy this CPU runs, whatever order the registrars run in, and never keeps a copy
+// for a tier above ActiveCpuIsa().
+TEST(OpList, TheRegistryKeepsTheWidestTierTheCpuRuns) {
+  auto def = [](CpuIsa tier) {
+    return KernelDef{OpId::kRelu, DeviceType::kCpu, [](const KernelInitContext&) { return std::unique_ptr<OpKernel>(); },
+                     tier};
+  };
+  const CpuIsa active = ActiveCpuIsa();
+  if (active != CpuIsa::kAvx512Vnni) {
+    KernelRegistry kernels;
+    kernels.Register(def(CpuIsa::kAvx512Vnni));
+    EXPECT_EQ(kernels.Find(OpId::kRelu, DeviceType::kCpu), nullptr) << "kept a copy this CPU cannot run";
+  }
+  if (active == CpuIsa::kSse42) GTEST_SKIP() << "this CPU (or ONEFLOW_MAX_ISA) runs the baseline tier alone";
+  for (bool narrow_first : {false, true}) {
+    KernelRegistry kernels;
+    kernels.Register(def(narrow_first ? CpuIsa::kSse42 : active));
+    kernels.Register(def(narrow_first ? active : CpuIsa::kSse42));
+    ASSERT_NE(kernels.Find(OpId::kRelu, DeviceType::kCpu), nullptr);
+    EXPECT_EQ(kernels.Find(OpId::kRelu, DeviceType::kCpu)->tier, active) << "narrow first: " << narrow_first;
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli.h"
+#include "progress.h"
 #include "serialize/model_io.h"
 
 namespace oneflow {
@@ -22,12 +23,15 @@ int ConvertCommand(const std::vector<std::string>& args) {
   // cannot run still converts, and loading either file yields the same graph.
   ModelLoadOptions load;
   load.validate = false;
+  Progress progress("convert: loading " + in, 0);  // shown only for models that take a while
   Graph g = LoadModelFile(in, load);
+  progress.Phase("convert: writing " + out, 0);
   NativeWriteOptions options;
   options.external_data_file = a.Get("external-data");
   options.checksums = !a.Has("no-checksums");
   options.source_format = ModelFormatName(in_format);
   SaveModel(g, out, out_format, options);
+  progress.Finish();
   std::printf("converted %s (%s) -> %s (%s)\n", in.c_str(), ModelFormatName(in_format), out.c_str(),
               ModelFormatName(out_format));
   return 0;

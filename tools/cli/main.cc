@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cpu_isa.h"
 #include "base/error.h"
 #include "cli.h"
 #include "oneflow_c.h"
@@ -28,10 +29,11 @@ static const char kUsage[] =
     "      fallback for ops without a CUDA kernel; docs/cuda.md).\n"
     "  bench MODEL [--input NAME=FILE.npy ...] [--shape NAME=1x3x224x224 ...] [--threads N]\n"
     "              [--warmup W] [--iters K] [--seed S] [--opt-level L]\n"
-    "              [--device cpu|cuda[:N]] [--cuda-graphs auto|on|off]\n"
+    "              [--device cpu|cuda[:N]] [--cuda-graphs auto|on|off] [--trace FILE.json]\n"
     "      Times repeated runs on random inputs (or the given ones) and prints one JSON line with\n"
     "      p50_ms, p90_ms, mean_ms, min_ms, max_ms, iters, threads and planned_peak_bytes.\n"
-    "      Inputs with symbolic dims need --shape.\n"
+    "      Inputs with symbolic dims need --shape. --trace writes a timeline of the session's\n"
+    "      creation and every run (Chrome-trace JSON for ui.perfetto.dev; docs/profiling.md).\n"
     "  info MODEL\n"
     "      Prints inputs, outputs, opset imports, an op histogram and the ops this build does not\n"
     "      support.\n"
@@ -61,7 +63,7 @@ static const char kUsage[] =
     "      -1 turns a front end off. SIGTERM or SIGINT stops it after finishing accepted requests\n"
     "      (up to --drain-timeout-s, default 30).\n"
     "  help                 this text\n"
-    "  --version            the version\n"
+    "  --version            the version, and the CPU kernels' instruction set (ONEFLOW_MAX_ISA caps it)\n"
     "\n"
     "MODEL may be ONNX or native (.ofm); the format is read from the file's first bytes.\n"
     "Options take their value as the next argument or after '=' (--threads=4). --threads 0 (the\n"
@@ -91,6 +93,8 @@ static int Main(int argc, char** argv) {
     }
     if (cmd == "--version" || cmd == "version") {
       std::printf("oneflow %s (C ABI version %d)\n", ONEFLOW_VERSION_STRING, ONEFLOW_API_VERSION);
+      // Which kernels this CPU runs (base/cpu_isa.h): the tier picked by CPUID and ONEFLOW_MAX_ISA.
+      std::printf("cpu: %s\n", oneflow::CpuIsaSummary().c_str());
       return 0;
     }
     if (cmd == "run") return RunCommand(rest);

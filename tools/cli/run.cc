@@ -11,9 +11,11 @@
 #include <sstream>
 
 #include "base/thread_pool.h"
+#include "base/trace.h"
 #include "cli.h"
 #include "engine/session.h"
 #include "npy.h"
+#include "progress.h"
 #include "serialize/model_io.h"
 
 namespace oneflow {
@@ -171,8 +173,8 @@ int RunCommand(const std::vector<std::string>& args) {
 }
 
 int BenchCommand(const std::vector<std::string>& args) {
-  ParsedArgs a = ParseArgs("bench", args,
-                           {"input", "shape", "threads", "warmup", "iters", "seed", "opt-level", "device", "cuda-graphs"});
+  ParsedArgs a = ParseArgs("bench", args, {"input", "shape", "threads", "warmup", "iters", "seed", "opt-level", "device",
+                                           "cuda-graphs", "trace"});
   std::string model = ModelPath(a, "bench");
   int threads = a.GetInt("threads", 0, 0, 1024);
   int warmup = a.GetInt("warmup", 3, 0, 1000000);
@@ -181,6 +183,13 @@ int BenchCommand(const std::vector<std::string>& args) {
   a.GetInt("opt-level", 2, 0, 2);
   SessionOptions opts;
   ApplyDevice(a, opts);
+  // --trace records everything from here on (session creation, warm-up, timed runs); a path that
+  // cannot be written fails now, before the load.
+  const std::string trace_path = a.Get("trace");
+  if (a.Has("trace")) {
+    if (trace_path.empty()) throw UsageError("--trace needs a file path");
+    StartTrace(trace_path);
+  }
 
   auto t0 = Clock::now();
   Graph g = LoadModelFile(model);
@@ -224,13 +233,27 @@ int BenchCommand(const std::vector<std::string>& args) {
     feeds.emplace_back(in.name, RandomTensor(in.type.dtype, shape, rng));
   }
 
-  for (int i = 0; i < warmup; ++i) session.Run(feeds, {});
+  Progress progress("bench", warmup + iters);
+  for (int i = 0; i < warmup; ++i) {
+    TraceScope trace("cli", "warm-up run");
+    session.Run(feeds, {});
+    progress.Update(i + 1);
+  }
   std::vector<double> times;
   times.reserve(static_cast<size_t>(iters));
   for (int i = 0; i < iters; ++i) {
+    TraceScope trace("cli", "timed run");
+    trace.Arg("iteration", i);
     t0 = Clock::now();
     session.Run(feeds, {});
     times.push_back(MsSince(t0));
+    progress.Update(warmup + i + 1);
+  }
+  progress.Finish();
+  if (a.Has("trace")) {
+    const std::string written = StopTrace();
+    std::fprintf(stderr, "oneflow: trace written to %s (open it in ui.perfetto.dev or chrome://tracing)\n",
+                 written.c_str());
   }
   double sum = 0;
   for (double t : times) sum += t;
@@ -253,6 +276,7 @@ int BenchCommand(const std::vector<std::string>& args) {
      << ", \"min_ms\": " << sorted.front() << ", \"max_ms\": " << sorted.back()
      << ", \"planned_peak_bytes\": " << session.planned_peak_bytes() << ", \"load_ms\": " << load_ms
      << ", \"session_create_ms\": " << create_ms;
+  if (a.Has("trace")) js << ", \"trace\": " << JsonString(trace_path);  // these timings include tracing
   if (opts.device == DeviceType::kCuda) js << ", \"cuda_graphs_captured\": " << session.executor().cuda_graphs_captured();
   js << ", \"inputs\": {";
   for (size_t i = 0; i < feeds.size(); ++i) {

@@ -5,7 +5,7 @@
 int ofpy_save_graph(const oneflow_graph_t* graph, PyObject* path, PyObject* format, PyObject* external_data_file,
                     PyObject* checksums) {
   oneflow_save_options_t options;
-  OF(oneflow_save_options_init)(&options); /* the engine's defaults, then what the caller set */
+  OF(oneflow_save_options_init_sized)(&options, sizeof options); /* the defaults (cannot fail: sizeof), then what the caller set */
   if (format != Py_None) {
     long f = PyLong_AsLong(format);
     if (f == -1 && PyErr_Occurred()) return -1;

@@ -24,20 +24,20 @@
   X(oneflow_tensor_dtype) X(oneflow_tensor_rank) X(oneflow_tensor_shape)                         \
   X(oneflow_tensor_element_count) X(oneflow_tensor_byte_size) X(oneflow_tensor_data)             \
   X(oneflow_graph_load_file) X(oneflow_graph_load_memory) X(oneflow_graph_release)               \
-  X(oneflow_value_info_init) X(oneflow_session_options_init) X(oneflow_session_create)           \
+  X(oneflow_value_info_init_sized) X(oneflow_session_options_init_sized) X(oneflow_session_create)           \
   X(oneflow_session_release) X(oneflow_session_run) X(oneflow_session_input_count)               \
   X(oneflow_session_output_count) X(oneflow_session_get_input_info)                              \
   X(oneflow_session_get_output_info) X(oneflow_session_get_planned_peak_bytes)                  \
-  X(oneflow_save_options_init) X(oneflow_graph_save)                                             \
-  X(oneflow_training_options_init) X(oneflow_training_session_create)                            \
+  X(oneflow_save_options_init_sized) X(oneflow_graph_save)                                             \
+  X(oneflow_training_options_init_sized) X(oneflow_training_session_create)                            \
   X(oneflow_session_set_run_mode) X(oneflow_session_backward) X(oneflow_session_step)            \
   X(oneflow_session_zero_gradients) X(oneflow_session_parameter_count)                           \
   X(oneflow_session_parameter_name) X(oneflow_session_get_parameter)                             \
-  X(oneflow_session_get_gradient) X(oneflow_session_set_parameter) X(oneflow_training_state_init) \
-  X(oneflow_session_get_training_state) X(oneflow_training_memory_init)                          \
+  X(oneflow_session_get_gradient) X(oneflow_session_set_parameter) X(oneflow_training_state_init_sized) \
+  X(oneflow_session_get_training_state) X(oneflow_training_memory_init_sized)                          \
   X(oneflow_session_get_training_memory) X(oneflow_session_save_checkpoint)                      \
   X(oneflow_session_load_checkpoint) X(oneflow_session_export_model)                             \
-  X(oneflow_server_options_init) X(oneflow_server_create) X(oneflow_server_start)                \
+  X(oneflow_server_options_init_sized) X(oneflow_server_create) X(oneflow_server_start)                \
   X(oneflow_server_port) X(oneflow_server_ready) X(oneflow_server_stop) X(oneflow_server_release)
 
 #define OFPY_DECLARE_FN(name) __typeof__(&name) name;

@@ -46,7 +46,7 @@ static int server_init(ServerObject* self, PyObject* args, PyObject* kwargs) {
     return -1;
   }
   oneflow_server_options_t options;
-  int rc = ofpy_check(OF(oneflow_server_options_init)(&options, sizeof options));
+  int rc = ofpy_check(OF(oneflow_server_options_init_sized)(&options, sizeof options));
   if (rc == 0) {
     options.model_repository = PyBytes_AS_STRING(repository);
     options.host = host;

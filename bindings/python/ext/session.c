@@ -103,7 +103,7 @@ int ofpy_session_init(SessionObject* self, PyObject* model, int is_path, PyObjec
     return -1;
   }
   oneflow_session_options_t options;
-  OF(oneflow_session_options_init)(&options); /* the engine's defaults, then what the caller set */
+  OF(oneflow_session_options_init_sized)(&options, sizeof options); /* the defaults (cannot fail: sizeof), then what the caller set */
   if (int32_option(threads, "threads", &options.intra_op_threads) < 0 ||
       int32_option(level, "optimization_level", &options.optimization_level) < 0)
     return -1;
@@ -116,7 +116,7 @@ int ofpy_session_init(SessionObject* self, PyObject* model, int is_path, PyObjec
   PyObject* names = PyTuple_New((Py_ssize_t)n_out);
   for (size_t i = 0; names && i < n_out; ++i) {
     oneflow_value_info_t info;
-    OF(oneflow_value_info_init)(&info);
+    OF(oneflow_value_info_init_sized)(&info, sizeof info); /* cannot fail: sizeof */
     PyObject* name = NULL;
     if (ofpy_check(OF(oneflow_session_get_output_info)(session, i, &info)) == 0) name = PyUnicode_FromString(info.name);
     if (name == NULL) Py_CLEAR(names);
@@ -173,7 +173,7 @@ static PyObject* session_io_info(SessionObject* self, PyObject* want_outputs) {
   PyObject* result = PyTuple_New((Py_ssize_t)n);
   for (size_t i = 0; result && i < n; ++i) {
     oneflow_value_info_t info;
-    OF(oneflow_value_info_init)(&info);
+    OF(oneflow_value_info_init_sized)(&info, sizeof info); /* cannot fail: sizeof */
     oneflow_status_t st = outputs ? OF(oneflow_session_get_output_info)(self->handle, i, &info)
                                   : OF(oneflow_session_get_input_info)(self->handle, i, &info);
     PyObject* item = ofpy_check(st) < 0 ? NULL : info_tuple(&info);

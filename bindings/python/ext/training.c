@@ -162,7 +162,7 @@ static int training_init(SessionObject* self, PyObject* args, PyObject* kwargs) 
     return -1;
   if (ofpy_require_loaded() < 0) return -1;
   oneflow_training_options_t options;
-  OF(oneflow_training_options_init)(&options);
+  OF(oneflow_training_options_init_sized)(&options, sizeof options); /* cannot fail: sizeof */
   const char** frozen = NULL;
   PyObject* frozen_keep = NULL;
   Py_INCREF(fields); /* the option strings point into it */
@@ -306,7 +306,7 @@ static PyObject* training_set_parameter(SessionObject* self, PyObject* const* ar
 static PyObject* training_state(SessionObject* self, PyObject* unused) {
   if (ofpy_session_enter(self) < 0) return NULL;
   oneflow_training_state_t s;
-  OF(oneflow_training_state_init)(&s);
+  OF(oneflow_training_state_init_sized)(&s, sizeof s); /* cannot fail: sizeof */
   oneflow_status_t st = OF(oneflow_session_get_training_state)(self->handle, &s);
   ofpy_session_leave(self);
   if (ofpy_check(st) < 0) return NULL;
@@ -318,7 +318,7 @@ static PyObject* training_state(SessionObject* self, PyObject* unused) {
 static PyObject* training_memory(SessionObject* self, PyObject* unused) {
   if (ofpy_session_enter(self) < 0) return NULL;
   oneflow_training_memory_t m;
-  OF(oneflow_training_memory_init)(&m);
+  OF(oneflow_training_memory_init_sized)(&m, sizeof m); /* cannot fail: sizeof */
   oneflow_status_t st = OF(oneflow_session_get_training_memory)(self->handle, &m);
   ofpy_session_leave(self);
   if (ofpy_check(st) < 0) return NULL;

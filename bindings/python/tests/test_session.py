@@ -86,9 +86,10 @@ def test_io_info_with_symbolic_and_unnamed_dims(c_api_fixture, models):
 def test_versions():
     assert oneflow.__version__.count(".") == 2
     assert oneflow.ABI_VERSION >= oneflow._oneflow.HEADER_API_VERSION >= 1
-    # The package's metadata version is the version CMakeLists.txt declares, like the library's.
+    # The package's metadata version is the version CMakeLists.txt declares, like the library's. The
+    # distribution is oneflow-engine (PyPI's "oneflow" is another project); the import name is oneflow.
     from importlib.metadata import version
-    assert version("oneflow") == oneflow.__version__
+    assert version("oneflow-engine") == oneflow.__version__
 
 
 def test_outputs_are_zero_copy_views_that_outlive_the_session(c_api_fixture):

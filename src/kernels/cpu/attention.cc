@@ -7,8 +7,10 @@
 #include "graph/op_schema.h"
 #include "kernels/cpu/reduce_util.h"
 #include "kernels/kernel.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 namespace {
 
 struct AttentionDims {
@@ -82,4 +84,5 @@ ONEFLOW_KERNEL(FusedAttention, FusedAttentionKernel);
 
 }  // namespace
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

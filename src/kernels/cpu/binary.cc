@@ -6,8 +6,10 @@
 #include "graph/ops/binary_ops.h"
 #include "kernels/cpu/elementwise_util.h"
 #include "kernels/kernel.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 namespace {
 
 void RequireSameDType(const KernelContext& ctx, const Tensor& a, const Tensor& b) {
@@ -231,4 +233,5 @@ void BitShiftKernel(KernelContext& ctx) {
 ONEFLOW_KERNEL(BitShift, BitShiftKernel);
 
 }  // namespace
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

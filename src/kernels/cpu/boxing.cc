@@ -2,8 +2,10 @@
 #include "graph/op_schema.h"
 #include "kernels/boxing_steps.h"
 #include "kernels/kernel.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 namespace {
 
 class BoxingKernel final : public OpKernel {
@@ -25,4 +27,5 @@ ONEFLOW_KERNEL_CLASS(Boxing, BoxingKernel);
 
 }  // namespace
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

@@ -4,8 +4,10 @@
 
 #include "kernels/cpu/elementwise_util.h"
 #include "kernels/kernel.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 namespace {
 
@@ -77,4 +79,5 @@ void CastInto(ThreadPool& pool, const Tensor& src, Tensor& dst) {
   });
 }
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

@@ -1,8 +1,10 @@
 // CPU kernels: comparisons (Equal, Less, ...), logical And/Or/Xor, and Where.
 #include "kernels/cpu/elementwise_util.h"
 #include "kernels/kernel.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 namespace {
 
 // out(bool) = g(a, b) with broadcasting; g sees ComputeType<T> (bool included for Equal).
@@ -116,4 +118,5 @@ ONEFLOW_KERNEL(Where, WhereKernel);
 
 }  // namespace
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

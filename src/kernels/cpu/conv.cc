@@ -11,8 +11,10 @@
 #include "kernels/cpu/conv_dnnl.h"
 #include "kernels/cpu/nn_kernels.h"
 #include "kernels/cpu/tensor_copy.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 void SetConvPlanSpatial(ConvPlan& p, const ConvGeometry& g, const int64_t* out_spatial, const char* op) {
   const int64_t lead = 3 - g.spatial;
@@ -348,4 +350,5 @@ void ConvKernel::ComputeNchw(KernelContext& ctx, const Tensor& x, const Tensor& 
   });
 }
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

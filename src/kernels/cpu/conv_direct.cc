@@ -3,13 +3,12 @@
 #include "kernels/cpu/avx512_max.h"
 
 #include <algorithm>
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 #include "base/error.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 namespace {
 
@@ -17,7 +16,7 @@ namespace {
 // oneDNN's vectorizing over input channels (16 per vector: at 8 half the lanes would idle).
 constexpr int64_t kMaxInputChannels = 8;
 
-#if defined(__AVX512F__)
+#if ONEFLOW_ISA_AVX512
 
 // What a register tile needs. The input is a planar band of padded rows ([row][channel][column],
 // `cols` floats per run), pixel p of the tile reads column p + j for kernel column j.
@@ -100,12 +99,12 @@ void RowBlock(TileArgs a, int64_t ow) {
   }
 }
 
-#endif  // __AVX512F__
+#endif  // ONEFLOW_ISA_AVX512
 
 }  // namespace
 
 bool DirectConvNhwc::Applies(int64_t c, int64_t m, int64_t kw, int64_t sw, int64_t dw) {
-#if defined(__AVX512F__)
+#if ONEFLOW_ISA_AVX512
   return c >= 1 && c <= kMaxInputChannels && m > 0 && m % 16 == 0 && kw == 3 && sw == 1 && dw == 1;
 #else
   (void)c, (void)m, (void)kw, (void)sw, (void)dw;
@@ -129,7 +128,7 @@ void DirectConvNhwc::Run(const DirectConvGeometry& g, const float* x, const floa
                          ThreadPool& pool) const {
   OF_CHECK(g.m == m_ && g.c == c_ && g.kh == kh_ && g.kw == kw_ && g.sw == 1 && g.dw == 1 && g.pt >= 0 && g.pl >= 0,
            kInternal, "direct NHWC conv: geometry mismatch");
-#if defined(__AVX512F__)
+#if ONEFLOW_ISA_AVX512
   // Band columns: the `cols` input columns the output row reads, from -pl; [left, left + valid)
   // hold the image, the others are the zero padding.
   const int64_t cols = g.ow + 2;
@@ -182,4 +181,5 @@ void DirectConvNhwc::Run(const DirectConvGeometry& g, const float* x, const floa
 #endif
 }
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

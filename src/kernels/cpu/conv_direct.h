@@ -14,8 +14,10 @@
 
 #include "base/thread_pool.h"
 #include "kernels/cpu/elementwise_util.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 // The geometry of one 2-D convolution in NHWC: x [n, h, w, c], weights [m, c, kh, kw] (ONNX
 // OIHW), y [n, oh, ow, m]. Pads are the top and left ones (the output size fixes the others).
@@ -48,4 +50,5 @@ class DirectConvNhwc {
   ActivationParams act_;
 };
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

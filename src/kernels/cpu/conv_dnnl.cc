@@ -12,27 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 #include "base/error.h"
-
-namespace oneflow {
-static std::atomic<bool> g_dnnl_conv_enabled{true};
-void SetDnnlConvEnabled(bool enabled) { g_dnnl_conv_enabled = enabled; }
-bool DnnlConvEnabled() { return g_dnnl_conv_enabled; }
-
-namespace {
-bool WinogradDefault() {
-  const char* v = std::getenv("ONEFLOW_CONV_WINOGRAD");
-  return !(v && v[0] == '0' && v[1] == '\0');
-}
-std::atomic<bool> g_winograd_enabled{WinogradDefault()};
-}  // namespace
-void SetWinogradEnabled(bool enabled) { g_winograd_enabled = enabled; }
-bool WinogradEnabled() { return g_winograd_enabled; }
-}  // namespace oneflow
 
 #if defined(ONEFLOW_HAVE_DNNL)
 
@@ -45,8 +26,10 @@ bool WinogradEnabled() { return g_winograd_enabled; }
 #include <unordered_map>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 namespace {
 
@@ -509,7 +492,7 @@ void NhwcToBlocked(const float* src, int64_t px, int64_t c, int64_t block_px, fl
 // One 16-channel chunk of BlockedToNhwc: d = s (+ z) (then max(., 0) when relu).
 template <bool kResidual, bool kRelu>
 inline void StoreChunk(const float* __restrict s, const float* __restrict z, float* __restrict d) {
-#if defined(__AVX512F__)
+#if ONEFLOW_ISA_AVX512
   __m512 v = _mm512_loadu_ps(s);
   if (kResidual) v = _mm512_add_ps(v, _mm512_loadu_ps(z));
   if (kRelu) v = MaxPs(v, _mm512_setzero_ps());
@@ -655,11 +638,13 @@ void RunDnnlConv2dNhwc(const DnnlConv2d& conv, const float* x, const float* bias
   }
 }
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow
 
 #else  // !ONEFLOW_HAVE_DNNL
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 class DnnlConv2d {};
 std::shared_ptr<DnnlConv2d> CreateDnnlConv2d(const DnnlConvParams&, const float*, const DnnlConvEpilogue*) {
   return nullptr;
@@ -672,6 +657,7 @@ void RunDnnlConv2d(const DnnlConv2d&, const float*, const float*, const float*, 
                    ThreadPool&) {
   Fail(ErrorCode::kInternal, "oneDNN is not built in");
 }
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow
 
 #endif

@@ -8,8 +8,11 @@
 
 #include "base/thread_pool.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/isa_region.h"
+#include "kernels/cpu/switches.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 struct DnnlConvParams {
   int64_t n, c, h, w;       // input
@@ -20,19 +23,6 @@ struct DnnlConvParams {
 };
 
 class DnnlConv2d;
-
-// Whether Conv kernels created from now on may use oneDNN (default: yes when built in). For
-// benchmarks and tests that compare against the im2col path.
-void SetDnnlConvEnabled(bool enabled);
-bool DnnlConvEnabled();
-
-// Whether NHWC conv plans created from now on may use oneDNN's Winograd kernels for 3x3 stride-1
-// convs with channel counts that are multiples of 16 (default: yes, unless the environment sets
-// ONEFLOW_CONV_WINOGRAD=0). Winograd reassociates the sums: results differ from the direct
-// kernel in the last bits, as two direct kernels' blockings do (docs/architecture.md, compute
-// kernels).
-void SetWinogradEnabled(bool enabled);
-bool WinogradEnabled();
 
 // The epilogue an NHWC plan applies inside the primitive (bias, residual as a sum post-op, and the
 // activation as an eltwise post-op where oneDNN computes it exactly like ApplyActivation).
@@ -59,4 +49,5 @@ void RunDnnlConv2d(const DnnlConv2d& conv, const float* x, const float* bias, co
 void RunDnnlConv2dNhwc(const DnnlConv2d& conv, const float* x, const float* bias, const float* z, float* y,
                        ThreadPool& pool);
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

@@ -19,8 +19,10 @@
 #include "kernels/kernel.h"
 #include "kernels/cpu/nn_kernels.h"
 #include "kernels/cpu/reduce_util.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 namespace {
 
@@ -475,4 +477,5 @@ ONEFLOW_KERNEL(ConvGradBias, ConvGradBiasKernel);
 
 }  // namespace
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

@@ -3,8 +3,10 @@
 #include "graph/ops/conv_shape.h"
 #include "kernels/cpu/half_compute.h"
 #include "kernels/cpu/nn_kernels.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 namespace {
 
@@ -115,4 +117,5 @@ void ConvTransposeKernel::Compute(KernelContext& ctx) {
 }
 ONEFLOW_KERNEL_CLASS(ConvTranspose, ConvTransposeKernel);
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

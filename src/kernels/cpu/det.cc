@@ -8,8 +8,10 @@
 #include "base/dtype.h"
 #include "kernels/cpu/nn_kernels.h"
 #include "kernels/kernel.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 namespace {
 
 // The determinant of the m x m row-major matrix `a`, which it overwrites with its LU factors.
@@ -59,4 +61,5 @@ ONEFLOW_KERNEL(Det, DetKernel);
 
 }  // namespace
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

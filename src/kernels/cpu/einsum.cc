@@ -1,8 +1,10 @@
 // CPU kernel: Einsum as a direct sum-of-products loop over the output and contracted labels.
 #include "graph/ops/spatial_util.h"
 #include "kernels/kernel.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 namespace {
 
 // Reads one element into the accumulation type (integers exactly, floats via double).
@@ -113,4 +115,5 @@ ONEFLOW_KERNEL(Einsum, EinsumKernel);
 
 }  // namespace
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

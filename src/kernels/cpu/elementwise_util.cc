@@ -1,7 +1,9 @@
 // The broadcast planner and ApplyActivation declared in elementwise_util.h.
 #include "kernels/cpu/elementwise_util.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 BroadcastPlan MakeBroadcastPlan(const std::vector<Shape>& operands, const Shape& out) {
   const size_t k = operands.size();
@@ -103,4 +105,5 @@ ActivationParams ActivationFromAttrs(const std::string& name, const std::vector<
 
 const char* ActivationName(Activation a) { return a == Activation::kNone ? "None" : UnaryInfo(a).token; }
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

@@ -16,6 +16,7 @@
 #include "graph/attribute.h"
 #include "base/fast_math.h"
 #include "graph/ops/unary_ops.h"
+#include "kernels/cpu/isa_region.h"
 
 // Tells GCC the loop's iterations are independent (outputs never alias inputs partially); other
 // compilers do without.
@@ -26,6 +27,7 @@
 #endif
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 // ================================================================================================
 // Fused activation epilogue (public interface for other kernels).
@@ -167,4 +169,5 @@ D SaturatingCast(C v) {
 // Converts every element of `src` into `dst` (same numel; any numeric/bool/f16/bf16 pair).
 void CastInto(ThreadPool& pool, const Tensor& src, Tensor& dst);
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

@@ -12,8 +12,10 @@
 #include "graph/op_schema.h"
 #include "kernels/kernel.h"
 #include "kernels/cpu/elementwise_util.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 namespace {
 
 constexpr int64_t kTile = 512;
@@ -175,4 +177,5 @@ ONEFLOW_KERNEL_CLASS(FusedElementwise, FusedElementwiseKernel);
 
 }  // namespace
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

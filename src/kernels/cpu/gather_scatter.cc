@@ -8,8 +8,10 @@
 #include "graph/ops/tensor_util.h"
 #include "kernels/cpu/tensor_copy.h"
 #include "kernels/kernel.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 namespace {
 
 void GatherKernel(KernelContext& ctx) {
@@ -346,4 +348,5 @@ ONEFLOW_KERNEL(Unique, UniqueKernel);
 
 }  // namespace
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

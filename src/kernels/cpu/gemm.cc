@@ -15,15 +15,14 @@
 
 #include "base/error.h"
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 #if defined(ONEFLOW_HAVE_DNNL)
 #include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>
 #endif
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 namespace {
 
@@ -100,7 +99,7 @@ void PackBPanel(const float* B, int64_t ldb, bool trans, int64_t k0, int64_t kc,
 template <int R>
 void MicroKernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t nvalid, float alpha,
                  float cbeta) {
-#if defined(__AVX512F__)
+#if ONEFLOW_ISA_AVX512
   __m512 acc0[R], acc1[R];
 #pragma GCC unroll 14
   for (int r = 0; r < R; ++r) {
@@ -225,9 +224,6 @@ PackedMatrix PackGemmB(int64_t K, int64_t N, const float* B, int64_t ldb, bool t
   return p;
 }
 
-static std::atomic<bool> g_dnnl_gemm_enabled{true};
-void SetDnnlGemmEnabled(bool enabled) { g_dnnl_gemm_enabled = enabled; }
-
 namespace {
 // libdnnl is built on OpenMP and already pulled libgomp in; its thread count is per calling thread.
 struct OmpFns {
@@ -262,7 +258,7 @@ DnnlSingleThreadScope::~DnnlSingleThreadScope() {
 
 bool DnnlGemmEnabled() {
 #if defined(ONEFLOW_HAVE_DNNL)
-  return DnnlSingleThreadScope::Available() && g_dnnl_gemm_enabled;
+  return DnnlSingleThreadScope::Available() && DnnlGemmSwitchOn();
 #else
   return false;
 #endif
@@ -504,4 +500,5 @@ void Sgemm(int64_t M, int64_t N, int64_t K, float alpha, const GemmOperand& A, c
   }
 }
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

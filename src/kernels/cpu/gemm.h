@@ -10,8 +10,11 @@
 
 #include "base/thread_pool.h"
 #include "kernels/cpu/elementwise_util.h"
+#include "kernels/cpu/isa_region.h"
+#include "kernels/cpu/switches.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 // Applied to each finished output tile while it is still in cache:
 //   C = act(C + col_bias[j] + row_bias[i] + residual[i, j])
@@ -61,10 +64,10 @@ void Sgemm(int64_t M, int64_t N, int64_t K, float alpha, const GemmOperand& A, c
            float* C, int64_t ldc, const GemmEpilogue* epilogue, ThreadPool* pool);
 
 // Whether Sgemm hands raw-operand products to oneDNN's sgemm (one oneDNN call per slice of the
-// output, each single-threaded on one of our pool threads). Default: on when oneDNN is built in;
-// it measured faster than our microkernel here (bench/gemm_bench.cc). Kernels created while it
-// is on skip pre-packing their weights, since oneDNN's sgemm packs internally.
-void SetDnnlGemmEnabled(bool enabled);
+// output, each single-threaded on one of our pool threads): oneDNN is built in and the switch
+// (SetDnnlGemmEnabled, switches.h) is on. It measured faster than our microkernel here
+// (bench/gemm_bench.cc). Kernels created while it is on skip pre-packing their weights, since
+// oneDNN's sgemm packs internally.
 bool DnnlGemmEnabled();
 // Whether Sgemm multiplies more than a few rows by a B of N columns through oneDNN from B's raw
 // data when it is given beside the packed copy (GemmOperand::PackedOrRaw), not by the packed copy.
@@ -104,4 +107,5 @@ void ReferenceGemm(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t
   }
 }
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

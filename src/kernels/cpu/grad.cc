@@ -9,8 +9,10 @@
 #include "kernels/cpu/half_compute.h"
 #include "kernels/cpu/tensor_copy.h"
 #include "graph/op_schema.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 namespace {
 
 // dX[i] = f(dY[i], S[i]) where S is the saved forward value; f sees float or double.
@@ -202,4 +204,5 @@ void SliceGradKernel(KernelContext& ctx) {
 ONEFLOW_KERNEL(SliceGrad, SliceGradKernel);
 
 }  // namespace
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

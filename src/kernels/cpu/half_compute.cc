@@ -4,8 +4,10 @@
 #include <vector>
 
 #include "base/half.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 namespace {
 
@@ -70,4 +72,5 @@ void ComputeHalfViaF32(KernelContext& ctx, const std::function<void(KernelContex
     if (wide_out[i].defined()) Narrow(wide_out[i], ctx.output(i), ctx.pool());
 }
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

@@ -7,8 +7,10 @@
 #include <functional>
 
 #include "kernels/kernel.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 // True when any input of `ctx` is f16/bf16 (then every float input and output of the node is
 // treated as that dtype's f32 widening).
@@ -18,4 +20,5 @@ bool HasHalfInput(const KernelContext& ctx);
 // are f32 temporaries, then rounds those outputs (to nearest even) into the real ones.
 void ComputeHalfViaF32(KernelContext& ctx, const std::function<void(KernelContext&)>& f32_body);
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

@@ -6,8 +6,10 @@
 
 #include "graph/op_schema.h"
 #include "kernels/kernel.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 namespace {
 
 enum class Reduction { kNone, kSum, kMean };
@@ -187,4 +189,5 @@ ONEFLOW_KERNEL(NegativeLogLikelihoodLossGrad, NllGradKernel);
 
 }  // namespace
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

@@ -7,8 +7,10 @@
 #include "kernels/cpu/half_compute.h"
 #include "kernels/cpu/matmul_shape.h"
 #include "kernels/cpu/nn_kernels.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 namespace {
 
@@ -181,4 +183,5 @@ void GemmKernel::Compute(KernelContext& ctx) {
 ONEFLOW_KERNEL_CLASS(Gemm, GemmKernel);
 ONEFLOW_KERNEL_CLASS(FusedGemm, GemmKernel);
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

@@ -15,14 +15,13 @@
 #include <cstring>
 #include <vector>
 
-#if defined(__AVX512BW__) || defined(__AVX2__)
-#include <immintrin.h>
-#endif
 
 #include "kernels/cpu/matmul_shape.h"
 #include "kernels/kernel.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 namespace {
 
 constexpr int64_t kPanel = 64;  // columns of B per packed panel
@@ -59,7 +58,7 @@ void PackB(const TB* b, const std::vector<int16_t>& zb, int64_t K, int64_t N, Pa
   });
 }
 
-#if defined(__AVX512BW__)
+#if ONEFLOW_ISA_AVX512
 // The AVX-512 loop both paths share: kRows rows x kPanel columns in 4 x kRows accumulators. A step
 // broadcasts 4 bytes of each A row (an int16 pair, or four uint8) against the panel's next 256
 // bytes (64 columns of an int16 pair, or of four int8): mac(acc, a, b) adds their products.
@@ -87,11 +86,11 @@ template <int kRows>
 void MicroTile(const int16_t* a, int64_t lda, const int16_t* panel, int64_t k_pairs, int32_t* y, int64_t ldy,
                int64_t cols) {
   alignas(64) int32_t acc[kRows][kPanel];
-#if defined(__AVX512BW__)
+#if ONEFLOW_ISA_AVX512
   __m512i s[kRows][4];
   Accumulate512<kRows>(reinterpret_cast<const uint8_t*>(a), lda * 2, reinterpret_cast<const uint8_t*>(panel), k_pairs,
                        s, [](__m512i acc, __m512i x, __m512i y) {
-#if defined(__AVX512VNNI__)
+#if ONEFLOW_ISA_AVX512VNNI
                          return _mm512_dpwssd_epi32(acc, x, y);  // VNNI fuses the multiply-add-pairs and the add
 #else
                          return _mm512_add_epi32(acc, _mm512_madd_epi16(x, y));
@@ -99,7 +98,7 @@ void MicroTile(const int16_t* a, int64_t lda, const int16_t* panel, int64_t k_pa
                        });
   for (int r = 0; r < kRows; ++r)
     for (int q = 0; q < 4; ++q) _mm512_store_si512(acc[r] + q * 16, s[r][q]);
-#elif defined(__AVX2__)
+#elif ONEFLOW_ISA_AVX2
   for (int quarter = 0; quarter < 4; ++quarter) {  // 8 accumulators of the 16 registers, four times
     __m256i s[kRows][2];
     for (int r = 0; r < kRows; ++r) s[r][0] = s[r][1] = _mm256_setzero_si256();
@@ -136,7 +135,7 @@ void MicroTile(const int16_t* a, int64_t lda, const int16_t* panel, int64_t k_pa
 using MicroTileFn = void (*)(const int16_t*, int64_t, const int16_t*, int64_t, int32_t*, int64_t, int64_t);
 constexpr MicroTileFn kMicroTiles[kMaxRows + 1] = {nullptr, MicroTile<1>, MicroTile<2>, MicroTile<3>, MicroTile<4>};
 
-#if defined(__AVX512VNNI__)
+#if ONEFLOW_ISA_AVX512VNNI
 // The VNNI path for uint8 A x int8 B, the pair onnxruntime's dynamic quantizer writes: vpdpbusd
 // multiplies four unsigned bytes of A by four signed bytes of B into each int32 lane, twice the
 // products of the int16 path per instruction. Zero points come after, from the sums:
@@ -184,7 +183,7 @@ using MicroTileU8S8Fn = void (*)(const uint8_t*, int64_t, const int32_t*, const 
                                  int32_t*, int64_t, int64_t);
 constexpr MicroTileU8S8Fn kMicroTilesU8S8[kMaxRows + 1] = {nullptr, MicroTileU8S8<1>, MicroTileU8S8<2>,
                                                            MicroTileU8S8<3>, MicroTileU8S8<4>};
-#endif  // __AVX512VNNI__
+#endif  // ONEFLOW_ISA_AVX512VNNI
 
 // The zero point of input `index` as `count` int16 entries: one repeated, or one per row/column.
 template <typename T>
@@ -211,7 +210,7 @@ class MatMulIntegerKernel final : public OpKernel {
     const Tensor* b = init.constant_input(1);
     const bool zb_known = !init.has_input(3) || init.constant_input(3) != nullptr;
     if (!b || b->rank() != 2 || !zb_known) return;
-#if defined(__AVX512VNNI__)
+#if ONEFLOW_ISA_AVX512VNNI
     if (init.has_input(0) && init.input_type(0).dtype == DType::kUInt8 && b->dtype() == DType::kInt8) {
       const int64_t K = b->dim(0), N = b->dim(1);
       PackB8(b->data<int8_t>(), ZeroPoints<int8_t>(init.constant_input(3), init.node().Describe(), "b_zero_point", N),
@@ -230,7 +229,7 @@ class MatMulIntegerKernel final : public OpKernel {
   }
 
   void Compute(KernelContext& ctx) override {
-#if defined(__AVX512VNNI__)
+#if ONEFLOW_ISA_AVX512VNNI
     if (has_packed_b8_ && ctx.input(0).dtype() == DType::kUInt8) return RunU8S8(ctx);
 #endif
     DispatchByte(ctx.input(0).dtype(), [&](auto ta) {
@@ -294,7 +293,7 @@ class MatMulIntegerKernel final : public OpKernel {
     }
   }
 
-#if defined(__AVX512VNNI__)
+#if ONEFLOW_ISA_AVX512VNNI
   void RunU8S8(KernelContext& ctx) {
     const Tensor& a = ctx.input(0);
     const MatMulShape s = AnalyzeMatMul(a.shape(), ctx.input(1).shape());
@@ -346,4 +345,5 @@ class MatMulIntegerKernel final : public OpKernel {
 ONEFLOW_KERNEL_CLASS(MatMulInteger, MatMulIntegerKernel);
 
 }  // namespace
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

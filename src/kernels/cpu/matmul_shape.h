@@ -8,8 +8,10 @@
 #include "base/error.h"
 #include "base/tensor.h"
 #include "graph/infer_util.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 // Batch geometry of a MatMul: operands viewed as [batch..., M, K] x [batch..., K, N].
 struct MatMulShape {
@@ -59,4 +61,5 @@ inline void BatchOffsets(const MatMulShape& s, int64_t index, int64_t& a_off, in
   }
 }
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

@@ -12,11 +12,15 @@
 #include "kernels/cpu/conv_direct.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/kernel.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
 
+struct ConvGeometry;  // graph/ops/conv_shape.h
+
+ONEFLOW_CPU_ISA_BEGIN
+
 class DnnlConv2d;
-struct ConvGeometry;
 
 // Geometry of one Conv or ConvTranspose call, flattened to what the loops need: spatial dims padded
 // to 3 (a 1-D or 2-D conv is a 3-D conv with leading size-1 dims).
@@ -101,4 +105,5 @@ class ConvTransposeKernel final : public OpKernel {
   std::vector<PackedMatrix> packed_w_;  // per group: W_g^T as the A operand
 };
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

@@ -9,8 +9,10 @@
 #include "graph/op_schema.h"
 #include "kernels/kernel.h"
 #include "kernels/cpu/reduce_util.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 namespace {
 
@@ -301,4 +303,5 @@ ONEFLOW_KERNEL(InstanceNormalizationGrad, InstanceNormGradKernel);
 
 }  // namespace
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

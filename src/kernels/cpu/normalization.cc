@@ -5,8 +5,10 @@
 #include "graph/infer_util.h"
 #include "kernels/kernel.h"
 #include "kernels/cpu/reduce_util.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 namespace {
 
@@ -486,4 +488,5 @@ ONEFLOW_KERNEL(MeanVarianceNormalization, MvnKernel);
 
 }  // namespace
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

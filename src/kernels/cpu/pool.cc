@@ -5,8 +5,10 @@
 
 #include "graph/ops/spatial_util.h"
 #include "kernels/kernel.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 namespace {
 
 // Reductions over one window. Add folds one input element into the accumulator; Finish turns
@@ -450,4 +452,5 @@ ONEFLOW_KERNEL(MaxUnpool, MaxUnpoolKernel);
 
 }  // namespace
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

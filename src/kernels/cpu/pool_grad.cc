@@ -8,8 +8,10 @@
 #include "graph/op_schema.h"
 #include "graph/ops/spatial_util.h"
 #include "kernels/kernel.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 namespace {
 
@@ -212,4 +214,5 @@ ONEFLOW_KERNEL(GlobalAveragePoolGrad, AveragePoolGradKernel<true>);
 
 }  // namespace
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

@@ -4,17 +4,16 @@
 #include <algorithm>
 #include <limits>
 #include <type_traits>
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 #include <vector>
 
 #include "graph/op_schema.h"
 #include "graph/ops/spatial_util.h"
 #include "kernels/kernel.h"
 #include "kernels/cpu/avx512_max.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 namespace {
 
 constexpr int64_t kBlock = 64;  // channels per accumulator block (four AVX-512 registers of f32)
@@ -48,7 +47,7 @@ int64_t PaddedTaps(int64_t o, int64_t k, int64_t s, int64_t d, int64_t pad, int6
   return t;
 }
 
-#if defined(__AVX512F__)
+#if ONEFLOW_ISA_AVX512
 // One window over NV * 16 channels with the accumulators in registers: `nh` x `nw` taps from
 // `first`, `row_step` / `col_step` floats apart (KH, KW > 0: those counts, known at compile time
 // so the tap loops unroll). The result is scaled by `fin` (average: 1/count; max: 1, or 0 for a
@@ -91,7 +90,7 @@ inline void VectorWindowAny(int nv, int64_t kh, int64_t kw, const float* first, 
 }
 #endif
 
-#if defined(__AVX512F__)
+#if ONEFLOW_ISA_AVX512
 // Max over windows that all lie inside the input (no padding, dilation 1, no partial last window)
 // and C a multiple of 16: no per-window bounds, tap counts or divisors, which otherwise cost more
 // than the maxima on small maps (cnn bench: 16x16x32 outputs of 2x2 windows). KH = KW = 0: the
@@ -127,7 +126,7 @@ void PoolWindows(KernelContext& ctx, const Tensor& x, Tensor& y, bool include_pa
   const PoolGeometry& g = s.g;
   const T* px = x.data<T>();
   T* py = y.data<T>();
-#if defined(__AVX512F__)
+#if ONEFLOW_ISA_AVX512
   if constexpr (kMax && std::is_same_v<T, float>) {
     if (InteriorMaxPool(s)) {
       const int64_t kh = g.kernel[0], kw = g.kernel[1];
@@ -178,7 +177,7 @@ void PoolWindows(KernelContext& ctx, const Tensor& x, Tensor& y, bool include_pa
           const int64_t count = hcnt[oh] * wcnt[ow];
           scale = count > 0 ? T(1) / static_cast<T>(count) : T(0);
         }
-#if defined(__AVX512F__)
+#if ONEFLOW_ISA_AVX512
         if constexpr (std::is_same_v<T, float>) {
           if (s.c % 16 == 0) {
             const float init = kMax ? std::numeric_limits<float>::lowest() : 0.0f;
@@ -271,4 +270,5 @@ ONEFLOW_KERNEL(NhwcGlobalAveragePool, NhwcGlobalAveragePoolKernel);
 
 }  // namespace
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

@@ -21,8 +21,10 @@
 
 #include "base/dtype.h"
 #include "kernels/kernel.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 namespace {
 
 struct ScaleMap {
@@ -235,4 +237,5 @@ void DynamicQuantizeLinearKernel(KernelContext& ctx) {
 ONEFLOW_KERNEL(DynamicQuantizeLinear, DynamicQuantizeLinearKernel);
 
 }  // namespace
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

@@ -11,8 +11,10 @@
 
 #include "base/tensor.h"
 #include "base/fast_math.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 // A tensor seen as [outer, n, inner] where n spans axes [first, last) of `shape`.
 struct AxisView {
@@ -102,4 +104,5 @@ inline void NarrowFromFloat(const Tensor& f, Tensor& out) {
   }
 }
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

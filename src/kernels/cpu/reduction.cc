@@ -6,8 +6,10 @@
 #include "graph/infer_util.h"
 #include "kernels/kernel.h"
 #include "kernels/cpu/reduce_util.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 namespace {
 
@@ -468,4 +470,5 @@ ONEFLOW_KERNEL(TopK, TopKKernel);
 
 }  // namespace
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

@@ -5,8 +5,10 @@
 #include "graph/ops/spatial_util.h"
 #include "kernels/cpu/elementwise_util.h"
 #include "kernels/kernel.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 namespace {
 
 // Resize is separable: each resized axis maps every output position to a few input positions
@@ -404,4 +406,5 @@ ONEFLOW_KERNEL(GridSample, GridSampleKernel);
 
 }  // namespace
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

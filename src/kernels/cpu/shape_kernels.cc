@@ -5,8 +5,10 @@
 
 #include "kernels/cpu/tensor_copy.h"
 #include "kernels/kernel.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 namespace {
 
 void ShapeKernel(KernelContext& ctx) {
@@ -140,4 +142,5 @@ ONEFLOW_KERNEL(Trilu, TriluKernel);
 
 }  // namespace
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

@@ -4,8 +4,10 @@
 #include <cstring>
 
 #include "kernels/kernel.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 namespace {
 
 // LRN: y = x / (bias + alpha / size * sum of x^2 over the neighbouring channels)^beta.
@@ -147,4 +149,5 @@ ONEFLOW_KERNEL(AffineGrid, AffineGridKernel);
 
 }  // namespace
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

@@ -8,8 +8,10 @@
 #include "graph/ops/tensor_util.h"
 #include "kernels/kernel.h"
 #include "kernels/cpu/tensor_copy.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 namespace {
 
 std::vector<int64_t> TransposePerm(const KernelContext& ctx, int64_t rank) {
@@ -268,4 +270,5 @@ ONEFLOW_KERNEL(SpaceToDepth, SpaceToDepthKernel);
 
 }  // namespace
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

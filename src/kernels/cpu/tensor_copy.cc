@@ -4,13 +4,12 @@
 #include <algorithm>
 #include <cstring>
 
-#if defined(__AVX__)
-#include <immintrin.h>
-#endif
 
 #include "base/error.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 
 std::vector<int64_t> ContiguousStrides(const Shape& shape) {
   std::vector<int64_t> s(shape.size(), 1);
@@ -87,7 +86,7 @@ void StridedRowsTyped(const U* src, U* dst, const std::vector<DimStride>& dims, 
 // each source row and each destination row is touched as a whole.
 template <typename U>
 inline void Tile8x8(const U* in, int64_t ld, U* out, int64_t ldo) {
-#if defined(__AVX__)
+#if ONEFLOW_ISA_AVX
   if constexpr (sizeof(U) == 4) {
     __m256 r0 = _mm256_loadu_ps(reinterpret_cast<const float*>(in + 0 * ld));
     __m256 r1 = _mm256_loadu_ps(reinterpret_cast<const float*>(in + 1 * ld));
@@ -319,4 +318,5 @@ std::vector<int64_t> ReadIndices(const Tensor& indices, int64_t dim, const std::
   return v;
 }
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

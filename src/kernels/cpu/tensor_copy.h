@@ -8,11 +8,13 @@
 
 #include "base/tensor.h"
 #include "base/thread_pool.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
-
 class KernelRegistry;
 class KernelContext;
+
+ONEFLOW_CPU_ISA_BEGIN
 
 // Row-major element strides of `shape`.
 std::vector<int64_t> ContiguousStrides(const Shape& shape);
@@ -37,11 +39,13 @@ std::vector<int64_t> ReadIndices(const Tensor& indices, int64_t dim, const std::
 // Index inputs without wrapping (for ops that check per element against varying dims).
 std::vector<int64_t> ReadRawIndices(const Tensor& indices, const std::string& who);
 
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow
 
 #include <cstring>
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 inline void CopyElement(void* dst, const void* src, size_t elem_size) {
   switch (elem_size) {
     case 1: *static_cast<uint8_t*>(dst) = *static_cast<const uint8_t*>(src); break;
@@ -51,4 +55,5 @@ inline void CopyElement(void* dst, const void* src, size_t elem_size) {
     default: std::memcpy(dst, src, elem_size);
   }
 }
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

@@ -3,8 +3,10 @@
 
 #include "kernels/cpu/elementwise_util.h"
 #include "kernels/kernel.h"
+#include "kernels/cpu/isa_region.h"
 
 namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
 namespace {
 
 // y = g(x) elementwise for a tensor of type T; g is a generic lambda over ComputeType<T>, so 16-bit
@@ -155,4 +157,5 @@ void BitwiseNotKernel(KernelContext& ctx) {
 ONEFLOW_KERNEL(BitwiseNot, BitwiseNotKernel);
 
 }  // namespace
+ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

@@ -4,7 +4,7 @@
 //
 // MODEL.onnx is the demo classifier examples/c/make_model.py writes (input x: float32[N, 64], output
 // probs: float32[N, 10]); with EXPECTED.f32 (numpy's answer) it exits 1 when the output differs.
-// Build flags: CGO_CFLAGS=-I<repo>/include CGO_LDFLAGS="-L<build> -Wl,-rpath,<build>".
+// Build: PKG_CONFIG_PATH=<prefix>/lib/pkgconfig (an installed OneFlow) or <build>/pkgconfig (the build tree).
 package main
 
 import (
@@ -14,7 +14,7 @@ import (
 	"math"
 	"os"
 
-	oneflow "github.com/oneflow-engine/oneflow-go"
+	oneflow "github.com/oneflow-engine/oneflow/bindings/go"
 )
 
 func main() {

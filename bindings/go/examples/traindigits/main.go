@@ -21,7 +21,7 @@ import (
 	"strconv"
 	"time"
 
-	oneflow "github.com/oneflow-engine/oneflow-go"
+	oneflow "github.com/oneflow-engine/oneflow/bindings/go"
 )
 
 // npy is a little-endian float32 or int64 .npy array in C order (cols = 1 for 1-D).

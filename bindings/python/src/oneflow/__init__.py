@@ -12,8 +12,9 @@
     with oneflow.serve("models", http_port=0) as server:   # KServe v2 over HTTP and gRPC
         print(server.http_port)
 
-The engine library is the one bundled in this package at build time, or the file the environment
-variable ONEFLOW_LIBRARY names (read once, at import).
+The engine library is the one bundled in this package at build time (oneflow/_native/, with the
+libraries it needs), or the file the environment variable ONEFLOW_LIBRARY names (read once, at import).
+The distribution is `oneflow-engine`; the `oneflow` command runs the bundled CLI.
 """
 import os as _os
 
@@ -24,13 +25,24 @@ def _library_path() -> str:
     explicit = _os.environ.get("ONEFLOW_LIBRARY")
     if explicit:
         return explicit
-    bundled = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "liboneflow.so")
+    bundled = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "_native", "liboneflow.so")
     if not _os.path.exists(bundled):
         raise ImportError(f"{bundled} is missing (reinstall the package) and ONEFLOW_LIBRARY is not set")
     return bundled
 
 
-_oneflow._load(_library_path())
+def _load_library() -> None:
+    try:
+        _oneflow._load(_library_path())
+    except ImportError as e:
+        # The loader's message names the library it could not find; say what is expected of the machine.
+        hint = ("the package carries every library the engine needs except the C/C++ runtime (glibc, "
+                "libstdc++) and, in a CUDA build, cuBLAS, cuDNN and NCCL, which the system must provide "
+                "(docs/install.md)")
+        raise ImportError(f"{e}; {hint}") from None
+
+
+_load_library()
 
 from ._dlpack import from_dlpack  # noqa: E402
 from ._oneflow import (  # noqa: E402

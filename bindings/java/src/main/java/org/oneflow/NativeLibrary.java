@@ -3,16 +3,22 @@ package org.oneflow;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 
 /**
  * Loads the JNI glue. First from {@code java.library.path} ({@code System.loadLibrary}), which is what a
  * system install or {@code -Djava.library.path=...} gives; failing that from the copies the jar carries
- * under {@code org/oneflow/native/<os>-<arch>/}, extracted to a temporary directory. liboneflow is
- * loaded by full path before the glue so the glue's dependency resolves to the extracted copy.
+ * under {@code org/oneflow/native/<os>-<arch>/}: the glue, liboneflow and every library they need that a
+ * Linux machine may lack, listed in that folder's {@code MANIFEST} (tools/bundle_natives.py), all
+ * extracted to one temporary directory. Each copy's run path is {@code $ORIGIN}, so they find each other
+ * there; liboneflow is loaded by full path before the glue. A library the machine lacks (the C++ runtime,
+ * or CUDA's cuBLAS/cuDNN/NCCL for a CUDA build) fails the load with the loader's message, which names it.
  */
 final class NativeLibrary {
   /** The resource folder for this platform, e.g. {@code org/oneflow/native/linux-x86_64}. */
@@ -21,6 +27,8 @@ final class NativeLibrary {
   private static final String JNI_NAME = "oneflow_jni";
   /** The engine's soname, as liboneflow_jni records it. */
   private static final String ENGINE_FILE = "liboneflow.so.0";
+  /** The list of the folder's files, one a line (written when the jar is made). */
+  private static final String MANIFEST = "MANIFEST";
 
   private static String source;
 
@@ -60,10 +68,28 @@ final class NativeLibrary {
     }
     Path dir = Files.createTempDirectory("oneflow-native-");
     dir.toFile().deleteOnExit();
+    for (String name : manifest()) {
+      if (!name.equals(ENGINE_FILE) && !name.equals(jniFile)) extract(dir, name);
+    }
     Path engine = extract(dir, ENGINE_FILE);
     Path jni = extract(dir, jniFile);
     System.load(engine.toString());
     System.load(jni.toString());
+  }
+
+  /** The files the jar carries for this platform (none besides the two libraries in older jars). */
+  private static List<String> manifest() throws IOException {
+    List<String> names = new ArrayList<>();
+    try (InputStream in = NativeLibrary.class.getClassLoader().getResourceAsStream(RESOURCE_DIR + "/" + MANIFEST)) {
+      if (in == null) return names;
+      for (String line : new String(in.readAllBytes(), StandardCharsets.UTF_8).split("\n")) {
+        String name = line.trim();
+        if (name.isEmpty()) continue;
+        if (name.contains("/") || name.startsWith(".")) throw new IOException("bad entry in " + MANIFEST + ": " + name);
+        names.add(name);
+      }
+    }
+    return names;
   }
 
   private static Path extract(Path dir, String name) throws IOException {
