@@ -176,6 +176,7 @@ static void train(oneflow_session_t* session, const Config* cfg, const Array* xt
   for (int epoch = first; epoch < last; ++epoch) {
     double t0 = now_s(), loss_sum = 0;
     int64_t seen = 0, correct = 0;
+    int drawn = -1;
     permutation(perm, n, cfg->seed, epoch);
     for (int64_t b = 0; b < n; b += cfg->batch) {
       int64_t m = n - b < cfg->batch ? n - b : cfg->batch; /* the short last batch is re-planned */
@@ -204,9 +205,9 @@ static void train(oneflow_session_t* session, const Config* cfg, const Array* xt
       }
       loss_sum += (double)*(const float*)oneflow_tensor_data(outs[1]) * (double)m;
       seen += m;
-      if (bar) {
-        const int filled = (int)(30 * seen / n);
-        fprintf(stderr, "\repoch %3d/%d [%.*s%.*s] %lld/%lld", epoch + 1, cfg->epochs, filled, kDone, 30 - filled, kLeft,
+      if (bar && (int)(30 * seen / n) != drawn) { /* redrawn when it moves, not per batch */
+        drawn = (int)(30 * seen / n);
+        fprintf(stderr, "\repoch %3d/%d [%.*s%.*s] %lld/%lld", epoch + 1, cfg->epochs, drawn, kDone, 30 - drawn, kLeft,
                 (long long)seen, (long long)n);
       }
       oneflow_tensor_release(outs[0]);

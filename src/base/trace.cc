@@ -416,12 +416,61 @@ void WriteJson(FileSink& sink, std::vector<Track>& tracks, int64_t start_ns, siz
   flush(true);
 }
 
+// Stops recording and writes the file; with `skip_if_empty`, a trace without slices is not
+// written (returns ""): a process that traced nothing, such as `oneflow launch` itself under
+// ONEFLOW_TRACE, must not replace a file its ranks wrote.
+std::string StopAndWrite(bool skip_if_empty) {
+  Recorder& r = Rec();
+  std::vector<std::shared_ptr<ThreadBuffer>> buffers;
+  std::string path;
+  int64_t start_ns = 0;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    OF_REQUIRE(r.recording, "no trace is being recorded");
+    trace_internal::g_recording.store(false, std::memory_order_release);
+    r.recording = false;
+    buffers.swap(r.buffers);
+    path = r.path;
+    start_ns = r.start_ns;
+  }
+  // Each buffer is emptied under its lock: a thread that checked TraceEnabled() just before the
+  // stop may still be appending a slice.
+  size_t dropped = 0;
+  std::vector<ThreadSlices> taken(buffers.size());
+  std::vector<SliceLog> logs(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    ThreadBuffer& b = *buffers[i];
+    std::lock_guard<std::mutex> lock(b.mu);
+    taken[i] = ThreadSlices{b.os_tid, b.name, b.share_by_name, {}};
+    logs[i] = std::move(b.log);
+    dropped += b.dropped;
+  }
+  size_t slices = dropped;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    taken[i].events = logs[i].Events();
+    slices += taken[i].events.size();
+  }
+  logs.clear();
+  if (skip_if_empty && slices == 0) return "";
+  std::vector<Track> tracks = BuildTracks(taken);
+  try {
+    WriteFileAtomically(path, [&](FileSink& sink) { WriteJson(sink, tracks, start_ns, dropped); });
+  } catch (const Error& e) {
+    Fail(ErrorCode::kIo, "cannot write the trace: ", e.what());
+  }
+  if (dropped > 0)
+    std::fprintf(stderr, "oneflow: the trace %s lacks %zu slices: a thread recorded more than %zu MiB\n",
+                 path.c_str(), dropped, kMaxBytesPerThread >> 20);
+  return path;
+}
+
 void StopAtExit() {
   if (!TraceEnabled() || ::getpid() != Rec().pid) return;
   try {
-    const std::string path = StopTrace();
-    std::fprintf(stderr, "oneflow: trace written to %s (open it in ui.perfetto.dev or chrome://tracing)\n",
-                 path.c_str());
+    const std::string path = StopAndWrite(true);
+    if (!path.empty())
+      std::fprintf(stderr, "oneflow: trace written to %s (open it in ui.perfetto.dev or chrome://tracing)\n",
+                   path.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "oneflow: the trace could not be written: %s\n", e.what());
   }
@@ -498,45 +547,7 @@ const bool g_env_trace_started = [] {
 
 void StartTrace(const std::string& path) { StartTraceImpl(path, false); }
 
-std::string StopTrace() {
-  Recorder& r = Rec();
-  std::vector<std::shared_ptr<ThreadBuffer>> buffers;
-  std::string path;
-  int64_t start_ns = 0;
-  {
-    std::lock_guard<std::mutex> lock(r.mu);
-    OF_REQUIRE(r.recording, "no trace is being recorded");
-    trace_internal::g_recording.store(false, std::memory_order_release);
-    r.recording = false;
-    buffers.swap(r.buffers);
-    path = r.path;
-    start_ns = r.start_ns;
-  }
-  // Each buffer is emptied under its lock: a thread that checked TraceEnabled() just before the
-  // stop may still be appending a slice.
-  size_t dropped = 0;
-  std::vector<ThreadSlices> taken(buffers.size());
-  std::vector<SliceLog> logs(buffers.size());
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    ThreadBuffer& b = *buffers[i];
-    std::lock_guard<std::mutex> lock(b.mu);
-    taken[i] = ThreadSlices{b.os_tid, b.name, b.share_by_name, {}};
-    logs[i] = std::move(b.log);
-    dropped += b.dropped;
-  }
-  for (size_t i = 0; i < buffers.size(); ++i) taken[i].events = logs[i].Events();
-  logs.clear();
-  std::vector<Track> tracks = BuildTracks(taken);
-  try {
-    WriteFileAtomically(path, [&](FileSink& sink) { WriteJson(sink, tracks, start_ns, dropped); });
-  } catch (const Error& e) {
-    Fail(ErrorCode::kIo, "cannot write the trace: ", e.what());
-  }
-  if (dropped > 0)
-    std::fprintf(stderr, "oneflow: the trace %s lacks %zu slices: a thread recorded more than %zu MiB\n",
-                 path.c_str(), dropped, kMaxBytesPerThread >> 20);
-  return path;
-}
+std::string StopTrace() { return StopAndWrite(false); }
 
 std::string TracePath() {
   Recorder& r = Rec();

@@ -3,7 +3,9 @@
 //
 // A trace is recorded between StartTrace(path) and StopTrace(), or for the whole process when the
 // environment holds ONEFLOW_TRACE=path (read once, when the library loads; the file is written at
-// exit). At most one trace is recorded at a time. A trace still recording at exit is written then.
+// exit). At most one trace is recorded at a time. A trace still recording at exit is written then,
+// unless it holds no slice: a process that traced nothing (`oneflow launch` itself, under
+// ONEFLOW_TRACE) leaves the path to the processes that did.
 //
 // Cost: off, a TraceScope is one relaxed atomic load and a branch (and one in its destructor); the
 // arguments of a slice are formatted only when it records (guard costly ones with `if (scope)`).

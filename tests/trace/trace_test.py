@@ -9,9 +9,10 @@ overlapping (times are compared exactly: the file's microseconds carry nanosecon
 1. `oneflow bench --trace` on the transformer bench model (bench/make_models.py): one session-run
    slice per warm-up and timed run, holding one node slice per executor step, each with its op,
    node name and shapes.
-2. ONEFLOW_TRACE=path: the same trace written at exit without the option; a bad path is reported
-   on stderr and the run still succeeds; --trace while ONEFLOW_TRACE records is an error; an
-   unwritable --trace path fails before the model is loaded.
+2. ONEFLOW_TRACE=path: the same trace written at exit without the option, and a file per rank
+   under `oneflow launch` (%r); a bad path is reported on stderr and the run still succeeds;
+   --trace while ONEFLOW_TRACE records is an error; an unwritable --trace path fails before the
+   model is loaded.
 3. The C ABI test's trace (trace_c_api_test): training phases, collectives with their bytes and
    groups, one track per in-process rank.
 4. `oneflow serve` under ONEFLOW_TRACE: one request slice per HTTP request with model and protocol,
@@ -174,6 +175,18 @@ def test_cli(cli, work):
         doc = load_trace(env_path)
         if doc:
             check_bench_trace(doc, env_path, runs=3)
+
+    # `oneflow launch` under ONEFLOW_TRACE with %r: a file per rank; the launcher, which traces
+    # nothing, must not replace rank 0's.
+    rc, out, err = run([cli, "launch", "-n", "2", "--", *bench], env=dict(env, ONEFLOW_TRACE=os.path.join(work, "launch-%r.json")))
+    if check(rc == 0, f"bench under oneflow launch failed: {err}"):
+        for rank in (0, 1):
+            rank_path = os.path.join(work, f"launch-{rank}.json")
+            doc = load_trace(rank_path)
+            if doc:
+                check_bench_trace(doc, rank_path, runs=3)
+                names = [e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "process_name"]
+                check(names and names[0].endswith(f"rank {rank}"), f"{rank_path}: process name {names}")
 
     rc, out, err = run(bench, env=dict(env, ONEFLOW_TRACE="/nonexistent-oneflow-dir/t.json"))
     check(rc == 0 and "ONEFLOW_TRACE=/nonexistent-oneflow-dir/t.json" in err and "no trace is recorded" in err,

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <algorithm>
 #include <map>
 #include <set>
@@ -38,10 +39,20 @@ int64_t Nanos(const std::string& micros) {  // "123.456" -> 123456, exactly
   return std::stoll(whole) * 1000 + (frac.empty() ? 0 : std::stoll((frac + "000").substr(0, 3)));
 }
 
+// A file path in a fresh directory, both removed when the test's process exits.
 std::string TempPath(const std::string& name) {
   char tmpl[] = "/tmp/oneflow_trace_XXXXXX";
   const char* dir = ::mkdtemp(tmpl);
   EXPECT_NE(dir, nullptr);
+  static std::vector<std::string>* dirs = [] {
+    auto* v = new std::vector<std::string>;
+    std::atexit([] {
+      std::error_code ec;
+      for (const std::string& d : *dirs) std::filesystem::remove_all(d, ec);
+    });
+    return v;
+  }();
+  if (dir != nullptr) dirs->push_back(dir);
   return std::string(dir ? dir : "/tmp") + "/" + name;
 }
 
