@@ -277,7 +277,7 @@ def ensure(names, out_dir=DEFAULT_OUT, force=False, verify=True, log=print):
         if force or not os.path.exists(path):
             model = MODELS[name]["make"]()
             onnx.checker.check_model(model, full_check=True)
-            tmp = path + ".tmp"
+            tmp = f"{path}.{os.getpid()}.tmp"  # ctest runs several checks that may write it at once
             onnx.save(model, tmp)
             if verify:
                 shapes = verify_with_ort(tmp, name)

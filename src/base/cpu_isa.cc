@@ -28,11 +28,20 @@ constexpr IsaName kNames[] = {
     {"avx512vnni", CpuIsa::kAvx512Vnni},
 };
 
+#if defined(__x86_64__) || defined(__i386__)
+// F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports has no "f16c". Every CPU with
+// AVX2 and FMA has it, but the avx2 tier is compiled with it, so it is checked, not assumed.
+bool HasF16c() {
+  unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0;
+}
+#endif
+
 CpuIsa Detect() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("bmi2") ||
-      !__builtin_cpu_supports("f16c"))
+      !HasF16c())
     return CpuIsa::kSse42;
   if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
       !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vl") ||

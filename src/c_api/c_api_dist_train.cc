@@ -27,7 +27,7 @@ oneflow_status_t oneflow_dist_trainer_create(const oneflow_graph_t* graph, const
     train::DistributedTrainingOptions o;
     o.training = ConvertOptions(nullptr, training);
     // Distributed trainers place their graphs by plan (the placement's devices), not by these fields.
-    OF_CHECK(o.training.device == DeviceType::kCpu, kUnsupported,
+    OF_CHECK(o.training.session.device == DeviceType::kCpu, kUnsupported,
              "training_options.device_kind CUDA is for oneflow_training_session_create; a distributed trainer "
              "places its graphs by the plan's placement");
     o.dist = ToDistOptions(plan);

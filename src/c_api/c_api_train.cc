@@ -48,8 +48,8 @@ train::TrainingOptions ConvertOptions(const oneflow_session_options_t* so, const
   train::TrainingOptions o;
   if (so) {
     CheckSizedInput(so, "session_options", "oneflow_session_options_init");
-    o.intra_op_threads = so->intra_op_threads;
-    o.optimization_level = so->optimization_level;
+    o.session.intra_op_threads = so->intra_op_threads;
+    o.session.optimization_level = so->optimization_level;
   }
   CheckSizedInput(to, "training_options", "oneflow_training_options_init");
   const int32_t loss = RawEnum(to->loss);  // within the struct_size checked above
@@ -129,12 +129,12 @@ train::TrainingOptions ConvertOptions(const oneflow_session_options_t* so, const
   const int32_t device = OF_FIELD(to, device_kind, int32_t{ONEFLOW_DEVICE_CPU});
   OF_REQUIRE(device == ONEFLOW_DEVICE_CPU || device == ONEFLOW_DEVICE_CUDA,
              "training_options.device_kind: unknown device ", device);
-  o.device = device == ONEFLOW_DEVICE_CUDA ? DeviceType::kCuda : DeviceType::kCpu;
-  o.device_index = OF_FIELD(to, device_index, int32_t{0});
+  o.session.device = device == ONEFLOW_DEVICE_CUDA ? DeviceType::kCuda : DeviceType::kCpu;
+  o.session.device_index = OF_FIELD(to, device_index, int32_t{0});
   const int32_t graphs = OF_FIELD(to, cuda_graphs, int32_t{ONEFLOW_CUDA_GRAPHS_AUTO});
   OF_REQUIRE(graphs == ONEFLOW_CUDA_GRAPHS_AUTO || graphs == ONEFLOW_CUDA_GRAPHS_ON || graphs == ONEFLOW_CUDA_GRAPHS_OFF,
              "training_options.cuda_graphs: unknown mode ", graphs);
-  o.cuda_graphs = graphs == ONEFLOW_CUDA_GRAPHS_ON    ? CudaGraphMode::kOn
+  o.session.cuda_graphs = graphs == ONEFLOW_CUDA_GRAPHS_ON    ? CudaGraphMode::kOn
                   : graphs == ONEFLOW_CUDA_GRAPHS_OFF ? CudaGraphMode::kOff
                                                       : CudaGraphMode::kAuto;
   return o;
@@ -178,7 +178,7 @@ oneflow_status_t oneflow_training_session_create(oneflow_env_t* env, const onefl
     OF_REQUIRE(training_options != nullptr, "training_options is NULL");
     OF_REQUIRE(out_session != nullptr, "out_session is NULL");
     train::TrainingOptions opts = ConvertOptions(session_options, training_options);
-    ApplyEnv(env, opts.intra_op_threads, opts.pool);
+    ApplyEnv(env, opts.session.intra_op_threads, opts.session.pool);
     auto h = std::make_unique<oneflow_session_s>();
     h->training = std::make_unique<TrainingSession>(*graph->graph, opts);
     h->io.Build(h->training->interface_graph());

@@ -18,11 +18,24 @@ void OptimizeForDevice(Graph& g, int level, ThreadPool& pool, DeviceType device,
   OptimizeGraph(g, options, pool, EvaluateOnCpu);
 }
 
-Session::Session(const Graph& model, const SessionOptions& options) : model_(model), options_(options) {
+void CheckSessionOptions(const SessionOptions& options) {
   OF_REQUIRE(options.intra_op_threads >= 0 && options.intra_op_threads <= 1024,
              "intra_op_threads must be in [0, 1024], got ", options.intra_op_threads);
   OF_REQUIRE(options.optimization_level >= 0 && options.optimization_level <= 2,
              "optimization_level must be 0, 1 or 2, got ", options.optimization_level);
+  OF_REQUIRE(options.device == DeviceType::kCpu || options.device == DeviceType::kCuda, "unknown device ",
+             static_cast<int>(options.device));
+  OF_REQUIRE(options.cuda_graphs == CudaGraphMode::kAuto || options.cuda_graphs == CudaGraphMode::kOn ||
+                 options.cuda_graphs == CudaGraphMode::kOff,
+             "unknown CUDA graph mode ", static_cast<int>(options.cuda_graphs));
+  if (options.device == DeviceType::kCpu)
+    OF_REQUIRE(options.device_index == 0, "CPU device index must be 0, got ", options.device_index);
+  else
+    OF_REQUIRE(options.device_index >= 0, "CUDA device index must be >= 0, got ", options.device_index);
+}
+
+Session::Session(const Graph& model, const SessionOptions& options) : model_(model), options_(options) {
+  CheckSessionOptions(options);
   TraceScope trace("session", "create session");
   trace.Arg("graph", model_.name).Arg("nodes", model_.nodes.size());
   optimized_ = std::make_shared<Graph>(model_);

@@ -39,6 +39,10 @@ struct SessionOptions {
 void OptimizeForDevice(Graph& g, int level, ThreadPool& pool, DeviceType device = DeviceType::kCpu,
                        bool fuse_elementwise = true);
 
+// The range checks of the fields every session has (thread count, optimization level); inference
+// and training sessions both apply them. Throws kInvalidArgument naming the field.
+void CheckSessionOptions(const SessionOptions& options);
+
 class Session {
  public:
   // `model` must be prepared (graph/prepare.h; loaded models are); the session optimizes its own copy.

@@ -145,9 +145,9 @@ PipelineTrainer::PipelineTrainer(const Graph& model, const DistributedTrainingOp
     d.dp = devices_.positions[slot] % dp_;
     const PipelineStage& st = stages_[static_cast<size_t>(d.stage)];
     d.pool = std::make_shared<ThreadPool>(options_.dist.threads_per_device);
-    d.forward = CompilePart(st.forward, to.optimization_level, d.pool);
-    d.backward = CompilePart(st.backward, to.optimization_level, d.pool);
-    d.eval = CompilePart(st.eval, to.optimization_level, d.pool);
+    d.forward = CompilePart(st.forward, to.session.optimization_level, d.pool);
+    d.backward = CompilePart(st.backward, to.session.optimization_level, d.pool);
+    d.eval = CompilePart(st.eval, to.session.optimization_level, d.pool);
     for (int v : d.backward->graph->inputs) d.backward_inputs.push_back(d.backward->graph->values[static_cast<size_t>(v)].name);
     for (size_t i = 0; i < params_.size(); ++i) {
       const ParamInfo& info = params_[i];

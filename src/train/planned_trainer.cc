@@ -397,7 +397,7 @@ std::shared_ptr<Compiled> PlannedTrainer::Compile(const std::map<std::string, Sh
   for (size_t s = 0; s < devices_.size(); ++s) {
     const int pos = devices_.positions[s];
     auto g = std::make_shared<Graph>(BuildPhysicalGraph(plan, pos, keys_[s], defer));
-    OptimizeForDevice(*g, opts_.training.optimization_level, fold_pool);
+    OptimizeForDevice(*g, opts_.training.session.optimization_level, fold_pool);
     for (int v : g->inputs) {
       const std::string& name = g->values[static_cast<size_t>(v)].name;
       auto w = std::find(names_.begin(), names_.end(), name);

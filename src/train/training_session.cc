@@ -19,11 +19,13 @@ namespace oneflow::train {
 namespace {
 
 void CheckOptions(const TrainingOptions& o) {
-  OF_REQUIRE(o.intra_op_threads >= 0 && o.intra_op_threads <= 1024, "intra_op_threads must be in [0, 1024], got ",
-             o.intra_op_threads);
-  OF_REQUIRE(o.optimization_level >= 0 && o.optimization_level <= 2, "optimization_level must be 0, 1 or 2, got ",
-             o.optimization_level);
-  OF_REQUIRE(!o.deterministic || o.intra_op_threads > 0,
+  CheckSessionOptions(o.session);
+  // cuDNN's heuristics may pick algorithms that add with atomics (the backward filter ones), and
+  // the choice depends on the GPU: bit-identical runs cannot be promised there.
+  OF_CHECK(o.session.device != DeviceType::kCuda || !o.deterministic, kUnsupported,
+           "deterministic mode is not supported for training on a CUDA device (bit-identical results are "
+           "promised on the CPU only); turn it off or train on the CPU");
+  OF_REQUIRE(!o.deterministic || o.session.intra_op_threads > 0,
              "deterministic mode needs an explicit intra_op_threads (results are bit-identical for a given "
              "thread count; 0 would mean the core count of whichever machine runs it)");
   OF_REQUIRE(o.nonfinite == NonFinitePolicy::kSkip || o.nonfinite == NonFinitePolicy::kRefuse,
@@ -43,21 +45,6 @@ void CheckOptions(const TrainingOptions& o) {
   }
   ValidateOptimizerConfig(o.optimizer);
   ValidateLrSchedule(o.schedule);
-  OF_REQUIRE(o.device == DeviceType::kCpu || o.device == DeviceType::kCuda, "unknown training device ",
-             static_cast<int>(o.device));
-  OF_REQUIRE(o.cuda_graphs == CudaGraphMode::kAuto || o.cuda_graphs == CudaGraphMode::kOn ||
-                 o.cuda_graphs == CudaGraphMode::kOff,
-             "unknown CUDA graph mode ", static_cast<int>(o.cuda_graphs));
-  if (o.device == DeviceType::kCpu) {
-    OF_REQUIRE(o.device_index == 0, "CPU device index must be 0, got ", o.device_index);
-  } else {
-    OF_REQUIRE(o.device_index >= 0, "CUDA device index must be >= 0, got ", o.device_index);
-    // cuDNN's heuristics may pick algorithms that add with atomics (the backward filter ones), and
-    // the choice depends on the GPU: bit-identical runs cannot be promised there.
-    OF_CHECK(!o.deterministic, kUnsupported,
-             "deterministic mode is not supported for training on a CUDA device (bit-identical results are "
-             "promised on the CPU only); turn it off or train on the CPU");
-  }
 }
 
 // Checks a feed against its declaration: dtype, rank, static dims.
@@ -108,8 +95,8 @@ TrainingSession::TrainingSession(const Graph& model, const TrainingOptions& opti
   CheckOptions(options);
   Impl& s = *impl_;
   // First, so a missing device fails before the graphs are built.
-  if (options.device == DeviceType::kCuda)
-    s.device = std::make_unique<TrainingDevice>(options.device_index, options.optimizer);
+  if (options.session.device == DeviceType::kCuda)
+    s.device = std::make_unique<TrainingDevice>(options.session.device_index, options.optimizer);
   s.model = model;
   TrainingGraph t = BuildTrainingGraph(model, options);
   const Graph& g = t.graph;
@@ -147,11 +134,11 @@ TrainingSession::TrainingSession(const Graph& model, const TrainingOptions& opti
   s.recomputed_nodes = graphs.recomputed_nodes;
   interface_ = t.interface;
 
-  s.pool = options.pool ? options.pool : std::make_shared<ThreadPool>(options.intra_op_threads);
-  const ExecutorDevice where{options.device, options.device_index, options.cuda_graphs};
-  s.forward = CompilePart(std::move(graphs.forward), options.optimization_level, s.pool, where);
-  s.backward = CompilePart(std::move(graphs.backward), options.optimization_level, s.pool, where);
-  s.eval = CompilePart(std::move(graphs.eval), options.optimization_level, s.pool, where);
+  s.pool = options.session.pool ? options.session.pool : std::make_shared<ThreadPool>(options.session.intra_op_threads);
+  const ExecutorDevice where{options.session.device, options.session.device_index, options.session.cuda_graphs};
+  s.forward = CompilePart(std::move(graphs.forward), options.session.optimization_level, s.pool, where);
+  s.backward = CompilePart(std::move(graphs.backward), options.session.optimization_level, s.pool, where);
+  s.eval = CompilePart(std::move(graphs.eval), options.session.optimization_level, s.pool, where);
   s.backward_reads_inputs.clear();
   for (int v : s.backward->graph->inputs) {
     const std::string& name = s.backward->graph->values[static_cast<size_t>(v)].name;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/executor.h"
+#include "engine/session.h"
 #include "graph/graph.h"
 #include "train/lr_schedule.h"
 #include "train/mixed_precision.h"
@@ -32,10 +33,14 @@ enum class NonFinitePolicy { kSkip, kRefuse };
 enum class Precision { kFloat32, kBFloat16, kFloat16 };
 
 struct TrainingOptions {
-  int intra_op_threads = 0;    // 0 = one per core (deterministic mode needs an explicit count)
-  // A pool shared with other sessions (SessionOptions::pool); null: `intra_op_threads` of its own.
-  std::shared_ptr<ThreadPool> pool = nullptr;
-  int optimization_level = 2;  // passes for the compiled graphs; parameters are never folded
+  // What every session has, checked once (CheckSessionOptions): threads or a shared pool (deterministic
+  // mode needs an explicit intra_op_threads), the passes for the compiled graphs (parameters are
+  // never folded), and where it trains (docs/training.md, "Training on a CUDA device"): kCuda keeps
+  // parameters, gradients and optimizer state in memory of CUDA device `device_index`, runs the
+  // forward and backward graphs there (CPU fallback for ops without a CUDA kernel) and steps with
+  // the fused multi-tensor optimizer; Run still takes and returns host tensors. `cuda_graphs` applies
+  // to the forward, backward and eval graphs (each captured by its executor when shapes are static).
+  SessionOptions session;
 
   // The loss: either a model output named `loss_output`, or `appended_loss` built on
   // `logits_output` and the new input `labels_input` (class indices, int64, for cross entropy;
@@ -65,15 +70,6 @@ struct TrainingOptions {
   // scaled gradients overflow whatever `nonfinite` says.
   Precision precision = Precision::kFloat32;
   LossScaleConfig loss_scale;
-
-  // Where the session trains (docs/training.md, "Training on a CUDA device"). kCuda keeps
-  // parameters, gradients and optimizer state in memory of CUDA device `device_index`, runs the
-  // forward and backward graphs there (CPU fallback for ops without a CUDA kernel) and steps with the
-  // fused multi-tensor optimizer; Run still takes and returns host tensors. `cuda_graphs` applies to
-  // the forward, backward and eval graphs (each captured by its executor when shapes are static).
-  DeviceType device = DeviceType::kCpu;
-  int device_index = 0;
-  CudaGraphMode cuda_graphs = CudaGraphMode::kAuto;
 };
 
 enum class RunMode { kTrain, kEval };

@@ -74,7 +74,7 @@ TEST(CudaTrainStep, MlpSgdMomentumMatchesCpuSession) {
   std::mt19937 rng(61);
   const Graph model = MakeMlp(rng);
   TrainingOptions o;
-  o.intra_op_threads = 2;
+  o.session.intra_op_threads = 2;
   o.appended_loss = AppendedLoss::kSoftmaxCrossEntropy;
   o.logits_output = "logits";
   o.labels_input = "labels";

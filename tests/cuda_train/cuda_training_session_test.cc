@@ -50,14 +50,14 @@ std::vector<Batch> MakeBatches(int n, uint64_t seed) {
 
 TrainingOptions MlpOptions(OptimizerKind kind, DeviceType device) {
   TrainingOptions o;
-  o.intra_op_threads = 2;
+  o.session.intra_op_threads = 2;
   o.appended_loss = AppendedLoss::kSoftmaxCrossEntropy;
   o.logits_output = "logits";
   o.optimizer.kind = kind;
   o.optimizer.lr = kind == OptimizerKind::kSgd ? 0.05f : 3e-3f;
   if (kind == OptimizerKind::kSgd) o.optimizer.momentum = 0.9f;
   if (kind == OptimizerKind::kAdamW) o.optimizer.weight_decay = 0.01f;
-  o.device = device;
+  o.session.device = device;
   return o;
 }
 
@@ -106,7 +106,7 @@ TEST(CudaTrainingSession, MlpAdamWWithClippingMatchesCpu) {
   OF_REQUIRE_CUDA_DEVICE();
   const Graph model = MakeMlp(7);
   TrainingOptions c = MlpOptions(OptimizerKind::kAdamW, DeviceType::kCpu), g = c;
-  g.device = DeviceType::kCuda;
+  g.session.device = DeviceType::kCuda;
   c.max_grad_norm = g.max_grad_norm = 0.5f;  // below the norms seen: the clipping scale is used
   TrainingSession cpu(model, c), gpu(model, g);
   ExpectSameTraining(cpu, gpu, MakeBatches(kSteps, 3), 1e-4, 1e-3);
@@ -123,7 +123,7 @@ TEST(CudaTrainingSession, TransformerEncoderAdamMatchesCpu) {
   PrepareGraph(model);
   auto options = [](DeviceType d) {
     TrainingOptions o = train_test::EncoderMseOptions();
-    o.device = d;
+    o.session.device = d;
     return o;
   };
   TrainingSession cpu(model, options(DeviceType::kCpu)), gpu(model, options(DeviceType::kCuda));
@@ -206,7 +206,7 @@ TEST(CudaTrainingSession, F16LossScalingBacksOffOnDevice) {
   o.precision = Precision::kFloat16;
   o.loss_scale.initial_scale = std::ldexp(1.0f, 40);
   TrainingSession gpu(model, o);
-  o.device = DeviceType::kCpu;
+  o.session.device = DeviceType::kCpu;
   TrainingSession cpu(model, o);
   const std::vector<Batch> batches = MakeBatches(40, 5);
   const Tensor before = gpu.GetParameter("fc1.weight");
@@ -305,8 +305,8 @@ TEST(CudaTrainingSession, CudaGraphsEqualEagerRuns) {
   TrainingOptions on = MlpOptions(OptimizerKind::kAdam, DeviceType::kCuda);
   on.appended_loss = AppendedLoss::kMse;
   TrainingOptions off = on;
-  on.cuda_graphs = CudaGraphMode::kOn;
-  off.cuda_graphs = CudaGraphMode::kOff;
+  on.session.cuda_graphs = CudaGraphMode::kOn;
+  off.session.cuda_graphs = CudaGraphMode::kOff;
   TrainingSession a(model, on), b(model, off);
   std::vector<Batch> batches = MakeBatches(6, 8);
   for (Batch& bt : batches) {

@@ -38,7 +38,7 @@ using train_test::Randn;
 
 TrainingOptions Options(Precision p) {
   TrainingOptions o;
-  o.intra_op_threads = 2;
+  o.session.intra_op_threads = 2;
   o.appended_loss = AppendedLoss::kSoftmaxCrossEntropy;
   o.logits_output = "logits";
   o.optimizer.kind = OptimizerKind::kAdam;

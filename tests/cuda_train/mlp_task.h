@@ -77,7 +77,7 @@ inline Batch MakeBatch(std::mt19937& rng, const Tensor& teacher) {
 // The bench encoder's training options in the tests: MSE against the "labels" input, Adam at 1e-3.
 inline train::TrainingOptions EncoderMseOptions() {
   train::TrainingOptions o;
-  o.intra_op_threads = 2;
+  o.session.intra_op_threads = 2;
   o.appended_loss = train::AppendedLoss::kMse;
   o.logits_output = "output";
   o.optimizer.lr = 1e-3f;

@@ -32,10 +32,10 @@ Graph TinyModel() {
 
 TrainingOptions CudaOptions() {
   TrainingOptions o;
-  o.intra_op_threads = 1;
+  o.session.intra_op_threads = 1;
   o.appended_loss = AppendedLoss::kMse;
   o.logits_output = "logits";
-  o.device = DeviceType::kCuda;
+  o.session.device = DeviceType::kCuda;
   return o;
 }
 
@@ -65,27 +65,27 @@ TEST(TrainingDeviceHost, CudaWithoutCudaOrDeviceIsAClearError) {
 
 TEST(TrainingDeviceHost, BadDeviceOptionsAreNamed) {
   TrainingOptions o = CudaOptions();
-  o.device_index = -1;
+  o.session.device_index = -1;
   ErrorCode code = ErrorCode::kOk;
   std::string err = CreateError(o, &code);
   EXPECT_EQ(code, ErrorCode::kInvalidArgument);
   EXPECT_NE(err.find("CUDA device index must be >= 0"), std::string::npos) << err;
 
   o = CudaOptions();
-  o.device = DeviceType::kCpu;
-  o.device_index = 1;
+  o.session.device = DeviceType::kCpu;
+  o.session.device_index = 1;
   err = CreateError(o, &code);
   EXPECT_EQ(code, ErrorCode::kInvalidArgument);
   EXPECT_NE(err.find("CPU device index must be 0"), std::string::npos) << err;
 
   o = CudaOptions();
-  o.device = static_cast<DeviceType>(7);
+  o.session.device = static_cast<DeviceType>(7);
   err = CreateError(o, &code);
   EXPECT_EQ(code, ErrorCode::kInvalidArgument);
-  EXPECT_NE(err.find("unknown training device 7"), std::string::npos) << err;
+  EXPECT_NE(err.find("unknown device 7"), std::string::npos) << err;
 
   o = CudaOptions();
-  o.cuda_graphs = static_cast<CudaGraphMode>(9);
+  o.session.cuda_graphs = static_cast<CudaGraphMode>(9);
   err = CreateError(o, &code);
   EXPECT_EQ(code, ErrorCode::kInvalidArgument);
   EXPECT_NE(err.find("unknown CUDA graph mode 9"), std::string::npos) << err;
@@ -104,7 +104,7 @@ TEST(TrainingDeviceHost, DeterministicModeOnCudaIsUnsupported) {
 // The CPU default is unchanged by the new fields.
 TEST(TrainingDeviceHost, CpuSessionStillTrains) {
   TrainingOptions o = CudaOptions();
-  o.device = DeviceType::kCpu;
+  o.session.device = DeviceType::kCpu;
   TrainingSession s(TinyModel(), o);
   Tensor x(DType::kFloat32, {4, 3}), y(DType::kFloat32, {4, 2});
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 5) - 2.0f;

@@ -110,7 +110,7 @@ inline Case MakeCase(const std::string& dir, const std::string& name, int steps)
 
 inline void RunReference(Case& c) {
   TrainingOptions o = c.options;
-  o.intra_op_threads = 1;
+  o.session.intra_op_threads = 1;
   TrainingSession s(c.model, o);
   for (const Feeds& b : c.batches) {
     s.Run(b, {}, RunMode::kTrain);

@@ -74,7 +74,7 @@ TrainingOptions MlpOptions() {
   o.optimizer.kind = OptimizerKind::kSgd;
   o.optimizer.lr = 0.01f;
   o.optimizer.momentum = 0.9f;
-  o.intra_op_threads = 1;
+  o.session.intra_op_threads = 1;
   return o;
 }
 

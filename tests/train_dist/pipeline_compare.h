@@ -88,7 +88,7 @@ inline std::vector<Feeds> Batches(const Case& c, int steps, unsigned seed) {
 
 inline TrainingOptions Training(const Case& c, OptimizerKind kind) {
   TrainingOptions o;
-  o.intra_op_threads = 1;
+  o.session.intra_op_threads = 1;
   o.appended_loss = c.mlp ? AppendedLoss::kSoftmaxCrossEntropy : AppendedLoss::kMse;
   o.logits_output = c.mlp ? "logits" : "output";
   // The key bias's gradient is zero in exact arithmetic (softmax ignores a per-query constant), so

@@ -236,7 +236,7 @@ Graph NoCutModel() {
 TEST(Pipeline, ModelWithoutSingleValueCut) {
   Graph g = NoCutModel();
   TrainingOptions to;
-  to.intra_op_threads = 1;
+  to.session.intra_op_threads = 1;
   to.loss_output = "loss";
   std::string err = ErrorOf([&] { CreatePipelineTrainer(g, Pipeline(to, "cpu:0-1", 2, 1)); });
   EXPECT_NE(err.find("cannot cut the model into 2 pipeline stages: its forward graph has 0 float32 value(s)"),
