@@ -754,10 +754,13 @@ ONEFLOW_API_SINCE(2) oneflow_status_t oneflow_plan_explain(const oneflow_graph_t
 
 /* A session running `graph` as global tensors on in-process virtual CPU devices (one thread per
  * device, collectives in shared memory). Created from a graph, session options (may be NULL) and
- * plan options (required); the graph may be released afterwards. */
+ * plan options (required); the graph may be released afterwards. `env` may be NULL; an env with a
+ * shared thread pool lends it when this process runs a single device of the placement (a rank of a
+ * Gloo job), in place of threads_per_device; in-process virtual devices run at once, so each keeps
+ * threads_per_device threads of its own. The distributed trainer takes the env alike. */
 typedef struct oneflow_dist_session_s oneflow_dist_session_t; /* ABI 2 */
 
-ONEFLOW_API_SINCE(2) oneflow_status_t oneflow_dist_session_create(const oneflow_graph_t* graph,
+ONEFLOW_API_SINCE(2) oneflow_status_t oneflow_dist_session_create(oneflow_env_t* env, const oneflow_graph_t* graph,
                                                          const oneflow_session_options_t* session_options,
                                                          const oneflow_plan_options_t* plan_options,
                                                          oneflow_dist_session_t** out_session);
@@ -796,7 +799,7 @@ ONEFLOW_API_SINCE(3) oneflow_status_t oneflow_dist_training_options_init_sized(o
  * mode, annotations, backend), `dist` may be NULL (defaults). `*out_trainer` is owned by the caller
  * (oneflow_dist_trainer_release). Errors: as oneflow_training_session_create and
  * oneflow_dist_session_create, plus ZeRO or pipeline settings that do not fit. */
-ONEFLOW_API_SINCE(3) oneflow_status_t oneflow_dist_trainer_create(const oneflow_graph_t* graph,
+ONEFLOW_API_SINCE(3) oneflow_status_t oneflow_dist_trainer_create(oneflow_env_t* env, const oneflow_graph_t* graph,
                                                          const oneflow_training_options_t* training,
                                                          const oneflow_plan_options_t* plan,
                                                          const oneflow_dist_training_options_t* dist,

@@ -16,7 +16,8 @@ oneflow_status_t oneflow_dist_training_options_init_sized(oneflow_dist_training_
   return InitSizedStruct(options, struct_size, "oneflow_dist_training_options_t", [](oneflow_dist_training_options_t& ) {});
 }
 
-oneflow_status_t oneflow_dist_trainer_create(const oneflow_graph_t* graph, const oneflow_training_options_t* training,
+oneflow_status_t oneflow_dist_trainer_create(oneflow_env_t* env, const oneflow_graph_t* graph,
+                                             const oneflow_training_options_t* training,
                                              const oneflow_plan_options_t* plan,
                                              const oneflow_dist_training_options_t* dist,
                                              oneflow_dist_trainer_t** out_trainer) {
@@ -31,6 +32,7 @@ oneflow_status_t oneflow_dist_trainer_create(const oneflow_graph_t* graph, const
              "training_options.device_kind CUDA is for oneflow_training_session_create; a distributed trainer "
              "places its graphs by the plan's placement");
     o.dist = ToDistOptions(plan);
+    if (env != nullptr) o.dist.shared_pool = env->pool;
     if (dist) {
       CheckSizedInput(dist, "dist_training_options", "oneflow_dist_training_options_init");
       o.zero_stage = dist->zero_stage;

@@ -90,7 +90,8 @@ oneflow_status_t oneflow_plan_explain(const oneflow_graph_t* graph, const oneflo
 
 void oneflow_string_free(char* str) { delete[] str; }
 
-oneflow_status_t oneflow_dist_session_create(const oneflow_graph_t* graph, const oneflow_session_options_t* session_options,
+oneflow_status_t oneflow_dist_session_create(oneflow_env_t* env, const oneflow_graph_t* graph,
+                                             const oneflow_session_options_t* session_options,
                                              const oneflow_plan_options_t* plan_options,
                                              oneflow_dist_session_t** out_session) {
   return Guard([&] {
@@ -104,6 +105,7 @@ oneflow_status_t oneflow_dist_session_create(const oneflow_graph_t* graph, const
     OF_REQUIRE(so.optimization_level >= 0 && so.optimization_level <= 2, "optimization_level must be 0, 1 or 2, got ",
                so.optimization_level);
     DistributedOptions d = ToDistOptions(plan_options);
+    if (env != nullptr) d.shared_pool = env->pool;
     const Graph& g = *graph->graph;  // prepared when loaded
     auto s = std::make_unique<oneflow_dist_session_s>();
     s->num_outputs = g.outputs.size();

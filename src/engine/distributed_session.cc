@@ -35,6 +35,11 @@ struct DistributedSession::Compiled {
 
 static int DevicesNeeded(const Placement& p) { return *std::max_element(p.devices.begin(), p.devices.end()) + 1; }
 
+std::shared_ptr<ThreadPool> DevicePool(const DistributedOptions& dist, size_t local_devices) {
+  if (dist.shared_pool && local_devices == 1) return dist.shared_pool;
+  return std::make_shared<ThreadPool>(dist.threads_per_device);
+}
+
 std::shared_ptr<Communicator> ResolveDistributedOptions(DistributedOptions& dist) {
   const Placement& P = dist.plan.placement;
   OF_REQUIRE(!P.empty(), "a distributed session needs a placement");
@@ -88,7 +93,7 @@ std::shared_ptr<DistributedSession::Compiled> DistributedSession::Compile(
     auto g = std::make_shared<Graph>(BuildPhysicalGraph(*c->plan, c->devices.positions[slot], c->keys[slot]));
     OptimizeForDevice(*g, options_.optimization_level, fold_pool);
     c->graphs.push_back(g);
-    c->executors.push_back(std::make_unique<Executor>(g, dist_.threads_per_device));
+    c->executors.push_back(std::make_unique<Executor>(g, DevicePool(dist_, c->devices.size())));
   }
   if (cache_.size() < 16) cache_[input_shapes] = c;
   return c;

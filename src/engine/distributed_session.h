@@ -28,7 +28,15 @@ struct DistributedOptions {
   // is one rank of a multi-process job (CreateGlooCommunicatorFromEnv); it runs its own device
   // of the placement, every rank runs the same session, and every rank gets the whole outputs.
   std::string backend = "in-process";
+  // A thread pool shared with other sessions (the C ABI's oneflow_env_t). It serves when this
+  // process runs a single device of the placement (a rank of a Gloo job), in place of
+  // threads_per_device; in-process virtual devices run at once, so each keeps threads of its own.
+  std::shared_ptr<ThreadPool> shared_pool = nullptr;
 };
+
+// The intra-op pool of one of this process's `local_devices` devices: the shared pool when there
+// is one device, else a pool of threads_per_device threads.
+std::shared_ptr<ThreadPool> DevicePool(const DistributedOptions& dist, size_t local_devices);
 
 // Checks that every rank of `group` planned the same graph: all-gathers the hashes and throws
 // kInvalidArgument naming the ranks whose model differs from the first member's.

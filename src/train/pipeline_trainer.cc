@@ -144,7 +144,7 @@ PipelineTrainer::PipelineTrainer(const Graph& model, const DistributedTrainingOp
     d.stage = devices_.positions[slot] / dp_;
     d.dp = devices_.positions[slot] % dp_;
     const PipelineStage& st = stages_[static_cast<size_t>(d.stage)];
-    d.pool = std::make_shared<ThreadPool>(options_.dist.threads_per_device);
+    d.pool = DevicePool(options_.dist, device_.size());
     d.forward = CompilePart(st.forward, to.session.optimization_level, d.pool);
     d.backward = CompilePart(st.backward, to.session.optimization_level, d.pool);
     d.eval = CompilePart(st.eval, to.session.optimization_level, d.pool);

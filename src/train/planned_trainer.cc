@@ -181,7 +181,7 @@ PlannedTrainer::PlannedTrainer(const Graph& model, const DistributedTrainingOpti
   for (size_t s = 0; s < devices_.size(); ++s) {
     keys_.push_back(id + "/rank" + std::to_string(devices_.rank(s)));
     RegisterCommunicator(keys_.back(), devices_.comms[s]);
-    pools_.push_back(std::make_shared<ThreadPool>(opts_.dist.threads_per_device));
+    pools_.push_back(DevicePool(opts_.dist, devices_.size()));
   }
   buckets_.resize(devices_.size());
 

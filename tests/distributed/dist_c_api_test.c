@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   for (i = 0; i < 6 * 784; ++i) xd[i] = (float)sin(0.37 * i);
   REQUIRE_OK(oneflow_session_create(NULL, graph, NULL, &single));
   REQUIRE_OK(oneflow_session_run(single, names, (const oneflow_tensor_t* const*)&x, 1, NULL, 0, &want, 1));
-  REQUIRE_OK(oneflow_dist_session_create(graph, NULL, &po, &dist));
+  REQUIRE_OK(oneflow_dist_session_create(NULL, graph, NULL, &po, &dist));
   REQUIRE_OK(oneflow_dist_session_run(dist, names, (const oneflow_tensor_t* const*)&x, 1, NULL, 0, &got, 1));
   a = (const float*)oneflow_tensor_data(got);
   b = (const float*)oneflow_tensor_data(want);

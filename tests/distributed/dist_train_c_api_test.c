@@ -63,7 +63,7 @@ static void compare(const oneflow_graph_t* graph, const oneflow_plan_options_t* 
   oneflow_dist_training_options_t d;
   oneflow_dist_training_options_init(&d);
   oneflow_dist_trainer_t* trainer = NULL;
-  if (!expect_ok(oneflow_dist_trainer_create(graph, &t, plan, &d, &trainer), what)) return;
+  if (!expect_ok(oneflow_dist_trainer_create(NULL, graph, &t, plan, &d, &trainer), what)) return;
   char* text = NULL;
   EXPECT(code_of(oneflow_dist_trainer_explain(trainer, 0, &text)) == ONEFLOW_INVALID_ARGUMENT,
          "%s: explain before the first step must fail", what);
@@ -171,15 +171,15 @@ int main(int argc, char** argv) {
   oneflow_dist_trainer_t* trainer = NULL;
   oneflow_plan_options_init(&p);
   p.placement = "cpu:0-1";
-  EXPECT(code_of(oneflow_dist_trainer_create(NULL, &t, &p, NULL, &trainer)) == ONEFLOW_INVALID_ARGUMENT, "NULL graph");
-  EXPECT(code_of(oneflow_dist_trainer_create(graph, NULL, &p, NULL, &trainer)) == ONEFLOW_INVALID_ARGUMENT,
+  EXPECT(code_of(oneflow_dist_trainer_create(NULL, NULL, &t, &p, NULL, &trainer)) == ONEFLOW_INVALID_ARGUMENT, "NULL graph");
+  EXPECT(code_of(oneflow_dist_trainer_create(NULL, graph, NULL, &p, NULL, &trainer)) == ONEFLOW_INVALID_ARGUMENT,
          "NULL training options");
-  EXPECT(code_of(oneflow_dist_trainer_create(graph, &t, NULL, NULL, &trainer)) == ONEFLOW_INVALID_ARGUMENT,
+  EXPECT(code_of(oneflow_dist_trainer_create(NULL, graph, &t, NULL, NULL, &trainer)) == ONEFLOW_INVALID_ARGUMENT,
          "NULL plan options");
   oneflow_dist_training_options_t d;
   oneflow_dist_training_options_init(&d);
   d.zero_stage = 5;
-  EXPECT(code_of(oneflow_dist_trainer_create(graph, &t, &p, &d, &trainer)) == ONEFLOW_INVALID_ARGUMENT, "zero_stage 5");
+  EXPECT(code_of(oneflow_dist_trainer_create(NULL, graph, &t, &p, &d, &trainer)) == ONEFLOW_INVALID_ARGUMENT, "zero_stage 5");
   EXPECT(code_of(oneflow_dist_trainer_step(NULL, names, NULL, 0, NULL, NULL)) == ONEFLOW_INVALID_ARGUMENT,
          "NULL trainer");
   oneflow_dist_trainer_release(NULL);

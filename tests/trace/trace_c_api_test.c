@@ -74,7 +74,7 @@ static void train_data_parallel(const oneflow_graph_t* graph) {
   oneflow_plan_options_init(&p);
   p.placement = "cpu:0-1";
   oneflow_dist_trainer_t* trainer = NULL;
-  OK(oneflow_dist_trainer_create(graph, &t, &p, NULL, &trainer));
+  OK(oneflow_dist_trainer_create(NULL, graph, &t, &p, NULL, &trainer));
   oneflow_tensor_t *x, *y;
   make_batch(0, &x, &y);
   const char* names[2] = {"input", "labels"};
