@@ -21,6 +21,7 @@ struct IsaName {
   const char* name;
   CpuIsa isa;
 };
+// The tiers' own names first, in tier order (CpuIsaName indexes them), then the aliases ParseCpuIsa takes.
 constexpr IsaName kNames[] = {
     {"sse4.2", CpuIsa::kSse42},   {"avx2", CpuIsa::kAvx2},           {"avx512", CpuIsa::kAvx512},
     {"avx512_vnni", CpuIsa::kAvx512Vnni}, {"x86-64-v2", CpuIsa::kSse42}, {"x86-64-v3", CpuIsa::kAvx2},
@@ -102,13 +103,8 @@ std::string CpuBrand() {
 }  // namespace
 
 const char* CpuIsaName(CpuIsa isa) {
-  switch (isa) {
-    case CpuIsa::kSse42: return "sse4.2";
-    case CpuIsa::kAvx2: return "avx2";
-    case CpuIsa::kAvx512: return "avx512";
-    case CpuIsa::kAvx512Vnni: return "avx512_vnni";
-  }
-  return "unknown";
+  const int i = static_cast<int>(isa);
+  return i >= 0 && i < kCpuIsaCount ? kNames[i].name : "unknown";
 }
 
 bool ParseCpuIsa(const std::string& text, CpuIsa* isa) {

@@ -11,17 +11,6 @@ struct oneflow_server_s {
   bool started = false;
 };
 
-namespace {
-
-// A field the caller's struct holds (its struct_size covers it), or the default.
-template <typename T>
-T Field(const oneflow_server_options_t* o, const T& field, T fallback) {
-  size_t end = static_cast<size_t>(reinterpret_cast<const char*>(&field) - reinterpret_cast<const char*>(o)) + sizeof(T);
-  return o->struct_size >= end ? field : fallback;
-}
-
-}  // namespace
-
 oneflow_status_t oneflow_server_options_init_sized(oneflow_server_options_t* options, size_t struct_size) {
   return InitSizedStruct(options, struct_size, "oneflow_server_options_t", [](oneflow_server_options_t& o) {
     o.host = "127.0.0.1";
@@ -37,19 +26,19 @@ oneflow_status_t oneflow_server_create(const oneflow_server_options_t* options, 
   return Guard([&] {
     OF_REQUIRE(out_server != nullptr, "out_server is NULL");
     OF_REQUIRE(options != nullptr, "server options are NULL");
-    CheckSizedInput(options, "server options", "oneflow_server_options_init");
+    CheckSizedInput(options, "server options", "oneflow_server_options_init");  // every field below is there
     OF_REQUIRE(options->model_repository != nullptr, "server options: model_repository is NULL");
     serve::ServerOptions o;
     o.model_repository = options->model_repository;
     o.host = options->host ? options->host : "127.0.0.1";
-    o.http_port = Field(options, options->http_port, 8000);
-    o.grpc_port = Field(options, options->grpc_port, 8001);
-    o.metrics_port = Field(options, options->metrics_port, 8002);
-    o.threads = Field(options, options->threads, 0);
-    o.http_threads = Field(options, options->http_threads, 0);
-    o.max_request_bytes = static_cast<size_t>(Field<uint64_t>(options, options->max_request_bytes, uint64_t{256} << 20));
-    o.idle_timeout_seconds = Field(options, options->idle_timeout_seconds, 60);
-    o.access_log = Field(options, options->access_log, 0) != 0;
+    o.http_port = options->http_port;
+    o.grpc_port = options->grpc_port;
+    o.metrics_port = options->metrics_port;
+    o.threads = options->threads;
+    o.http_threads = options->http_threads;
+    o.max_request_bytes = static_cast<size_t>(options->max_request_bytes);
+    o.idle_timeout_seconds = options->idle_timeout_seconds;
+    o.access_log = options->access_log != 0;
     auto s = std::make_unique<oneflow_server_s>();
     s->server = std::make_unique<serve::Server>(o);
     *out_server = s.release();
