@@ -1,6 +1,10 @@
-// oneflow_gemm_bench [n] [trials]: measured FMA peak (per core, 1 and 2 threads) vs the engine's
-// Sgemm at n^3 (default 2048): its default path (oneDNN sgemm slices on our pool when built in) and
-// our own AVX-512 microkernel. WITH_OPENMP=1 adds oneDNN on its own OpenMP threads (leaves spinning
+// oneflow_gemm_bench[_<tier>] [n] [trials]: measured multiply-add peak of the tier's instruction set
+// (per core, 1 and 2 threads) vs the engine's Sgemm at n^3 (default 2048): its default path (oneDNN
+// sgemm slices on our pool when built in) and our own microkernel (AVX-512 14x32, AVX2 6x16 blocks,
+// or the baseline's plain loops). oneflow_gemm_bench is the baseline (SSE4.2) copy;
+// oneflow_gemm_bench_avx2 and _avx512 the wider ones. oneDNN picks its own ISA unless
+// ONEFLOW_MAX_ISA caps it too: ONEFLOW_MAX_ISA=avx2 build/oneflow_gemm_bench_avx2 on an AVX-512 host
+// is what an AVX2-only CPU runs. WITH_OPENMP=1 adds oneDNN on its own OpenMP threads (leaves spinning
 // OpenMP workers behind, which slow whatever runs next on a 2-core machine). Trials alternate
 // between the peak loop and the GEMMs and the best of each is kept, so all see the same load.
 #include <immintrin.h>
@@ -9,11 +13,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <vector>
 
+#include "base/cpu_isa.h"
 #include "base/thread_pool.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/isa_region.h"
 
 #if defined(ONEFLOW_HAVE_DNNL)
 #include <oneapi/dnnl/dnnl.h>
@@ -22,37 +29,66 @@ extern "C" void omp_set_num_threads(int);
 
 using Clock = std::chrono::steady_clock;
 
-// 16 independent FMA chains of one zmm each: enough to cover FMA latency on both pipes.
-static double PeakOneThread(double seconds) {
-#if defined(__AVX512F__)
-  __m512 acc[16];
-  for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
-  const __m512 b = _mm512_set1_ps(1.0000001f), c = _mm512_set1_ps(1e-7f);
+// The peak of the instruction set the GEMM below runs: this file is compiled once per CPU kernel
+// tier (oneflow_gemm_bench_<tier>, CMakeLists.txt), as the kernels are, so both the probe and the
+// Sgemm it calls are that tier's copy. kChains independent multiply-add chains of one register
+// each cover the latency on both pipes (4 cycles x 2 pipes needs 8) and, with the two operands, fit
+// the register file: 16 of AVX-512's 32 registers, 12 of the 16 of AVX2 and SSE (16 there spilled
+// and measured 66 GFLOP/s where oneDNN's Sgemm ran at 72). SSE has no FMA, so its peak is a multiply
+// and an add per lane.
+namespace oneflow {
+ONEFLOW_CPU_ISA_BEGIN
+#if ONEFLOW_ISA_AVX512
+using PeakVec = __m512;
+inline PeakVec PeakSet(float v) { return _mm512_set1_ps(v); }
+inline PeakVec PeakStep(PeakVec acc, PeakVec b, PeakVec c) { return _mm512_fmadd_ps(acc, b, c); }
+constexpr double kFlopsPerStep = 32;
+constexpr int kChains = 16;
+constexpr const char* kPeakIsa = "AVX-512 FMA";
+#elif ONEFLOW_ISA_AVX2
+using PeakVec = __m256;
+inline PeakVec PeakSet(float v) { return _mm256_set1_ps(v); }
+inline PeakVec PeakStep(PeakVec acc, PeakVec b, PeakVec c) { return _mm256_fmadd_ps(acc, b, c); }
+constexpr double kFlopsPerStep = 16;
+constexpr int kChains = 12;
+constexpr const char* kPeakIsa = "AVX2 FMA";
+#else
+using PeakVec = __m128;
+inline PeakVec PeakSet(float v) { return _mm_set1_ps(v); }
+inline PeakVec PeakStep(PeakVec acc, PeakVec b, PeakVec c) { return _mm_add_ps(_mm_mul_ps(acc, b), c); }
+constexpr double kFlopsPerStep = 8;
+constexpr int kChains = 12;
+constexpr const char* kPeakIsa = "SSE mul+add";
+#endif
+
+double PeakOneThread(double seconds) {
+  PeakVec acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = PeakSet(static_cast<float>(i));
+  const PeakVec b = PeakSet(1.0000001f), c = PeakSet(1e-7f);
   long iters = 0;
   auto t0 = Clock::now();
   double elapsed = 0;
   do {
     for (int rep = 0; rep < 10000; ++rep) {
 #pragma GCC unroll 16
-      for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(acc[i], b, c);
+      for (int i = 0; i < kChains; ++i) acc[i] = PeakStep(acc[i], b, c);
     }
     iters += 10000;
     elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
   } while (elapsed < seconds);
-  // Keep the results alive (stored, not reduced: GCC 12 warns falsely inside _mm512_reduce_add_ps).
-  alignas(64) float lanes[16];
+  // Keep the results alive: one lane of each chain, stored.
   float sink = 0;
-  for (int i = 0; i < 16; ++i) {
-    _mm512_store_ps(lanes, acc[i]);
+  for (int i = 0; i < kChains; ++i) {
+    float lanes[sizeof(PeakVec) / sizeof(float)];
+    std::memcpy(lanes, &acc[i], sizeof(lanes));
     sink += lanes[0];
   }
   if (sink == 1.2345f) std::printf(" ");
-  return static_cast<double>(iters) * 16 * 32 / elapsed / 1e9;
-#else
-  (void)seconds;
-  return 0;
-#endif
+  return static_cast<double>(iters) * kChains * kFlopsPerStep / elapsed / 1e9;
 }
+ONEFLOW_CPU_ISA_END
+}  // namespace oneflow
+using oneflow::PeakOneThread;
 
 static double PeakThreads(int threads, double seconds) {
   if (threads == 1) return PeakOneThread(seconds);
@@ -85,6 +121,14 @@ int main(int argc, char** argv) {
     A[i] = static_cast<float>((i * 7 % 13) - 6) / 8.0f;
     B[i] = static_cast<float>((i * 5 % 11) - 5) / 8.0f;
   }
+  const int tier = ONEFLOW_CPU_TIER;
+  if (static_cast<int>(oneflow::DetectedCpuIsa()) < tier) {
+    std::printf("this copy runs the %s kernels; this CPU has %s only\n",
+                oneflow::CpuIsaName(static_cast<oneflow::CpuIsa>(tier)), oneflow::CpuIsaName(oneflow::DetectedCpuIsa()));
+    return 0;
+  }
+  std::printf("%s; this copy: %s kernels, peak measured as %s\n", oneflow::CpuIsaSummary().c_str(),
+              oneflow::CpuIsaName(static_cast<oneflow::CpuIsa>(tier)), oneflow::kPeakIsa);
   std::printf("GEMM %lldx%lldx%lld fp32, best of %d trials\n", static_cast<long long>(n), static_cast<long long>(n),
               static_cast<long long>(n), trials);
   for (int threads = 1; threads <= 2; ++threads) {
@@ -119,7 +163,7 @@ int main(int argc, char** argv) {
     }
     const double ours_gf = flop / best_ours / 1e9;
     const double own_gf = flop / best_own / 1e9;
-    std::printf("threads=%d  peak %.1f GFLOP/s (%.1f per core)  Sgemm %.1f GFLOP/s = %.1f%% of peak  (own AVX-512 kernel %.1f = %.1f%%)",
+    std::printf("threads=%d  peak %.1f GFLOP/s (%.1f per core)  Sgemm %.1f GFLOP/s = %.1f%% of peak  (own kernel %.1f = %.1f%%)",
                 threads, peak, peak / threads, ours_gf, 100.0 * ours_gf / peak, own_gf, 100.0 * own_gf / peak);
 #if defined(ONEFLOW_HAVE_DNNL)
     if (std::getenv("WITH_OPENMP")) {

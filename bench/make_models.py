@@ -17,6 +17,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import deployed_models  # noqa: E402
+
 OPSET = 17
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.join(HERE, "models")
@@ -53,16 +56,16 @@ class _Builder:
         self.nodes.append(helper.make_node(op_type, list(inputs), [out], name=self._name(op_type), **attrs))
         return out
 
-    def model(self, name, inputs, outputs, final_names):
+    def model(self, name, inputs, outputs, final_names, opset=OPSET):
         # Rename the last value of each output so graph outputs have stable, readable names.
         for node in self.nodes:
             for i, o in enumerate(node.output):
                 if o in final_names:
                     node.output[i] = final_names[o]
         graph = helper.make_graph(self.nodes, name, inputs, outputs, self.inits)
-        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="oneflow-bench")
-        m.ir_version = 8  # readable by every onnxruntime that knows opset 17
+        m.ir_version = 8 if opset <= 17 else 9  # the oldest IR that carries the opset
         return m
 
 
@@ -200,6 +203,137 @@ def make_tiny(seed=5):
     return b.model("tiny", [_f32("a", ["N", 4096]), _f32("b", ["N", 4096])], [_f32("y", ["N", 4096])], {y: "y"})
 
 
+# ---- elementwise: one activation over 1 M floats, as deployed models write it ------------------------
+# Each row is the op (or the few nodes an exporter writes for it) alone on a [4, 512, 512] input, so
+# the row times the math and the memory traffic, nothing else. Softmax and LogSoftmax take the last
+# axis of an attention-score shape [8, 4, 128, 128].
+
+def _gelu_erf(b, x):  # torch.nn.GELU() as torch.onnx writes it below opset 20
+    e = b.op("Erf", [b.op("Div", [x, b.const("sqrt2", np.float32(np.sqrt(2.0)))])])
+    return b.op("Mul", [b.op("Mul", [x, b.op("Add", [e, b.const("one", np.float32(1.0))])]),
+                        b.const("half", np.float32(0.5))])
+
+
+ELEMENTWISE = {
+    # name: (build(builder, x) -> y, opset)
+    "exp": (lambda b, x: b.op("Exp", [x]), OPSET),
+    "log": (lambda b, x: b.op("Log", [x]), OPSET),
+    "tanh": (lambda b, x: b.op("Tanh", [x]), OPSET),
+    "sigmoid": (lambda b, x: b.op("Sigmoid", [x]), OPSET),
+    "erf": (lambda b, x: b.op("Erf", [x]), OPSET),
+    "gelu_erf": (_gelu_erf, OPSET),
+    "gelu": (lambda b, x: b.op("Gelu", [x]), 20),
+    "gelu_tanh": (lambda b, x: b.op("Gelu", [x], approximate="tanh"), 20),
+    "silu": (lambda b, x: b.op("Mul", [x, b.op("Sigmoid", [x])]), OPSET),  # torch.nn.SiLU as exported
+    "softplus": (lambda b, x: b.op("Softplus", [x]), OPSET),
+    "mish": (lambda b, x: b.op("Mish", [x]), 18),
+    "hardswish": (lambda b, x: b.op("HardSwish", [x]), OPSET),
+    "hardsigmoid": (lambda b, x: b.op("HardSigmoid", [x], alpha=1.0 / 6.0, beta=0.5), OPSET),
+    "elu": (lambda b, x: b.op("Elu", [x]), OPSET),
+    "leakyrelu": (lambda b, x: b.op("LeakyRelu", [x], alpha=0.1), OPSET),
+    "softmax": (lambda b, x: b.op("Softmax", [x], axis=-1), OPSET),
+    "logsoftmax": (lambda b, x: b.op("LogSoftmax", [x], axis=-1), OPSET),
+}
+_ATTENTION_SCORES = (8, 4, 128, 128)
+_FLAT = (4, 512, 512)
+
+
+def _elementwise_shape(op):
+    return _ATTENTION_SCORES if op in ("softmax", "logsoftmax") else _FLAT
+
+
+def _make_elementwise(op):
+    def make(seed=6):
+        build, opset = ELEMENTWISE[op]
+        b = _Builder(seed)
+        y = build(b, "x")
+        shape = list(_elementwise_shape(op))
+        return b.model(f"ew_{op}", [_f32("x", shape)], [_f32("y", shape)], {y: "y"}, opset=opset)
+    return make
+
+
+def _elementwise_inputs(op):
+    shape = _elementwise_shape(op)
+    if op == "log":  # positive, over many binades
+        return lambda batch, rng: {"x": np.exp(rng.uniform(-20, 20, shape)).astype(np.float32)}
+    # N(0, 3): both saturated tails and the curved middle of every activation
+    return lambda batch, rng: {"x": rng.standard_normal(shape, dtype=np.float32) * np.float32(3)}
+
+
+# ---- conv shapes: one conv layer each, the shapes deployed models are made of ------------------
+# A 1-D conv as TF and JAX exporters write it (k x 1 on [N, C, L, 1]) beside the same conv as 1 x k
+# and as Conv1d; depthwise, dilated, strided, grouped, asymmetric pads (TF's SAME at stride 2),
+# ConvTranspose; then a 3x3 conv followed by each activation a conv is fused with.
+
+def _act_silu(b, x):
+    return b.op("Mul", [x, b.op("Sigmoid", [x])])
+
+
+_CONV_ACTS = {
+    "silu": _act_silu,
+    "hardswish": lambda b, x: b.op("HardSwish", [x]),
+    "gelu": _gelu_erf,
+    "tanh": lambda b, x: b.op("Tanh", [x]),
+    "sigmoid": lambda b, x: b.op("Sigmoid", [x]),
+    "leakyrelu": lambda b, x: b.op("LeakyRelu", [x], alpha=0.1),
+    "clip": lambda b, x: b.op("Clip", [x, b.const("lo", np.float32(0)), b.const("hi", np.float32(6))]),
+    "relu": lambda b, x: b.op("Relu", [x]),
+}
+
+CONV_SHAPES = {
+    # name: (input shape, weight shape, attributes[, op]); the bias has weight shape[0] values
+    # (ConvTranspose: shape[1] * group)
+    "k5x1": ((4, 256, 512, 1), (256, 256, 5, 1), dict(pads=[2, 0, 2, 0])),
+    "1x5": ((4, 256, 1, 512), (256, 256, 1, 5), dict(pads=[0, 2, 0, 2])),
+    "conv1d_k5": ((4, 256, 512), (256, 256, 5), dict(pads=[2, 2])),
+    "depthwise3x3": ((1, 96, 112, 112), (96, 1, 3, 3), dict(pads=[1, 1, 1, 1], group=96)),
+    "depthwise3x3_s2": ((1, 96, 112, 112), (96, 1, 3, 3), dict(pads=[1, 1, 1, 1], strides=[2, 2], group=96)),
+    "dilated3x3": ((1, 64, 56, 56), (64, 64, 3, 3), dict(pads=[2, 2, 2, 2], dilations=[2, 2])),
+    "strided3x3": ((1, 64, 112, 112), (128, 64, 3, 3), dict(pads=[1, 1, 1, 1], strides=[2, 2])),
+    "grouped3x3": ((1, 128, 56, 56), (128, 32, 3, 3), dict(pads=[1, 1, 1, 1], group=4)),
+    "same_s2": ((1, 64, 112, 112), (64, 64, 3, 3), dict(pads=[0, 0, 1, 1], strides=[2, 2])),
+    "convtranspose4x4_s2": ((1, 64, 56, 56), (64, 32, 4, 4), dict(pads=[1, 1, 1, 1], strides=[2, 2]),
+                            "ConvTranspose"),
+}
+CONV_SHAPES.update({f"3x3_{act}": ((1, 64, 56, 56), (64, 64, 3, 3), dict(pads=[1, 1, 1, 1])) for act in _CONV_ACTS})
+
+
+def _conv_out_shape(x_shape, w_shape, attrs, op):
+    rank = len(x_shape) - 2
+    pads = attrs.get("pads", [0] * 2 * rank)
+    strides, dilations = attrs.get("strides", [1] * rank), attrs.get("dilations", [1] * rank)
+    out = [x_shape[0], w_shape[0] if op == "Conv" else w_shape[1] * attrs.get("group", 1)]
+    for i in range(rank):
+        span = dilations[i] * (w_shape[2 + i] - 1) + 1
+        if op == "Conv":
+            out.append((x_shape[2 + i] + pads[i] + pads[rank + i] - span) // strides[i] + 1)
+        else:
+            out.append((x_shape[2 + i] - 1) * strides[i] - pads[i] - pads[rank + i] + span)
+    return out
+
+
+def _make_conv_shape(name):
+    def make(seed=7):
+        x_shape, w_shape, attrs, *rest = CONV_SHAPES[name]
+        op = rest[0] if rest else "Conv"
+        b = _Builder(seed)
+        groups = attrs.get("group", 1)
+        fan_in = int(np.prod(w_shape[1:])) if op == "Conv" else int(w_shape[0] // groups * np.prod(w_shape[2:]))
+        n_out = w_shape[0] if op == "Conv" else w_shape[1] * groups
+        y = b.op(op, ["x", b.weight("w", w_shape, fan_in), b.bias("b", n_out)], **attrs)
+        act = name[len("3x3_"):] if name.startswith("3x3_") else None
+        if act:
+            y = _CONV_ACTS[act](b, y)
+        y_shape = _conv_out_shape(x_shape, w_shape, attrs, op)
+        return b.model(f"conv_{name}", [_f32("x", list(x_shape))], [_f32("y", y_shape)], {y: "y"})
+    return make
+
+
+def _conv_inputs(name):
+    shape = CONV_SHAPES[name][0]
+    return lambda batch, rng: {"x": rng.standard_normal(shape, dtype=np.float32)}
+
+
 # ---- registry ------------------------------------------------------------------------------------
 
 def _dynamic_int8(make_float):
@@ -242,7 +376,26 @@ MODELS = {
                  inputs=lambda batch, rng: {"a": rng.standard_normal((batch, 4096), dtype=np.float32),
                                             "b": rng.standard_normal((batch, 4096), dtype=np.float32)}),
 }
+# The elementwise rows: `--models elementwise` benches them all. The input shape is fixed (batch 1).
+MODELS.update({f"ew_{op}": dict(make=_make_elementwise(op), batches=[1], iters=50, inputs=_elementwise_inputs(op))
+               for op in ELEMENTWISE})
+# The conv-shape rows: `--models convshapes`.
+MODELS.update({f"conv_{name}": dict(make=_make_conv_shape(name), batches=[1], iters=30, inputs=_conv_inputs(name))
+               for name in CONV_SHAPES})
+# The deployed architectures (deployed_models.py, exported by torch): `--models deployed`.
+MODELS.update(deployed_models.registry())
+GROUPS = {"elementwise": [f"ew_{op}" for op in ELEMENTWISE],
+          "convshapes": [f"conv_{name}" for name in CONV_SHAPES],
+          "deployed": list(deployed_models.DEPLOYED)}
 DEFAULT_MODELS = ["mlp", "cnn", "transformer", "resnet18"]
+
+
+def expand(names):
+    """Model names with each group name (GROUPS) replaced by its members."""
+    out = []
+    for name in names:
+        out.extend(GROUPS.get(name, [name]))
+    return out
 
 
 def model_path(name, out_dir=DEFAULT_OUT):
@@ -291,12 +444,12 @@ def ensure(names, out_dir=DEFAULT_OUT, force=False, verify=True, log=print):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=",".join(DEFAULT_MODELS + ["tiny"]),
-                    help=f"comma-separated subset of: {', '.join(MODELS)}")
+                    help=f"comma-separated subset of: {', '.join(list(GROUPS) + list(MODELS))}")
     ap.add_argument("--out", default=DEFAULT_OUT, help="output directory (default bench/models)")
     ap.add_argument("--force", action="store_true", help="regenerate even if the file exists")
     ap.add_argument("--no-verify", action="store_true", help="skip the onnxruntime smoke run")
     args = ap.parse_args(argv)
-    ensure([m for m in args.models.split(",") if m], args.out, args.force, not args.no_verify)
+    ensure(expand([m for m in args.models.split(",") if m]), args.out, args.force, not args.no_verify)
     return 0
 
 

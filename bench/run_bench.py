@@ -361,7 +361,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description="OneFlow vs onnxruntime latency benchmark",
                                  epilog="ratio = ours p50 / ORT p50; < 1.0 means OneFlow is faster.")
     ap.add_argument("--models", default=",".join(make_models.DEFAULT_MODELS),
-                    help=f"comma-separated, from: {', '.join(make_models.MODELS)} (default: %(default)s)")
+                    help=f"comma-separated, from: {', '.join(list(make_models.GROUPS) + list(make_models.MODELS))} "
+                         "(default: %(default)s)")
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (default: %(default)s)")
     ap.add_argument("--batches", default=None, help="comma-separated batch sizes overriding each model's")
     ap.add_argument("--iters", type=int, default=None,
@@ -385,7 +386,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
-    names = [m for m in args.models.split(",") if m]
+    names = make_models.expand([m for m in args.models.split(",") if m])
     threads = [int(t) for t in args.threads.split(",") if t]
     paths = make_models.ensure(names, args.models_dir, log=log)
 

@@ -1,5 +1,7 @@
-// Fast, vectorizable float32 exp/tanh/erf/sigmoid/gelu shared by the CPU kernels, with double overloads
-// that call libm so generic kernel code can use one name for both compute types.
+// Fast, vectorizable float32 math shared by the CPU kernels (exp, expm1, log, log1p, sigmoid, tanh,
+// erf, GELU, softplus, mish), with double overloads that call libm so generic kernel code can use one
+// name for both compute types. Accuracy against libm in double, over the whole float range, is in
+// docs/math.md and asserted by tests/unit/math_accuracy_test.cc.
 #pragma once
 
 #include <algorithm>
@@ -11,23 +13,24 @@
 namespace oneflow {
 namespace fastmath {
 
-// The float versions are branch-free (selects only) so GCC vectorizes loops that call them.
+// The float versions are branch-free (selects only), use no FMA (the x86-64-v2 baseline has none, and
+// std::fma would be a libm call there) and no libm calls, so GCC vectorizes any loop that calls them
+// at every ISA tier; -fno-trapping-math (CMakeLists.txt) lets it turn the selects into blends.
 
 inline float BitsAsFloat(int32_t i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline int32_t FloatAsBits(float f) { int32_t i; std::memcpy(&i, &f, 4); return i; }
 
-// exp(x): Cody-Waite reduction x = n*ln2 + r (|r| <= ln2/2), degree-6 polynomial for e^r; ~1.5 ulp.
-// 2^n is built as 2^(n-1) * 2 so n = 128 (x just below ln(FLT_MAX)) stays finite. Results below
-// 2^-125 (x < -86.64) flush to exactly 0, so -inf attention masks give zeros in Softmax; NaN
-// propagates; +inf above ln(FLT_MAX).
-inline float Exp(float x) {
-  const float kMax = 88.7228317f;   // ln(FLT_MAX)
-  const float kMin = -86.6433525f;  // ln(2^-125)
-  // Argument order matters: std::max(kMin, NaN) yields kMin, so a NaN never reaches the int conversion
-  // below (converting NaN to int is undefined); the NaN is restored on return.
-  float xc = std::min(std::max(kMin, x), kMax);
-  float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest (1.5 * 2^23 trick)
-  float r = xc - n * 0.693145751953125f;
-  r = r - n * 1.428606765330187e-06f;
+// e^x = p * 2^n for x in [-170, 89] (callers clamp): Cody-Waite reduction x = n*ln2 + r with
+// |r| <= ln2/2, then a degree-6 polynomial for p = e^r (p in [0.70, 1.42], ~1 ulp). n is rounded by
+// adding 1.5 * 2^23, which leaves it in the sum's low mantissa bits: read from there, no float ->
+// int conversion (undefined for NaN) is needed, so a NaN input flows through to a NaN p.
+inline float ExpReduce(float xc, int32_t& n) {
+  const float kRound = 12582912.0f;  // 1.5 * 2^23
+  const float t = xc * 1.44269504088896341f + kRound;
+  const float nf = t - kRound;
+  n = FloatAsBits(t) - FloatAsBits(kRound);
+  float r = xc - nf * 0.693145751953125f;  // ln2 in two parts: n * hi is exact
+  r = r - nf * 1.428606765330187e-06f;
   float p = 0.001382941154983537f;
   p = p * r + 0.008374777795097602f;
   p = p * r + 0.0416683585473375f;
@@ -35,16 +38,115 @@ inline float Exp(float x) {
   p = p * r + 0.49999991489160006f;
   p = p * r + 1.0000000361421941f;
   p = p * r + 1.0000000005923801f;
-  float scale = BitsAsFloat((static_cast<int32_t>(n) + 126) << 23);
-  float y = p * scale * 2.0f;
-  y = x < kMin ? 0.0f : y;
-  y = x > kMax ? std::numeric_limits<float>::infinity() : y;
-  return x != x ? x : y;
+  return p;
 }
+
+// m * e^x for x in [-170, 89] (callers clamp) and a normal m, rounded once: the 2^n of ExpReduce
+// is applied last, as two normal factors 2^(n>>1) * 2^(n - (n>>1)) (a single factor cannot reach
+// n = -150, the last subnormal, nor n = 128, just below FLT_MAX when p < 1), so a subnormal result
+// is rounded once from the exact product instead of losing bits in a subnormal e^x.
+inline float ExpTimes(float xc, float m) {
+  int32_t n;
+  const float p = ExpReduce(xc, n);
+  const int32_t half = n >> 1;
+  return (m * p) * BitsAsFloat((half + 127) << 23) * BitsAsFloat((n - half + 127) << 23);
+}
+
+// exp(x), <= 2 ulp over the whole range, subnormal results included (e^-100 is 3.7e-44, not 0).
+// Inputs are clamped to [-104, 89], where e^x rounds to 0 and overflows to +inf. The clamp's
+// operand order (x first) lets NaN through, and the arithmetic keeps it NaN.
+inline float Exp(float x) { return ExpTimes(std::min(std::max(x, -104.0f), 89.0f), 1.0f); }
 inline double Exp(double x) { return std::exp(x); }
 
-inline float Sigmoid(float x) { return 1.0f / (1.0f + Exp(-x)); }
+// expm1(x) = e^x - 1 without the cancellation near 0: a Taylor polynomial on (-1, 1.5) (terms to
+// x^13/13!, so truncation stays far below an ulp), elsewhere p * 2^n - 1 on Exp's reduction, which
+// rounds once (the product by a power of two is exact). The interval is asymmetric because the
+// subtraction of 1 magnifies p's error by e^x / (e^x - 1): 1.6 at x = 1 (2.2 ulp measured with the
+// interval ending there), 1.3 from 1.5 on; below -1 the polynomial would cancel instead. Below -17
+// the result is -1 in float; above 88.72, +inf.
+inline float Expm1(float x) {
+  float q = 1.0f / 6227020800.0f;  // 1/13!
+  q = q * x + 1.0f / 479001600.0f;
+  q = q * x + 1.0f / 39916800.0f;
+  q = q * x + 1.0f / 3628800.0f;
+  q = q * x + 1.0f / 362880.0f;
+  q = q * x + 1.0f / 40320.0f;
+  q = q * x + 1.0f / 5040.0f;
+  q = q * x + 1.0f / 720.0f;
+  q = q * x + 1.0f / 120.0f;
+  q = q * x + 1.0f / 24.0f;
+  q = q * x + 1.0f / 6.0f;
+  q = q * x + 0.5f;
+  const float small = x + (x * x) * q;
+  const float xc = std::min(std::max(x, -20.0f), 89.0f);  // NaN passes (see Exp)
+  int32_t n;
+  const float p = ExpReduce(xc, n);
+  // 2^(n-1) * 2p: n - 1 in [-30, 127] stays a normal power of two; 2p is exact.
+  const float scale = BitsAsFloat((n + 126) << 23);
+  const float big = (p + p) * scale - 1.0f;  // the product is exact: one rounding, in the subtraction
+  return (x > -1.0f && x < 1.5f) ? small : big;  // NaN: big, which is NaN
+}
+inline double Expm1(double x) { return std::expm1(x); }
+
+// log(x): x = 2^k * m with m in [sqrt(1/2), sqrt(2)), f = m - 1, and log(1 + f) through s = f/(2 + f)
+// and a degree-8 even polynomial in s (the classic BSD construction); < 1 ulp. Subnormal inputs are
+// scaled by 2^23 first; log(0) = -inf, log(x < 0) = NaN, log(+inf) = +inf, NaN propagates.
+inline float Log(float x) {
+  const bool subnormal = x < 1.17549435e-38f;  // FLT_MIN; negatives and 0 too, fixed by the selects
+  const float xs = subnormal ? x * 8388608.0f : x;
+  const int32_t shifted = FloatAsBits(xs) + (0x3f800000 - 0x3f3504f3);  // carry m >= sqrt(2) into k
+  const float k = static_cast<float>((shifted >> 23) - 127) - (subnormal ? 23.0f : 0.0f);
+  const float f = BitsAsFloat((shifted & 0x007fffff) + 0x3f3504f3) - 1.0f;
+  const float s = f / (2.0f + f);
+  const float z = s * s, w = z * z;
+  // (log((1+s)/(1-s)) - 2s) / s as a polynomial in s^2, with FreeBSD logf's minimax coefficients
+  const float odd = z * (0.66666662693f + w * 0.28498786688f);
+  const float even = w * (0.40000972152f + w * 0.24279078841f);
+  const float half_f2 = 0.5f * f * f;
+  float y = s * (half_f2 + odd + even) + k * 9.0580006145e-06f - half_f2 + f + k * 6.9313812256e-01f;
+  y = x == 0.0f ? -std::numeric_limits<float>::infinity() : y;
+  y = x < 0.0f ? std::numeric_limits<float>::quiet_NaN() : y;
+  y = x == std::numeric_limits<float>::infinity() ? x : y;
+  return x != x ? x : y;
+}
+inline double Log(double x) { return std::log(x); }
+
+// log1p(x) = log(u) + log(1 + c/u) with u = 1 + x rounded and c = x - (u - 1) its rounding error;
+// the second term is c/u to first order. Tiny x gives u = 1 and so x itself.
+inline float Log1p(float x) {
+  const float u = 1.0f + x;
+  float y = Log(u) + (x - (u - 1.0f)) / u;
+  y = u == 0.0f ? -std::numeric_limits<float>::infinity() : y;  // x = -1
+  y = x == std::numeric_limits<float>::infinity() ? x : y;
+  return y;
+}
+inline double Log1p(double x) { return std::log1p(x); }
+
+// sigmoid(x) = 1 / (1 + e^-x) for x >= 0 and e^x / (1 + e^x) below: one exp of -|x|, which never
+// overflows, so the negative tail keeps its relative accuracy down to the subnormals.
+inline float Sigmoid(float x) {
+  const float e = Exp(-std::fabs(x));
+  return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
+}
 inline double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+// softplus(x) = log(1 + e^x) = max(x, 0) + log1p(e^-|x|): never overflows, exact for large |x|.
+inline float Softplus(float x) { return (x > 0.0f ? x : 0.0f) + Log1p(Exp(-std::fabs(x))); }
+inline double Softplus(double x) { return (x > 0.0 ? x : 0.0) + std::log1p(std::exp(-std::fabs(x))); }
+
+// mish(x) = x tanh(softplus(x)) = x * n / (n + 2) with n = e^x (e^x + 2), since
+// tanh(log(1 + e)) = ((1+e)^2 - 1) / ((1+e)^2 + 1): one exp and one division. Above 20 the factor
+// is 1 in float (and n would overflow near 44); toward -inf the result is -0.
+inline float Mish(float x) {
+  const float xc = std::min(std::max(-120.0f, x), 20.0f);  // x e^x rounds to -0 below -111
+  const float e = ExpTimes(xc, 1.0f);
+  // x e (e + 2) / (n + 2) with x e rounded once (ExpTimes): below x = -87, e^x is subnormal and
+  // would lose the bits the product by x needs
+  float y = ExpTimes(xc, x * ((e + 2.0f) / (e * (e + 2.0f) + 2.0f)));
+  y = x > 20.0f ? x : y;
+  return x < -120.0f ? x * 0.0f : y;  // -0, and NaN at -inf as the spec's x * tanh(softplus(x))
+}
+inline double Mish(double x) { return x * std::tanh(Softplus(x)); }
 
 // tanh: odd polynomial near 0 (keeps relative accuracy), 1 - 2/(e^{2|x|}+1) elsewhere.
 inline float Tanh(float x) {
@@ -62,19 +164,37 @@ inline float Tanh(float x) {
 }
 inline double Tanh(double x) { return std::tanh(x); }
 
-// erfc(u) * exp(u^2) for u in [1, 4], as a polynomial in t = 1 / (1 + u/2) (least-squares fit).
+// erfc(u) * exp(u^2) for u in [0.5, 10.5], as a degree-9 polynomial in t = 1 / (1 + u/2) (a weighted
+// least-squares fit for relative error: 2e-9 in exact arithmetic, ~3 ulp evaluated in float).
+// Past 10.5, erfc(u) / 2 is below the smallest float.
 inline float ErfcScaled(float u) {
-  float t = 1.0f / (1.0f + 0.5f * u);
-  float p = 0.018206617711189067f;
-  p = p * t + 0.0475733388437817f;
-  p = p * t - 0.3485030684360017f;
-  p = p * t + 0.44448951947948045f;
-  p = p * t - 0.03239291241663045f;
-  p = p * t + 0.32071931678693577f;
-  p = p * t + 0.2660674700738109f;
-  p = p * t + 0.2840612977945978f;
-  p = p * t - 0.00010492100319227036f;
+  const float t = 1.0f / (1.0f + 0.5f * u);
+  float p = -0.07368302345275879f;
+  p = p * t + 0.348169207572937f;
+  p = p * t - 0.6053904294967651f;
+  p = p * t + 0.4006798565387726f;
+  p = p * t - 0.10452448576688766f;
+  p = p * t + 0.23397433757781982f;
+  p = p * t + 0.23519498109817505f;
+  p = p * t + 0.2835836112499237f;
+  p = p * t + 0.2819855213165283f;
+  p = p * t + 3.4982754186785314e-06f;
   return p;
+}
+
+// e^(-k v^2), k a power of two, to a few ulp. Rounding v^2 (or an input scaled by an inexact
+// constant, such as x / sqrt2) costs a relative error of about v^2 * 2^-24 after the exp: 10 ulp at
+// v = 4, 190 at GELU's far tail. So v^2 = hi + lo exactly (Dekker's product on a split of v, no FMA
+// needed at the baseline ISA), scaled by k exactly, and e^-(hi + lo) = e^-hi (1 - lo).
+inline float ExpNegScaledSquare(float v, float k) {
+  // v = vh + vl with 12 significant bits each (vh: v with the low 12 mantissa bits cleared), so
+  // every partial product is exact. A mask, not Veltkamp's 4097 * v split: a compiler that fuses
+  // the split's multiply and subtractions into FMAs (GCC does by default) would break that split.
+  const float vh = BitsAsFloat(FloatAsBits(v) & ~0xFFF);
+  const float vl = v - vh;
+  const float hi = v * v;
+  const float lo = ((vh * vh - hi) + 2.0f * vh * vl) + vl * vl;
+  return Exp(-k * hi) * (1.0f - k * lo);
 }
 
 // erf(x) / x as a polynomial in x^2 for |x| < 1 (the odd polynomial Erf and Gelu share).
@@ -88,30 +208,29 @@ inline float ErfOddPoly(float x2) {
   return p;
 }
 
-// erf: odd polynomial on |x| < 1, 1 - exp(-x^2) * ErfcScaled(|x|) above; ~2e-7 absolute.
+// erf: odd polynomial on |x| < 1, 1 - e^(-x^2) * ErfcScaled(|x|) above (1 in float past 3.92).
 inline float Erf(float x) {
-  float ax = std::fabs(x);
-  float x2 = x * x;
-  float small = x * ErfOddPoly(x2);
-  float big = 1.0f - Exp(-x2) * ErfcScaled(std::min(ax, 4.0f));
-  big = ax > 3.92f ? 1.0f : big;
-  big = std::copysign(big, x);
-  return ax < 1.0f ? small : big;
+  const float ax = std::min(std::fabs(x), 4.0f);  // also keeps NaN out of the tail's arithmetic
+  const float small = x * ErfOddPoly(x * x);
+  const float big = std::copysign(1.0f - ExpNegScaledSquare(ax, 1.0f) * ErfcScaled(ax), x);
+  const float y = std::fabs(x) < 1.0f ? small : big;
+  return x != x ? x : y;
 }
 inline double Erf(double x) { return std::erf(x); }
 
-// Gelu(x) = x * Phi(x), Phi(x) = erfc(-x/sqrt2)/2. One exp for all branches; for x <= -sqrt2 the
-// erfc form avoids the cancellation in 1 + erf(u).
+// Gelu(x) = x * Phi(x), Phi(x) = erfc(-x/sqrt2)/2: the odd polynomial for u = x/sqrt2 in (-0.5, 1)
+// and the scaled erfc on both tails, so for x << 0 the result keeps its relative accuracy (x Phi(x) is still a
+// normal float at x = -13) instead of the cancellation in 1 + erf(u).
 inline float Gelu(float x) {
   const float kInvSqrt2 = 0.70710678118654752f;
-  float u = x * kInvSqrt2;
-  float au = std::fabs(u);
-  float u2 = u * u;
-  float phi_central = 0.5f + 0.5f * (u * ErfOddPoly(u2));
-  float half_erfc = 0.5f * Exp(-u2) * ErfcScaled(std::min(au, 4.0f));  // erfc(|u|) / 2
-  half_erfc = au > 4.0f ? 0.0f : half_erfc;  // < 1e-8 there
-  float phi_tail = u > 0.0f ? 1.0f - half_erfc : half_erfc;
-  return x * (au < 1.0f ? phi_central : phi_tail);
+  const float u = x * kInvSqrt2;
+  const float ax = std::min(std::fabs(x), 14.5f);
+  const float phi_central = 0.5f + 0.5f * (u * ErfOddPoly(u * u));
+  // erfc(|u|) / 2, with e^(-u^2) as e^(-x^2 / 2) from the exact x
+  const float half_erfc = 0.5f * ExpNegScaledSquare(ax, 0.5f) * ErfcScaled(ax * kInvSqrt2);
+  const float phi_tail = u > 0.0f ? 1.0f - half_erfc : half_erfc;
+  // Below u = -0.5 the central form would cancel (0.5 + 0.5 erf(u) with erf(u) near -1).
+  return x * ((u > -0.5f && u < 1.0f) ? phi_central : phi_tail);
 }
 inline double Gelu(double x) { return 0.5 * x * std::erfc(-x * 0.70710678118654752440); }
 

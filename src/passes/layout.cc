@@ -152,9 +152,11 @@ class LayoutRewriter {
       if (!n.has_input(1) || !n.has_output(0) || n.outputs.size() != 1) continue;
       const TensorType& xt = TypeOf(n.inputs[0]);
       const Tensor& w = g_.values[static_cast<size_t>(n.inputs[1])].constant;
-      // oneDNN runs ungrouped f32 2-D convs; others would only gain two transposes.
+      // oneDNN runs f32 2-D convs, grouped and depthwise ones too (a depthwise conv left in NCHW
+      // would cost two transposes between every pair of pointwise convs in MobileNet-style nets);
+      // other convs would only gain two transposes.
       if (xt.dtype != DType::kFloat32 || !xt.has_rank || xt.rank() != 4 || !w.defined() || w.rank() != 4 ||
-          w.dtype() != DType::kFloat32 || n.attrs.GetInt("group", 1) != 1)
+          w.dtype() != DType::kFloat32)
         continue;
       if (plain) {
         n.op_type = op::kFusedConv;

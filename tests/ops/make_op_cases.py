@@ -120,6 +120,20 @@ CASES = [
          split=("X", 0), rtol=1e-4, atol=1e-5),
     Case("conv_grouped_strided", "Conv", [("X", f32(2, 4, 7, 7)), ("W", f32(4, 2, 3, 3))],
          attrs={"group": 2, "strides": [2, 2]}, split=("X", 0), rtol=1e-4, atol=1e-5),
+    # A 1-D conv as TF and JAX exporters write it: k x 1 over [N, C, L, 1], constant weights (the
+    # oneDNN plan runs it as 1 x k over [N, C, 1, L]).
+    Case("conv_kx1_width1", "Conv", [("X", f32(2, 8, 12, 1)), ("W", f32(6, 8, 5, 1)), ("B", f32(6))],
+         consts=("W", "B"), attrs={"pads": [2, 0, 2, 0]}, split=("X", 0), rtol=1e-4, atol=1e-5),
+    Case("conv_kx1_width1_strided_dilated", "Conv", [("X", f32(2, 8, 13, 1)), ("W", f32(6, 8, 3, 1))],
+         consts=("W",), attrs={"pads": [1, 0, 2, 0], "strides": [2, 1], "dilations": [2, 1]}, split=("X", 0),
+         rtol=1e-4, atol=1e-5),
+    # Constant weights take the oneDNN plan (in NHWC after the layout pass): grouped and depthwise.
+    Case("conv_depthwise_const", "Conv", [("X", f32(2, 8, 9, 9)), ("W", f32(8, 1, 3, 3)), ("B", f32(8))],
+         consts=("W", "B"), attrs={"group": 8, "pads": [1, 1, 1, 1], "strides": [2, 2]}, split=("X", 0),
+         rtol=1e-4, atol=1e-5),
+    Case("conv_grouped_const_dilated", "Conv", [("X", f32(2, 6, 9, 9)), ("W", f32(9, 2, 3, 3))],
+         consts=("W",), attrs={"group": 3, "pads": [2, 1, 2, 1], "dilations": [2, 1]}, split=("X", 0),
+         rtol=1e-4, atol=1e-5),
     Case("max_pool", "MaxPool", [("X", f32(2, 3, 6, 6))], attrs={"kernel_shape": [2, 2], "strides": [2, 2]},
          split=("X", 0)),
     Case("average_pool", "AveragePool", [("X", f32(2, 3, 6, 6))], attrs={"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]},

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "base/fast_math.h"
@@ -35,7 +37,8 @@ TEST(FastMath, AccurateOverDenseGrid) {
   EXPECT_EQ(fastmath::Sigmoid(-INFINITY), 0.0f);
 }
 
-// Exp down to the flush-to-zero bound (results stay normal floats to about -86.64).
+// Exp over the range where its results are normal floats (tests/unit/math_accuracy_test.cc covers
+// the rest, through the kernels).
 TEST(FastMath, ExpMatchesStdExpOverWholeRange) {
   double worst = 0;
   for (double x = -86.6; x < 88.72; x += 0.001) {
@@ -47,8 +50,36 @@ TEST(FastMath, ExpMatchesStdExpOverWholeRange) {
   EXPECT_EQ(fastmath::Exp(0.0f), 1.0f);
   EXPECT_EQ(fastmath::Exp(100.0f), std::numeric_limits<float>::infinity());
   EXPECT_TRUE(std::isnan(fastmath::Exp(NAN)));
-  // Exactly zero below ~-87, so -inf attention masks give zero weights in Softmax.
-  for (float x : {-86.7f, -87.0f, -100.0f, -1000.0f, -INFINITY}) EXPECT_EQ(fastmath::Exp(x), 0.0f) << x;
+  // Subnormal results down to e^-103.97 = 2^-150, then exactly zero: -inf attention masks give zero
+  // weights in Softmax.
+  EXPECT_NEAR(fastmath::Exp(-100.0f), std::exp(-100.0), 1.5e-45);
+  for (float x : {-104.0f, -1000.0f, -INFINITY}) EXPECT_EQ(fastmath::Exp(x), 0.0f) << x;
+}
+
+// expm1 and log1p are no ONNX op (the kernel-level sweep of math_accuracy_test.cc reaches them
+// through Elu and Softplus only on part of their range): each over a strided sweep of every float.
+TEST(FastMath, Expm1AndLog1pWithinTwoUlp) {
+  double worst_expm1 = 0, worst_log1p = 0;
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 4093) {
+    const uint32_t u = static_cast<uint32_t>(b);
+    float x;
+    std::memcpy(&x, &u, 4);
+    const double e = std::expm1(static_cast<double>(x)), l = std::log1p(static_cast<double>(x));
+    auto ulp_err = [](float got, double want) {
+      if (std::isnan(want)) return std::isnan(got) ? 0.0 : 1e30;
+      if (std::fabs(want) > 3.4028234663852886e38) return got == static_cast<float>(want) ? 0.0 : 1e30;
+      int ex;
+      std::frexp(std::fabs(want), &ex);
+      return std::fabs(got - want) / std::ldexp(1.0, std::max(ex - 24, -149));
+    };
+    worst_expm1 = std::max(worst_expm1, ulp_err(fastmath::Expm1(x), e));
+    worst_log1p = std::max(worst_log1p, ulp_err(fastmath::Log1p(x), l));
+  }
+  EXPECT_LE(worst_expm1, 2.0);
+  EXPECT_LE(worst_log1p, 2.0);
+  EXPECT_EQ(fastmath::Log1p(-1.0f), -INFINITY);
+  EXPECT_EQ(fastmath::Expm1(-INFINITY), -1.0f);
+  EXPECT_EQ(fastmath::Expm1(INFINITY), INFINITY);
 }
 
 TEST(FastMath, DoubleOverloadsAreLibm) {

@@ -175,6 +175,8 @@ TEST(Conv, RandomShapesMatchNaive) {
       {{1, 70, 12, 12}, 36, 1, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, "NOTSET"}, // K = 630
       {{2, 32, 9, 9}, 50, 1, {3, 3}, {2, 2}, {1, 1}, {1, 1, 0, 0}, "NOTSET"},   // blocked src, M % 16 != 0
       {{1, 16, 8, 8}, 64, 1, {3, 3}, {1, 1}, {2, 1}, {2, 1, 1, 0}, "NOTSET"},   // dilated, asymmetric pads
+      {{2, 6, 15, 1}, 5, 1, {5, 1}, {2, 1}, {2, 1}, {3, 0, 1, 0}, "NOTSET"},    // k x 1 on width 1 (run as 1 x k)
+      {{1, 8, 11, 1}, 8, 4, {3, 1}, {1, 1}, {1, 1}, {1, 0, 1, 0}, "NOTSET"},    // the same, grouped
   };
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const Case& c = cases[ci];

@@ -63,7 +63,19 @@ OF_HD float FastGeluTanh(float x) {
   OF_FAST_OR_DEVICE(fastmath::GeluTanh(x),
                     0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x))));
 }
+OF_HD float FastExpm1(float x) { OF_FAST_OR_DEVICE(fastmath::Expm1(x), expm1f(x)); }
+OF_HD float FastLog(float x) { OF_FAST_OR_DEVICE(fastmath::Log(x), logf(x)); }
+OF_HD float FastLog1p(float x) { OF_FAST_OR_DEVICE(fastmath::Log1p(x), log1pf(x)); }
+OF_HD float FastSoftplus(float x) { OF_FAST_OR_DEVICE(fastmath::Softplus(x), fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)))); }
+OF_HD float FastMish(float x) {
+  OF_FAST_OR_DEVICE(fastmath::Mish(x), x * tanhf(fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)))));
+}
 #undef OF_FAST_OR_DEVICE
+OF_HD double FastExpm1(double x) { return ::expm1(x); }
+OF_HD double FastLog(double x) { return ::log(x); }
+OF_HD double FastLog1p(double x) { return ::log1p(x); }
+OF_HD double FastSoftplus(double x) { return (x > 0.0 ? x : 0.0) + ::log1p(::exp(-::fabs(x))); }
+OF_HD double FastMish(double x) { return x * ::tanh(FastSoftplus(x)); }
 OF_HD double FastExp(double x) { return ::exp(x); }
 OF_HD double FastTanh(double x) { return ::tanh(x); }
 OF_HD double FastErf(double x) { return ::erf(x); }
@@ -86,12 +98,6 @@ template <class C>
 OF_HD C Clamp(C x, C lo, C hi) {
   x = x < lo ? lo : x;
   return x > hi ? hi : x;
-}
-
-// log(1 + exp(x)) without overflow.
-template <class C>
-OF_HD C Softplus(C x) {
-  return x > C(0) ? x + Log1p(Exp(-x)) : Log1p(Exp(x));
 }
 
 }  // namespace math
@@ -183,12 +189,12 @@ template <class C>
 OF_HD C GeluGrad(C d, C x, bool tanh_form) {
   if (tanh_form) {
     const C k = C(0.79788456080286535588);  // sqrt(2 / pi)
-    const C t = math::Tanh(k * (x + C(0.044715) * x * x * x));
+    const C t = math::FastTanh(k * (x + C(0.044715) * x * x * x));
     const C dinner = k * (C(1) + C(3 * 0.044715) * x * x);
     return d * (C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * dinner);
   }
-  const C cdf = C(0.5) * (C(1) + math::Erf(x * C(0.70710678118654752440)));
-  return d * (cdf + x * C(0.39894228040143267794) * math::Exp(C(-0.5) * x * x));
+  const C cdf = C(0.5) * (C(1) + math::FastErf(x * C(0.70710678118654752440)));
+  return d * (cdf + x * C(0.39894228040143267794) * math::FastExp(C(-0.5) * x * x));
 }
 struct Gelu : RowDefaults {
   static constexpr const char* kName = op::kGelu;
@@ -208,7 +214,8 @@ struct HardSigmoid : RowDefaults {
 struct HardSwish : RowDefaults {
   static constexpr const char* kName = op::kHardSwish;
   static constexpr int kSince = 14;
-  OF_FWD(x * math::Clamp(x * C(1.0 / 6.0) + C(0.5), C(0), C(1)))
+  // (x + 3) / 6, not x / 6 + 1/2: near x = -3 the sum is exact and the factor keeps its digits
+  OF_FWD(x * math::Clamp((x + C(3)) / C(6), C(0), C(1)))
   OF_BWD_FROM_X(x < C(-3) ? C(0) : (x > C(3) ? d : d * (x / C(3) + C(0.5))))
 };
 // Not standalone: Clip-13 takes its bounds as inputs (graph/ops/elementwise.cc, kernels/cpu/unary.cc);
@@ -226,8 +233,8 @@ struct Exp : RowDefaults {
 };
 struct Log : RowDefaults {
   static constexpr const char* kName = op::kLog;
-  static constexpr double kCost = kLibm;
-  OF_FWD(math::Log(x))
+  static constexpr double kCost = kMath;
+  OF_FWD(math::FastLog(x))
 };
 // Abs and Neg of an integer's minimum wrap to the minimum (numpy), computed in the unsigned type.
 struct Neg : RowDefaults {
@@ -263,13 +270,13 @@ struct Erf : RowDefaults {
   static constexpr const char* kName = op::kErf;
   static constexpr double kCost = kMath;
   OF_FWD(math::FastErf(x))
-  OF_BWD_FROM_X(d * C(1.12837916709551257390) * math::Exp(-x * x))  // 2 / sqrt(pi) exp(-x^2)
+  OF_BWD_FROM_X(d * C(1.12837916709551257390) * math::FastExp(-x * x))  // 2 / sqrt(pi) exp(-x^2)
 };
 struct Softplus : RowDefaults {
   static constexpr const char* kName = op::kSoftplus;
-  static constexpr double kCost = kLibm;
-  OF_FWD(math::Softplus(x))
-  OF_BWD_FROM_X(d / (C(1) + math::Exp(-x)))
+  static constexpr double kCost = kMath;
+  OF_FWD(math::FastSoftplus(x))
+  OF_BWD_FROM_X(d * math::FastSigmoid(x))
 };
 // Fused-only: Pow by the constant 2, 3 or 0.5 (passes/elementwise_fusion.cc).
 struct Square : RowDefaults {
@@ -325,23 +332,23 @@ OF_LIBM_ROW(Sinh) OF_LIBM_ROW(Cosh) OF_LIBM_ROW(Asinh) OF_LIBM_ROW(Acosh) OF_LIB
 struct Elu : RowDefaults {
   static constexpr const char* kName = op::kElu;
   static constexpr ParamList kParams{1, {{"alpha", 1.0f}}};
-  static constexpr double kCost = kLibm;
-  OF_FWD(x < C(0) ? C(p[0]) * math::Expm1(x) : x)
-  OF_BWD_FROM_X(x > C(0) ? d : d * C(p[0]) * math::Exp(x))
+  static constexpr double kCost = kMath;
+  OF_FWD(x < C(0) ? C(p[0]) * math::FastExpm1(x) : x)
+  OF_BWD_FROM_X(x > C(0) ? d : d * C(p[0]) * math::FastExp(x))
 };
 struct Selu : RowDefaults {
   static constexpr const char* kName = op::kSelu;
   static constexpr ParamList kParams{2, {{"alpha", 1.67326319217681884765625f}, {"gamma", 1.05070102214813232421875f}}};
-  static constexpr double kCost = kLibm;
-  OF_FWD(x <= C(0) ? C(p[1]) * C(p[0]) * math::Expm1(x) : C(p[1]) * x)
-  OF_BWD_FROM_X(d * (x > C(0) ? C(p[1]) : C(p[1]) * C(p[0]) * math::Exp(x)))
+  static constexpr double kCost = kMath;
+  OF_FWD(x <= C(0) ? C(p[1]) * C(p[0]) * math::FastExpm1(x) : C(p[1]) * x)
+  OF_BWD_FROM_X(d * (x > C(0) ? C(p[1]) : C(p[1]) * C(p[0]) * math::FastExp(x)))
 };
 struct Celu : RowDefaults {
   static constexpr const char* kName = op::kCelu;
   static constexpr ParamList kParams{1, {{"alpha", 1.0f}}};
-  static constexpr double kCost = kLibm;
-  OF_FWD(x > C(0) ? x : C(p[0]) * math::Expm1(x / C(p[0])))
-  OF_BWD_FROM_X(x > C(0) ? d : d * math::Exp(x / C(p[0])))
+  static constexpr double kCost = kMath;
+  OF_FWD(x > C(0) ? x : C(p[0]) * math::FastExpm1(x / C(p[0])))
+  OF_BWD_FROM_X(x > C(0) ? d : d * math::FastExp(x / C(p[0])))
 };
 struct Softsign : RowDefaults {
   static constexpr const char* kName = op::kSoftsign;
@@ -351,14 +358,14 @@ struct Softsign : RowDefaults {
 // d/dx x tanh(softplus(x)) = tanh(sp) + x (1 - tanh(sp)^2) sigmoid(x)
 template <class C>
 OF_HD C MishGrad(C d, C x) {
-  const C t = math::Tanh(math::Softplus(x));
-  return d * (t + x * (C(1) - t * t) / (C(1) + math::Exp(-x)));
+  const C t = math::FastTanh(math::FastSoftplus(x));
+  return d * (t + x * (C(1) - t * t) * math::FastSigmoid(x));
 }
 struct Mish : RowDefaults {
   static constexpr const char* kName = op::kMish;
   static constexpr int kSince = 18;
-  static constexpr double kCost = kLibm;
-  OF_FWD(x * math::Tanh(math::Softplus(x)))
+  static constexpr double kCost = kMath;
+  OF_FWD(math::FastMish(x))
   OF_BWD_FROM_X(MishGrad(d, x))
 };
 struct ThresholdedRelu : RowDefaults {
@@ -370,7 +377,7 @@ struct ThresholdedRelu : RowDefaults {
 // x * sigmoid(a x) and its derivative sigmoid(a x) (1 + a x (1 - sigmoid(a x))).
 template <class C>
 OF_HD C SwishGrad(C d, C x, C a) {
-  const C s = C(1) / (C(1) + math::Exp(-a * x));
+  const C s = math::FastSigmoid(a * x);
   return d * (s + a * x * s * (C(1) - s));
 }
 struct Swish : RowDefaults {

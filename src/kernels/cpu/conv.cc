@@ -1,8 +1,9 @@
 // CPU kernel: Conv (1-D/2-D/3-D, groups, dilations, pads, strides, auto_pad) and FusedConv.
-// f32: im2col + the packed SGEMM (weights packed once per group), bias/residual/activation in the
-// GEMM epilogue; 1x1 stride-1 convs skip im2col; depthwise convs use a direct loop. f64: im2col +
-// reference GEMM. FusedConv in NHWC (layout pass): oneDNN with the epilogue as post-ops, else the
-// NCHW path between transposes.
+// f32 2-D with constant weights (grouped and depthwise included): oneDNN. Otherwise f32: im2col +
+// the packed SGEMM (weights packed once per group), bias/residual/activation in the GEMM epilogue;
+// 1x1 stride-1 convs skip im2col; depthwise convs use a direct loop. f64: im2col + reference GEMM.
+// FusedConv in NHWC (layout pass): oneDNN with the epilogue as post-ops, else the NCHW path
+// between transposes.
 #include <cstring>
 
 #include "graph/ops/conv_shape.h"
@@ -154,6 +155,21 @@ DirectConvGeometry DirectGeometry(const AttrMap& attrs, int64_t h, int64_t w, co
                             geo.pad_begin[0], geo.pad_begin[1], geo.out[0], geo.out[1]};
 }
 
+// A k x 1 conv over a width-1 map (a 1-D conv as TF and JAX exporters write it: [N, C, L, 1]) as
+// the 1 x k conv over [N, C, 1, L]. Input, weights and output have a unit axis on both sides, so
+// their memory is the same in NCHW and in NHWC; oneDNN runs 1 x k rows at full vector width, where
+// the k x 1 form gives it L rows one pixel wide (measured 3-4x slower, bench: conv_k5x1).
+DnnlConvParams TransposedSpatialAxes(DnnlConvParams p) {
+  std::swap(p.h, p.w);
+  std::swap(p.kh, p.kw);
+  std::swap(p.sh, p.sw);
+  std::swap(p.dh, p.dw);
+  std::swap(p.pt, p.pl);
+  std::swap(p.pb, p.pr);
+  std::swap(p.oh, p.ow);
+  return p;
+}
+
 bool IsPointwise(const ConvPlan& p) {
   for (int i = 0; i < 3; ++i)
     if (p.k[i] != 1 || p.s[i] != 1 || p.p[i] != 0 || p.in[i] != p.out[i]) return false;
@@ -180,8 +196,9 @@ ConvKernel::ConvKernel(const KernelInitContext& init) : act_(ReadActivation(init
       direct_geo_ = DirectGeometry(attrs, xt.dims[1].value, xt.dims[2].value, *w, init.node().Describe());
     return;
   }
-  // 2-D, ungrouped, constant f32 weights: oneDNN (measured faster than im2col + GEMM).
-  if (w && w->dtype() == DType::kFloat32 && w->rank() == 4 && attrs.GetInt("group", 1) == 1 && DnnlConvEnabled()) {
+  // 2-D, constant f32 weights, any groups: oneDNN (measured faster than im2col + GEMM, and for
+  // depthwise than our direct loop: 1.3-1.6x on 3x3 over 96 channels at 112x112).
+  if (w && w->dtype() == DType::kFloat32 && w->rank() == 4 && DnnlConvEnabled()) {
     dnnl_candidate_ = true;
     dnnl_weights_ = *w;
     const TensorType& xt = init.input_type(0);
@@ -209,11 +226,13 @@ std::shared_ptr<DnnlConv2d> ConvKernel::DnnlPlan(const Shape& xs, const std::str
   if (it != dnnl_plans_.end()) return it->second;
   std::shared_ptr<DnnlConv2d> plan;
   const Tensor& w = dnnl_weights_;
-  if (xs.size() == 4 && xs[1] == w.dim(1) && NumElements(xs) > 0) {
+  const int64_t group = attrs_.GetInt("group", 1);
+  if (xs.size() == 4 && group >= 1 && xs[1] == w.dim(1) * group && w.dim(0) % group == 0 && NumElements(xs) > 0) {
     ConvGeometry g = ResolveConvGeometry(attrs_, {xs[2], xs[3]}, {w.dim(2), w.dim(3)}, node);
     DnnlConvParams p{xs[0], xs[1], xs[2], xs[3], w.dim(0), g.kernel[0], g.kernel[1], g.strides[0], g.strides[1],
                      g.dilations[0], g.dilations[1], g.pad_begin[0], g.pad_begin[1], g.pad_end[0], g.pad_end[1],
-                     g.out[0], g.out[1]};
+                     g.out[0], g.out[1], group};
+    if (p.w == 1 && p.kw == 1 && p.pl == 0 && p.pr == 0 && p.kh > 1) p = TransposedSpatialAxes(p);
     if (p.oh > 0 && p.ow > 0 && p.m > 0) {
       DnnlConvEpilogue ep{has_bias_, has_residual_, act_};
       plan = CreateDnnlConv2d(p, w.data<float>(), nhwc_ ? &ep : nullptr);

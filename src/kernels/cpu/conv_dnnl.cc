@@ -77,7 +77,7 @@ struct DnnlSlice {
 class DnnlConv2d {
  public:
   DnnlConv2d(const DnnlConvParams& p, const float* w, const DnnlConvEpilogue* ep)
-      : p_(p), weights_(w, w + p.m * p.c * p.kh * p.kw), nhwc_(ep != nullptr) {
+      : p_(p), weights_(w, w + p.m * (p.c / p.g) * p.kh * p.kw), nhwc_(ep != nullptr) {
     if (ep) {
       ep_ = *ep;
       // Relu, LeakyRelu and Clip are exact in oneDNN; the others (transcendental) are applied by
@@ -86,7 +86,7 @@ class DnnlConv2d {
       manual_act_ = !(k == Activation::kNone || k == Activation::kRelu || k == Activation::kLeakyRelu ||
                       k == Activation::kClip);
     }
-    if (nhwc_ && WinogradEnabled() && p_.kh == 3 && p_.kw == 3 && p_.sh == 1 && p_.sw == 1 && p_.dh == 1 &&
+    if (nhwc_ && WinogradEnabled() && p_.g == 1 && p_.kh == 3 && p_.kw == 3 && p_.sh == 1 && p_.sw == 1 && p_.dh == 1 &&
         p_.dw == 1 && p_.c % 16 == 0 && p_.m % 16 == 0 && p_.c * p_.m >= kWinogradMinChannelProduct) {
       try {
         PickWinogradKernel();  // the weights are transformed when a run first needs them
@@ -171,7 +171,7 @@ class DnnlConv2d {
   dnnl::convolution_forward::desc ConvDesc(dnnl::algorithm alg, const DnnlSlice& sl, const dnnl::memory::dims& pad_l,
                                            const dnnl::memory::dims& pad_r) const {
     using namespace dnnl;
-    const memory::desc w_any({sl.mm, p_.c, p_.kh, p_.kw}, memory::data_type::f32, memory::format_tag::any);
+    const memory::desc w_any(WeightDims(sl.mm), memory::data_type::f32, memory::format_tag::any);
     const memory::dims strides{p_.sh, p_.sw}, dil{p_.dh - 1, p_.dw - 1};
     if (!ep_.bias)
       return convolution_forward::desc(prop_kind::forward_inference, alg, sl.src_md, w_any, sl.dst_md, strides, dil,
@@ -181,7 +181,15 @@ class DnnlConv2d {
                                      strides, dil, pad_l, pad_r);
   }
 
-  // `n` row bands, or with channel_slices > 1 that many slices of the output channels (n = 1).
+  // The weights of mm output channels as oneDNN describes them: [mm, c, kh, kw], or grouped
+  // [g, mm / g, c / g, kh, kw] (ONNX's [m, c / g, kh, kw] in the same memory order).
+  dnnl::memory::dims WeightDims(int64_t mm) const {
+    if (p_.g == 1) return {mm, p_.c, p_.kh, p_.kw};
+    return {p_.g, mm / p_.g, p_.c / p_.g, p_.kh, p_.kw};
+  }
+
+  // `n` row bands, or with channel_slices > 1 that many slices of the output channels (n = 1;
+  // ungrouped convs only).
   std::shared_ptr<const std::vector<DnnlSlice>> MakeSlices(int n, int64_t batch = 1, int channel_slices = 1) const {
     using namespace dnnl;
     using tag = memory::format_tag;
@@ -226,8 +234,8 @@ class DnnlConv2d {
       if (channel_slices == 1 && !slices->empty() && slices->front().weights.get_desc() == pd.weights_desc()) {
         sl.weights = slices->front().weights;  // same packed layout: share it
       } else {
-        memory w_user(memory::desc({mm, p_.c, p_.kh, p_.kw}, dt::f32, tag::oihw), Engine(),
-                      const_cast<float*>(weights_.data() + sl.m0 * p_.c * p_.kh * p_.kw));
+        memory w_user(memory::desc(WeightDims(mm), dt::f32, p_.g == 1 ? tag::oihw : tag::goihw), Engine(),
+                      const_cast<float*>(weights_.data() + sl.m0 * (p_.c / p_.g) * p_.kh * p_.kw));
         sl.weights = memory(pd.weights_desc(), Engine());
         reorder(w_user, sl.weights).execute(strm, w_user, sl.weights);
       }
@@ -591,7 +599,7 @@ void RunDnnlConv2dNhwc(const DnnlConv2d& conv, const float* x, const float* bias
            "NHWC conv plan built for another epilogue");
   // Below ~3 MFLOP (about 15 us on one core) a second thread costs more than it saves: the
   // handoff, and the activations moving between the cores' caches.
-  const double flops = 2.0 * static_cast<double>(p.n * p.oh * p.ow * p.m * p.c * p.kh * p.kw);
+  const double flops = 2.0 * static_cast<double>(p.n * p.oh * p.ow * p.m * (p.c / p.g) * p.kh * p.kw);
   const int threads = flops < 3e6 ? 1 : pool.num_threads();
   if (conv.winograd()) {
     RunWinograd(conv, x, bias, z, y, pool, threads);
@@ -600,7 +608,7 @@ void RunDnnlConv2dNhwc(const DnnlConv2d& conv, const float* x, const float* bias
   const int64_t in_img = p.h * p.w * p.c, out_img = p.oh * p.ow * p.m;
   // Fewer images than threads on small maps (under 4 output rows per thread, where row bands
   // balance badly: 7 rows on 2 threads) with enough output channels: channel slices.
-  if (p.n < threads && p.oh < 4 * threads && p.m % (16 * threads) == 0) {
+  if (p.n < threads && p.oh < 4 * threads && p.m % (16 * threads) == 0 && p.g == 1) {
     RunChannelSlices(conv, x, bias, z, y, pool);
     return;
   }

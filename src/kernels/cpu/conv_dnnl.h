@@ -20,6 +20,7 @@ struct DnnlConvParams {
   int64_t sh, sw, dh, dw;   // strides, dilations (ONNX convention: 1 = dense)
   int64_t pt, pl, pb, pr;   // pads
   int64_t oh, ow;           // output
+  int64_t g = 1;            // groups: weights [m, c / g, kh, kw] (depthwise: g = c = m)
 };
 
 class DnnlConv2d;

@@ -54,24 +54,33 @@ inline T LaneSum(int64_t n, F f) {
 
 // Maximum (or, with kMax = false, minimum) of x[0..n) for float/double; -inf (+inf) when n == 0.
 // GCC does not SLP-vectorize a lane array of max operations, so this uses its generic vector
-// extension (lowered to whatever the target has).
+// extension, at the tier's register width: a 64-byte vector on AVX2 or SSE is lowered lane by lane
+// through the stack (measured: Softmax 5.7x onnxruntime at the AVX2 cap, 84% of it here). 64 bytes
+// per step at every tier, in one to four independent accumulators.
 template <typename T, bool kMax = true>
 inline T LaneExtreme(const T* x, int64_t n) {
   static_assert(std::is_floating_point_v<T>, "LaneExtreme is for float and double");
-  typedef T V __attribute__((vector_size(64)));
-  constexpr int L = 64 / sizeof(T);
+  constexpr int kBytes = ONEFLOW_ISA_AVX512 ? 64 : (ONEFLOW_ISA_AVX ? 32 : 16);
+  typedef T V __attribute__((vector_size(kBytes)));
+  constexpr int W = kBytes / static_cast<int>(sizeof(T));  // lanes per vector
+  constexpr int K = 64 / kBytes;                             // accumulators
   const T init = kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
-  V acc;
-  for (int j = 0; j < L; ++j) acc[j] = init;
+  V acc[K];
+  for (int k = 0; k < K; ++k)
+    for (int j = 0; j < W; ++j) acc[k][j] = init;
   int64_t i = 0;
-  for (; i + L <= n; i += L) {
-    V v;
-    std::memcpy(&v, x + i, sizeof(V));
-    if constexpr (kMax) acc = v > acc ? v : acc;
-    else acc = v < acc ? v : acc;
+  for (; i + W * K <= n; i += W * K) {
+#pragma GCC unroll 4
+    for (int k = 0; k < K; ++k) {
+      V v;
+      std::memcpy(&v, x + i + k * W, sizeof(V));
+      if constexpr (kMax) acc[k] = v > acc[k] ? v : acc[k];
+      else acc[k] = v < acc[k] ? v : acc[k];
+    }
   }
   T m = init;
-  for (int j = 0; j < L; ++j) m = (kMax ? acc[j] > m : acc[j] < m) ? acc[j] : m;
+  for (int k = 0; k < K; ++k)
+    for (int j = 0; j < W; ++j) m = (kMax ? acc[k][j] > m : acc[k][j] < m) ? acc[k][j] : m;
   for (; i < n; ++i) m = (kMax ? x[i] > m : x[i] < m) ? x[i] : m;
   return m;
 }
