@@ -20,6 +20,11 @@ namespace fastmath {
 inline float BitsAsFloat(int32_t i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline int32_t FloatAsBits(float f) { int32_t i; std::memcpy(&i, &f, 4); return i; }
 
+// 2^e for e in [-126, 127], built in the exponent field. The shift is done unsigned: a NaN input
+// reaches here with a garbage e, and shifting a negative or overflowing int is undefined (UBSan
+// stops on it); the result is then some float that the NaN in the other factor overrides.
+inline float Pow2(int32_t e) { return BitsAsFloat(static_cast<int32_t>(static_cast<uint32_t>(e + 127) << 23)); }
+
 // e^x = p * 2^n for x in [-170, 89] (callers clamp): Cody-Waite reduction x = n*ln2 + r with
 // |r| <= ln2/2, then a degree-6 polynomial for p = e^r (p in [0.70, 1.42], ~1 ulp). n is rounded by
 // adding 1.5 * 2^23, which leaves it in the sum's low mantissa bits: read from there, no float ->
@@ -49,7 +54,7 @@ inline float ExpTimes(float xc, float m) {
   int32_t n;
   const float p = ExpReduce(xc, n);
   const int32_t half = n >> 1;
-  return (m * p) * BitsAsFloat((half + 127) << 23) * BitsAsFloat((n - half + 127) << 23);
+  return (m * p) * Pow2(half) * Pow2(n - half);
 }
 
 // exp(x), <= 2 ulp over the whole range, subnormal results included (e^-100 is 3.7e-44, not 0).
@@ -82,7 +87,7 @@ inline float Expm1(float x) {
   int32_t n;
   const float p = ExpReduce(xc, n);
   // 2^(n-1) * 2p: n - 1 in [-30, 127] stays a normal power of two; 2p is exact.
-  const float scale = BitsAsFloat((n + 126) << 23);
+  const float scale = Pow2(n - 1);
   const float big = (p + p) * scale - 1.0f;  // the product is exact: one rounding, in the subtraction
   return (x > -1.0f && x < 1.5f) ? small : big;  // NaN: big, which is NaN
 }
@@ -94,7 +99,9 @@ inline double Expm1(double x) { return std::expm1(x); }
 inline float Log(float x) {
   const bool subnormal = x < 1.17549435e-38f;  // FLT_MIN; negatives and 0 too, fixed by the selects
   const float xs = subnormal ? x * 8388608.0f : x;
-  const int32_t shifted = FloatAsBits(xs) + (0x3f800000 - 0x3f3504f3);  // carry m >= sqrt(2) into k
+  // Carry m >= sqrt(2) into k. Added unsigned: a NaN's bits would overflow int32 (undefined).
+  const int32_t shifted =
+      static_cast<int32_t>(static_cast<uint32_t>(FloatAsBits(xs)) + uint32_t{0x3f800000 - 0x3f3504f3});
   const float k = static_cast<float>((shifted >> 23) - 127) - (subnormal ? 23.0f : 0.0f);
   const float f = BitsAsFloat((shifted & 0x007fffff) + 0x3f3504f3) - 1.0f;
   const float s = f / (2.0f + f);

@@ -1,4 +1,4 @@
-// Fusion pass: recognizes Gelu written out with Erf, folds BatchNormalization into a preceding
+// Fusion pass: recognizes Gelu written out with Erf and SiLU as x * Sigmoid(x), folds BatchNormalization into a preceding
 // Conv's constant weights, and merges MatMul + bias Add, Conv + residual Add and Gemm/MatMul/Conv + activation into ai.oneflow fused
 // ops whose kernels apply the epilogue while the output tile is still in cache.
 #include <cmath>
@@ -224,6 +224,28 @@ bool FuseGeluPattern(Graph& g, const Uses& u, Node& scale, std::vector<char>& re
   return true;
 }
 
+// SiLU as exporters spell it, x * Sigmoid(x) (either operand order): the Mul becomes one Swish
+// (alpha 1), which FuseActivation can then move into the producing conv's epilogue. Written out,
+// x has two readers, so no activation fuses and, in an NHWC conv chain, the layout pass cannot
+// push the conv's transpose past the Mul (its other operand does not carry it yet): EfficientNet
+// and YOLO-style nets paid a transpose pair and an elementwise pass per SiLU. Anchored on the
+// Sigmoid.
+bool FuseSwishPattern(Graph& g, const Uses& u, Node& sigmoid, std::vector<char>& removed) {
+  if (!IsOp(sigmoid, op::kSigmoid) || sigmoid.inputs.size() != 1 || sigmoid.outputs.size() != 1) return false;
+  const int x = sigmoid.inputs[0];
+  if (x == kNoValue || !FusableDType(ValueDType(g, x))) return false;
+  Node* mul = SoleConsumer(g, u, sigmoid.outputs[0]);
+  if (!mul || !IsOp(*mul, binary::Mul::kName) || OtherInput(*mul, sigmoid.outputs[0]) != x) return false;
+  removed[static_cast<size_t>(&sigmoid - g.nodes.data())] = 1;
+  mul->op_type = op::kSwish;
+  mul->domain.clear();
+  mul->opset = unary::Swish::kSince;  // the schema is looked up by the node's own opset
+  mul->inputs = {x};
+  mul->attrs = AttrMap{};             // alpha defaults to 1
+  mul->schema = nullptr;
+  return true;
+}
+
 // Base op (no activation yet) -> activation: the activation becomes the base's epilogue.
 bool FuseActivation(Graph& g, const Uses& u, Node& base, std::vector<char>& removed) {
   const char* fused = nullptr;
@@ -269,7 +291,8 @@ int FuseOps(Graph& g) {
   int total = 0;
   using Rule = bool (*)(Graph&, const Uses&, Node&, std::vector<char>&);
   // Order matters: BN folding and bias/residual first, so the activation lands on the final node.
-  const Rule rules[] = {FuseGeluPattern, FoldBatchNorm, FuseMatMulBias, FuseConvResidual, FuseActivation};
+  const Rule rules[] = {FuseGeluPattern, FuseSwishPattern, FoldBatchNorm, FuseMatMulBias, FuseConvResidual,
+                        FuseActivation};
   for (Rule rule : rules) {
     for (;;) {
       Uses u = CountUses(g);

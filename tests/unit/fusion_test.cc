@@ -1,5 +1,6 @@
 // Fusion pass (passes/fusion.cc): Gelu spelled out with Erf becomes one Gelu, then the
-// epilogue of the MatMul producing its input; outputs match a double-precision reference.
+// epilogue of the MatMul producing its input; SiLU spelled x * Sigmoid(x) becomes a Swish in the
+// conv's epilogue; outputs match a double-precision reference.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -120,6 +121,62 @@ TEST(Fusion, MatMulBiasFromAGraphInputFuses) {
       EXPECT_NEAR(y.data<float>()[r * 4 + c], std::max(h, 0.0), 1e-5) << r << "," << c;
     }
 }
+
+// SiLU as torch exports it after Conv + BatchNormalization (EfficientNet, YOLO): x * Sigmoid(x),
+// in both operand orders, becomes a Swish in the conv's epilogue, with no Sigmoid, Mul or
+// transpose left between convs; the output matches a double-precision reference.
+void CheckSiluAfterConv(bool sigmoid_first) {
+  test_util::GraphBuilder b;
+  const int64_t C = 3, M = 4, H = 5, W = 6;
+  Tensor w(DType::kFloat32, {M, C, 3, 3}), scale(DType::kFloat32, {M}), shift(DType::kFloat32, {M}),
+      mean(DType::kFloat32, {M}), var(DType::kFloat32, {M});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = static_cast<float>(std::sin(1.7 * double(i)) * 0.4);
+  for (int64_t m = 0; m < M; ++m) {
+    scale.data<float>()[m] = 0.8f + 0.1f * float(m);
+    shift.data<float>()[m] = 0.3f - 0.2f * float(m);
+    mean.data<float>()[m] = 0.05f * float(m);
+    var.data<float>()[m] = 0.9f + 0.05f * float(m);
+  }
+  const int x = b.Input("X", DType::kFloat32, {1, C, H, W});
+  AttrMap conv_attrs;
+  conv_attrs.set("pads", Attribute::Ints({1, 1, 1, 1}));
+  const int conv = b.Node("Conv", {x, b.Const("W", w)}, conv_attrs);
+  const int bn = b.Node("BatchNormalization", {conv, b.Const("scale", scale), b.Const("shift", shift),
+                                               b.Const("mean", mean), b.Const("var", var)});
+  const int sig = b.Node("Sigmoid", {bn});
+  Graph& g = b.Done(sigmoid_first ? b.Node("Mul", {sig, bn}) : b.Node("Mul", {bn, sig}));
+  Session s(g, SessionOptions{1, 2});
+  const Graph& opt = s.optimized();
+  EXPECT_EQ(CountOps(opt, "Sigmoid") + CountOps(opt, "Mul") + CountOps(opt, "FusedElementwise"), 0);
+  ASSERT_EQ(CountOps(opt, "FusedConv"), 1);
+  for (const Node& n : opt.nodes)
+    if (n.op_type == "FusedConv") {
+      EXPECT_EQ(n.attrs.GetString("activation"), "Swish");
+    }
+  Tensor xt(DType::kFloat32, {1, C, H, W});
+  for (int64_t i = 0; i < xt.numel(); ++i) xt.data<float>()[i] = static_cast<float>(std::cos(0.37 * double(i)) * 2.0);
+  const Tensor y = s.Run({{"X", xt}}, {})[0].second;
+  ASSERT_EQ(y.shape(), (Shape{1, M, H, W}));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t r = 0; r < H; ++r)
+      for (int64_t c = 0; c < W; ++c) {
+        double acc = 0;
+        for (int64_t ci = 0; ci < C; ++ci)
+          for (int64_t kr = 0; kr < 3; ++kr)
+            for (int64_t kc = 0; kc < 3; ++kc) {
+              const int64_t ir = r + kr - 1, ic = c + kc - 1;
+              if (ir < 0 || ir >= H || ic < 0 || ic >= W) continue;
+              acc += double(xt.data<float>()[(ci * H + ir) * W + ic]) * w.data<float>()[((m * C + ci) * 3 + kr) * 3 + kc];
+            }
+        const double v = (acc - mean.data<float>()[m]) / std::sqrt(double(var.data<float>()[m]) + 1e-5) *
+                             scale.data<float>()[m] + shift.data<float>()[m];
+        const double want = v / (1.0 + std::exp(-v));
+        EXPECT_NEAR(y.data<float>()[(m * H + r) * W + c], want, 1e-5 * (1.0 + std::fabs(want))) << m << "," << r << "," << c;
+      }
+}
+
+TEST(Fusion, SiluAfterConvBecomesTheConvEpilogue) { CheckSiluAfterConv(false); }
+TEST(Fusion, SiluWithSigmoidFirstBecomesTheConvEpilogue) { CheckSiluAfterConv(true); }
 
 }  // namespace
 }  // namespace oneflow
