@@ -1,6 +1,7 @@
 // Fast, vectorizable float32 math shared by the CPU kernels (exp, expm1, log, log1p, sigmoid, tanh,
-// erf, GELU, softplus, mish), with double overloads that call libm so generic kernel code can use one
-// name for both compute types. Accuracy against libm in double, over the whole float range, is in
+// erf, GELU, softplus, mish). Exp, Sigmoid, Tanh, Erf and the GELUs have double overloads that call
+// libm, so generic kernel code can use one name for both compute types; the unary rows reach the
+// others through graph/ops/unary_ops.h (math::FastLog and friends), which has the double forms. Accuracy against libm in double, over the whole float range, is in
 // docs/math.md and asserted by tests/unit/math_accuracy_test.cc.
 #pragma once
 
@@ -13,8 +14,8 @@
 namespace oneflow {
 namespace fastmath {
 
-// The float versions are branch-free (selects only), use no FMA (the x86-64-v2 baseline has none, and
-// std::fma would be a libm call there) and no libm calls, so GCC vectorizes any loop that calls them
+// The float versions are branch-free (selects only), call no std::fma (the x86-64-v2 baseline has no
+// FMA, so it would be a libm call there; on the wider tiers GCC fuses a * b + c itself) and no libm, so GCC vectorizes any loop that calls them
 // at every ISA tier; -fno-trapping-math (CMakeLists.txt) lets it turn the selects into blends.
 
 inline float BitsAsFloat(int32_t i) { float f; std::memcpy(&f, &i, 4); return f; }
@@ -91,7 +92,6 @@ inline float Expm1(float x) {
   const float big = (p + p) * scale - 1.0f;  // the product is exact: one rounding, in the subtraction
   return (x > -1.0f && x < 1.5f) ? small : big;  // NaN: big, which is NaN
 }
-inline double Expm1(double x) { return std::expm1(x); }
 
 // log(x): x = 2^k * m with m in [sqrt(1/2), sqrt(2)), f = m - 1, and log(1 + f) through s = f/(2 + f)
 // and a degree-8 even polynomial in s (the classic BSD construction); < 1 ulp. Subnormal inputs are
@@ -116,7 +116,6 @@ inline float Log(float x) {
   y = x == std::numeric_limits<float>::infinity() ? x : y;
   return x != x ? x : y;
 }
-inline double Log(double x) { return std::log(x); }
 
 // log1p(x) = log(u) + log(1 + c/u) with u = 1 + x rounded and c = x - (u - 1) its rounding error;
 // the second term is c/u to first order. Tiny x gives u = 1 and so x itself.
@@ -127,7 +126,6 @@ inline float Log1p(float x) {
   y = x == std::numeric_limits<float>::infinity() ? x : y;
   return y;
 }
-inline double Log1p(double x) { return std::log1p(x); }
 
 // sigmoid(x) = 1 / (1 + e^-x) for x >= 0 and e^x / (1 + e^x) below: one exp of -|x|, which never
 // overflows, so the negative tail keeps its relative accuracy down to the subnormals.
@@ -139,7 +137,6 @@ inline double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 // softplus(x) = log(1 + e^x) = max(x, 0) + log1p(e^-|x|): never overflows, exact for large |x|.
 inline float Softplus(float x) { return (x > 0.0f ? x : 0.0f) + Log1p(Exp(-std::fabs(x))); }
-inline double Softplus(double x) { return (x > 0.0 ? x : 0.0) + std::log1p(std::exp(-std::fabs(x))); }
 
 // mish(x) = x tanh(softplus(x)) = x * n / (n + 2) with n = e^x (e^x + 2), since
 // tanh(log(1 + e)) = ((1+e)^2 - 1) / ((1+e)^2 + 1): one exp and one division. Above 20 the factor
@@ -153,7 +150,6 @@ inline float Mish(float x) {
   y = x > 20.0f ? x : y;
   return x < -120.0f ? x * 0.0f : y;  // -0, and NaN at -inf as the spec's x * tanh(softplus(x))
 }
-inline double Mish(double x) { return x * std::tanh(Softplus(x)); }
 
 // tanh: odd polynomial near 0 (keeps relative accuracy), 1 - 2/(e^{2|x|}+1) elsewhere.
 inline float Tanh(float x) {

@@ -197,7 +197,7 @@ ConvKernel::ConvKernel(const KernelInitContext& init) : act_(ReadActivation(init
     return;
   }
   // 2-D, constant f32 weights, any groups: oneDNN (measured faster than im2col + GEMM, and for
-  // depthwise than our direct loop: 1.3-1.6x on 3x3 over 96 channels at 112x112).
+  // depthwise than our direct loop: 2.25 -> 1.69 ms on 3x3 over 96 channels at 112x112, 1 thread).
   if (w && w->dtype() == DType::kFloat32 && w->rank() == 4 && DnnlConvEnabled()) {
     dnnl_candidate_ = true;
     dnnl_weights_ = *w;

@@ -149,8 +149,8 @@ void Avx2Block(int64_t kc, const float* a, const float* b, float* c, int64_t ldc
 
 // Rows [R0, R) of the tile in blocks of at most 5, as even as they go (14 = 5 + 5 + 4), each block
 // for both 16-column halves that hold valid columns. An FMA has 4 cycles of latency on 2 pipes, so
-// a block needs 8 independent accumulators to keep both busy: 6 + 6 + 2 left a 2-row block with 4,
-// running at half speed.
+// a block wants 8 independent accumulators to keep both busy; 6 + 6 + 2 would leave a 2-row block
+// with 4 (the split is by that count, not measured apart from the unrolled epilogue above).
 template <int R, int R0 = 0>
 void Avx2Tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t nvalid, float alpha,
               float cbeta) {
