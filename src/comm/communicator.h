@@ -66,14 +66,15 @@ std::shared_ptr<Communicator> FindCommunicator(const std::string& key);  // thro
 // wait at most `timeout_ms` for the slowest member, then fail naming the ranks that never came.
 std::vector<std::shared_ptr<Communicator>> CreateInProcessGroup(int world_size, int64_t timeout_ms = 300000);
 
-// One rank of a multi-process job over Gloo (TCP), from the launcher's environment: rank and size
-// from RANK/WORLD_SIZE, OMPI_COMM_WORLD_RANK/_SIZE or SLURM_PROCID/SLURM_NTASKS; rendezvous through
-// a Gloo FileStore in ONEFLOW_GLOO_STORE (a directory every rank sees; default
-// /tmp/oneflow-gloo-<MASTER_ADDR>-<MASTER_PORT>); this host's address from ONEFLOW_GLOO_HOST
-// (default: MASTER_ADDR when it is local, else the host name). Collectives fail after
-// `timeout_ms` (ONEFLOW_COMM_TIMEOUT_MS overrides; default 5 minutes) naming the ranks found dead.
-// Throws kUnsupported when the library was built without Gloo. The rendezvous runs once per
-// process and job: later calls return the same communicator (sessions and trainers share it).
+// One rank of a multi-process job over Gloo (TCP), from the launcher's environment (ReadLaunchEnv,
+// comm/launch_env.h): rank and size from RANK/WORLD_SIZE, OMPI_COMM_WORLD_RANK/_SIZE or
+// SLURM_PROCID/SLURM_NTASKS; the ranks meet through the TCP store rank 0 serves at
+// MASTER_ADDR:MASTER_PORT (or a Gloo FileStore in ONEFLOW_GLOO_STORE, a directory every rank
+// sees); this host's address from ONEFLOW_GLOO_HOST (default: the local address on the route to
+// MASTER_ADDR). Collectives fail after `timeout_ms` (ONEFLOW_COMM_TIMEOUT_MS overrides; default 5
+// minutes) naming the ranks found lost. Throws kUnsupported when the library was built without
+// Gloo. The rendezvous runs once per process and job: later calls return the same communicator
+// (sessions and trainers share it).
 std::shared_ptr<Communicator> CreateGlooCommunicatorFromEnv(int64_t timeout_ms = 300000);
 // NCCL (device buffers): CreateNcclCommunicatorFromEnv and CreateNcclGroup in comm/nccl.h.
 

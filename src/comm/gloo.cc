@@ -1,4 +1,5 @@
-// The Gloo backend: one process per rank, TCP pairs, rendezvous through a Gloo FileStore. Each
+// The Gloo backend: one process per rank, TCP pairs, rendezvous through the job's store (the TCP
+// store rank 0 serves, or a Gloo FileStore in a shared directory: launch_env.h's JobStore). Each
 // group of ranks gets its own Gloo context, connected on first use (every member reaches its
 // first collective on a group in the same order, so the lazy rendezvous is SPMD-safe). A group
 // whose members share a host also joins a shared-memory segment (comm/shm_group.h) at that
@@ -31,6 +32,7 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
+#include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 #endif
 
@@ -38,6 +40,44 @@ namespace oneflow {
 
 #ifdef ONEFLOW_WITH_GLOO
 namespace {
+
+// The job's store as Gloo's rendezvous sees stores. Failures leave as std::runtime_error, not
+// Error, so that the collective that met them reports which ranks were lost (GlooComm::Run).
+class GlooStoreView final : public gloo::rendezvous::Store {
+ public:
+  GlooStoreView(std::shared_ptr<RendezvousStore> store, std::chrono::milliseconds timeout)
+      : store_(std::move(store)), timeout_(timeout) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    try {
+      store_->Set(key, data);
+    } catch (const Error& e) {
+      throw std::runtime_error(e.what());
+    }
+  }
+  std::vector<char> get(const std::string& key) override {
+    try {
+      return store_->Get(key, timeout_.count());
+    } catch (const Error& e) {
+      throw std::runtime_error(e.what());
+    }
+  }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (const std::string& key : keys) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      try {
+        store_->Get(key, std::max<int64_t>(left.count(), 1));
+      } catch (const Error& e) {
+        throw std::runtime_error(e.what());
+      }
+    }
+  }
+
+ private:
+  const std::shared_ptr<RendezvousStore> store_;
+  const std::chrono::milliseconds timeout_;
+};
 
 std::string GroupText(const std::vector<int>& group) {
   std::string s = "[";
@@ -47,14 +87,16 @@ std::string GroupText(const std::vector<int>& group) {
 
 class GlooComm final : public Communicator {
  public:
-  GlooComm(int rank, int size, const std::string& store_dir, const std::string& host, int64_t timeout_ms)
-      : rank_(rank), size_(size), timeout_(timeout_ms), store_(store_dir) {
+  GlooComm(int rank, int size, std::shared_ptr<RendezvousStore> store, const std::string& host, int64_t timeout_ms)
+      : rank_(rank), size_(size), timeout_(timeout_ms), store_(std::move(store)), gloo_store_(store_, timeout_) {
     gloo::transport::tcp::attr attr;
     attr.hostname = host;
     device_ = gloo::transport::tcp::CreateDevice(attr);
-    // Every rank records its pid so that, after a failure, peers on this host can name the dead.
-    std::string pid = std::to_string(getpid());
-    store_.set("pid/" + std::to_string(rank_), std::vector<char>(pid.begin(), pid.end()));
+    // Every rank records its host and pid so that, after a failure, peers on the same host can
+    // name the dead even where the store cannot tell (a file store).
+    std::string pid = std::to_string(getpid()), where = ShmHostIdentity();
+    store_->Set("host/" + std::to_string(rank_), std::vector<char>(where.begin(), where.end()));
+    store_->Set("pid/" + std::to_string(rank_), std::vector<char>(pid.begin(), pid.end()));
   }
   int rank() const override { return rank_; }
   int world_size() const override { return size_; }
@@ -212,7 +254,7 @@ class GlooComm final : public Communicator {
     if (it != contexts_.end()) return it->second;
     auto ctx = std::make_shared<gloo::rendezvous::Context>(static_cast<int>(Index(group)), static_cast<int>(group.size()));
     ctx->setTimeout(timeout_);
-    gloo::rendezvous::PrefixStore prefix("group" + GroupText(group), store_);
+    gloo::rendezvous::PrefixStore prefix("group" + GroupText(group), gloo_store_);
     ctx->connectFullMesh(prefix, device_);
     contexts_[group] = ctx;
     return ctx;
@@ -261,33 +303,34 @@ class GlooComm final : public Communicator {
     return (shm_[group] = std::move(shm)).get();
   }
 
-  bool Exists(const std::string& key) {
-    try {
-      store_.wait({key}, std::chrono::milliseconds(1));
-      return true;
-    } catch (const std::exception&) {
-      return false;
-    }
-  }
-
-  // Ranks of `group` that were lost: their recorded process died on this host without reporting
-  // a failure of its own (ranks that failed because of a lost peer record "failed/<rank>" first),
-  // or they never joined. A peer's connection closes while it exits, so this waits up to a second
-  // for the exit to show. Empty when none is known (e.g. a peer on another host).
+  // Ranks of `group` that were lost: the store saw their process go without leaving, or they
+  // never joined; where the store cannot tell (a file store), those whose recorded process died
+  // on this host without reporting a failure of its own (ranks that failed because of a lost peer
+  // record "failed/<rank>" first). A peer's connection closes while it exits, so this waits up to
+  // a second for the exit to show. Empty when none is known.
   std::string LostRanks(const std::vector<int>& group) {
     std::string lost;
+    const std::string here = ShmHostIdentity();
     for (int attempt = 0; attempt < 20 && lost.empty(); ++attempt) {
       if (attempt) usleep(50000);
+      lost = store_->LostRanks(group);
+      if (!lost.empty()) {  // a host's ranks go together: give the others' exits a moment to show
+        usleep(200000);
+        std::string later = store_->LostRanks(group);
+        return later.empty() ? lost : later;
+      }
       for (int r : group) {
         if (r == rank_) continue;
         std::string id = std::to_string(r);
-        if (!Exists("pid/" + id)) {
+        if (!store_->Check("pid/" + id)) {
           lost += (lost.empty() ? "" : ", ") + id + " (never joined)";
           continue;
         }
-        std::vector<char> pid = store_.get("pid/" + id);
+        std::vector<char> host = store_->Get("host/" + id, timeout_.count());
+        if (std::string(host.begin(), host.end()) != here) continue;  // its process is not ours to see
+        std::vector<char> pid = store_->Get("pid/" + id, timeout_.count());
         long p = std::strtol(std::string(pid.begin(), pid.end()).c_str(), nullptr, 10);
-        if (p > 0 && ProcessExited(p) && !Exists("failed/" + id)) lost += (lost.empty() ? "" : ", ") + id;
+        if (p > 0 && ProcessExited(p) && !store_->Check("failed/" + id)) lost += (lost.empty() ? "" : ", ") + id;
       }
     }
     return lost;
@@ -303,11 +346,13 @@ class GlooComm final : public Communicator {
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
+      std::string dead;
       try {
-        store_.set("failed/" + std::to_string(rank_), std::vector<char>{'1'});
-      } catch (const std::exception&) {
+        store_->Set("failed/" + std::to_string(rank_), std::vector<char>{'1'});
+        dead = LostRanks(group);
+      } catch (const std::exception& store_failure) {  // the store is gone too (its host was lost)
+        dead = store_->LostRanks(group);
       }
-      std::string dead = LostRanks(group);
       aborted_ = StrCat(what, " on group ", GroupText(group), " failed: ", e.what());
       Fail(ErrorCode::kRuntime, "rank ", rank_, ": ", what, " on group ", GroupText(group), " failed",
            dead.empty() ? std::string(" (a peer failed or timed out)") : "; lost rank(s): " + dead, ": ", e.what());
@@ -316,7 +361,8 @@ class GlooComm final : public Communicator {
 
   const int rank_, size_;
   const std::chrono::milliseconds timeout_;
-  gloo::rendezvous::FileStore store_;
+  const std::shared_ptr<RendezvousStore> store_;
+  GlooStoreView gloo_store_;
   std::shared_ptr<gloo::transport::Device> device_;
   std::map<std::vector<int>, std::shared_ptr<gloo::Context>> contexts_;
   std::map<std::pair<int, int>, uint64_t> seq_;
@@ -382,18 +428,20 @@ std::shared_ptr<RendezvousStore> CreateFileStore(const std::string& dir) {
 std::shared_ptr<Communicator> CreateGlooCommunicatorFromEnv(int64_t timeout_ms) {
   const LaunchEnv env = ReadLaunchEnv(timeout_ms);
 #ifdef ONEFLOW_WITH_GLOO
-  // One communicator per process and job: a second rendezvous under the same store would collide
+  // One communicator per process and job: a second rendezvous in the same store would collide
   // with the first one's keys, so every session and trainer of this process shares it.
   static std::mutex mutex;
   static std::map<std::string, std::shared_ptr<Communicator>> by_job;
   std::lock_guard<std::mutex> lock(mutex);
-  const std::string job = env.store_dir + "|" + std::to_string(env.rank) + "/" + std::to_string(env.world_size);
+  const std::string job = (env.store_dir.empty() ? env.master_addr + ":" + std::to_string(env.master_port) : env.store_dir) +
+                          "|" + std::to_string(env.rank) + "/" + std::to_string(env.world_size);
   auto it = by_job.find(job);
   if (it != by_job.end()) return it->second;
-  return by_job[job] = std::make_shared<GlooComm>(env.rank, env.world_size, env.store_dir, env.host, env.timeout_ms);
+  return by_job[job] = std::make_shared<GlooComm>(env.rank, env.world_size, JobStore(env), env.host, env.timeout_ms);
 #else
   Fail(ErrorCode::kUnsupported, "this build of OneFlow has no Gloo backend (install libgloo-dev and rebuild); rank ",
-       env.rank, " of ", env.world_size, " cannot join ", env.store_dir, " via ", env.host);
+       env.rank, " of ", env.world_size, " cannot join the job at ",
+       env.store_dir.empty() ? env.master_addr + ":" + std::to_string(env.master_port) : env.store_dir);
 #endif
 }
 

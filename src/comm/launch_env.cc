@@ -1,7 +1,10 @@
 // The launcher's environment for multi-process backends, and the in-memory rendezvous store.
 #include "comm/launch_env.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +18,7 @@
 #include <mutex>
 
 #include "base/error.h"
+#include "comm/tcp_store.h"
 
 namespace oneflow {
 namespace {
@@ -80,14 +84,13 @@ LaunchEnv ReadLaunchEnv(int64_t default_timeout_ms) {
       EnvCount({"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}, rank));
   e.timeout_ms = EnvCount({"ONEFLOW_COMM_TIMEOUT_MS"}, std::min<int64_t>(default_timeout_ms, 1LL << 30));
   OF_REQUIRE(e.timeout_ms > 0, "the collective timeout must be positive");
-  std::string master = Env("MASTER_ADDR", "127.0.0.1");
-  e.store_dir = Env("ONEFLOW_GLOO_STORE", "/tmp/oneflow-gloo-" + master + "-" + Env("MASTER_PORT", "29500"));
-  e.host = Env("ONEFLOW_GLOO_HOST", master == "localhost" || master == "127.0.0.1" ? "127.0.0.1" : "");
-  if (e.host.empty()) {
-    char name[256] = {0};
-    gethostname(name, sizeof name - 1);
-    e.host = name;
-  }
+  e.master_addr = Env("MASTER_ADDR", "127.0.0.1");
+  e.master_port = static_cast<int>(EnvCount({"MASTER_PORT"}, 29500));
+  OF_REQUIRE(e.master_port >= 1 && e.master_port <= 65535, "MASTER_PORT=", e.master_port, " is not a TCP port");
+  e.store_dir = Env("ONEFLOW_GLOO_STORE", "");
+  const bool local = e.master_addr == "localhost" || e.master_addr.rfind("127.", 0) == 0 || e.master_addr == "::1";
+  e.host = Env("ONEFLOW_GLOO_HOST", local ? "127.0.0.1" : "");
+  if (e.host.empty()) e.host = LocalAddressToward(e.master_addr);
   return e;
 }
 
@@ -102,6 +105,79 @@ bool ProcessExited(long pid) {
   return n > 0 && paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
 }
 
+std::string LocalAddressToward(const std::string& peer) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  int rc = getaddrinfo(peer.c_str(), "9", &hints, &found);
+  OF_REQUIRE(rc == 0 && found, "MASTER_ADDR '", peer, "' does not resolve: ", gai_strerror(rc));
+  // Connecting a UDP socket sends nothing; it only asks the kernel which local address routes there.
+  int fd = socket(found->ai_family, SOCK_DGRAM, 0);
+  bool routed = fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0;
+  sockaddr_storage local{};
+  socklen_t len = sizeof local;
+  routed = routed && getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0;
+  const int err = errno;
+  if (fd >= 0) close(fd);
+  freeaddrinfo(found);
+  OF_CHECK(routed, kRuntime, "no route from this host to MASTER_ADDR '", peer, "': ", std::strerror(err),
+           " (set ONEFLOW_GLOO_HOST to this host's address)");
+  char text[INET6_ADDRSTRLEN] = {0};
+  const void* a = local.ss_family == AF_INET6 ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
+                                              : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
+  OF_CHECK(inet_ntop(local.ss_family, a, text, sizeof text) != nullptr, kRuntime, "cannot print this host's address");
+  return text;
+}
+
 std::shared_ptr<RendezvousStore> CreateInMemoryStore() { return std::make_shared<InMemoryStore>(); }
+
+namespace {
+
+// The job stores of this process. Never destroyed: they leave their jobs from an exit handler,
+// which runs before the static objects gRPC's server and channels rely on are gone.
+std::mutex g_job_stores_mutex;
+std::map<std::string, std::shared_ptr<RendezvousStore>>* g_job_stores = nullptr;
+
+void LeaveJobs() {
+  std::lock_guard<std::mutex> lock(g_job_stores_mutex);
+  for (auto& [job, store] : *g_job_stores) {
+    try {
+      store->Leave();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "oneflow: leaving the job's rendezvous store %s: %s\n", job.c_str(), e.what());
+    }
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<RendezvousStore> JobStore(const LaunchEnv& env) {
+  const std::string job = (env.store_dir.empty() ? "tcp://" + env.master_addr + ":" + std::to_string(env.master_port)
+                                                 : "file:" + env.store_dir) +
+                          " rank " + std::to_string(env.rank) + "/" + std::to_string(env.world_size);
+  std::lock_guard<std::mutex> lock(g_job_stores_mutex);
+  if (!g_job_stores) g_job_stores = new std::map<std::string, std::shared_ptr<RendezvousStore>>;
+  auto it = g_job_stores->find(job);
+  if (it != g_job_stores->end()) return it->second;
+  std::shared_ptr<RendezvousStore> store;
+  if (!env.store_dir.empty()) {
+    store = CreateFileStore(env.store_dir);
+  } else {
+    TcpStoreOptions o;
+    o.master_addr = env.master_addr;
+    o.master_port = env.master_port;
+    o.rank = env.rank;
+    o.world_size = env.world_size;
+    o.timeout_ms = env.timeout_ms;
+    o.serve = env.rank == 0;
+    o.host = env.host;
+    store = ConnectTcpStore(o);
+  }
+  // Registered after the first store exists: exit handlers and static destructors run in the
+  // reverse order of their registration, so this one runs before gRPC's statics made above go.
+  static bool leave_at_exit = false;
+  if (!leave_at_exit) leave_at_exit = std::atexit(LeaveJobs) == 0;
+  return (*g_job_stores)[job] = store;
+}
 
 }  // namespace oneflow

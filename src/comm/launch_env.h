@@ -1,5 +1,6 @@
 // What the multi-process backends (Gloo, NCCL) share: the launcher's environment (rank, size,
-// local rank, rendezvous directory, host, timeout) and the key-value store ranks meet through.
+// local rank, where the ranks meet, this host's address, timeout) and the key-value store ranks
+// meet through: a TCP store served by rank 0 (comm/tcp_store.h), or a directory every rank sees.
 #pragma once
 
 #include <cstdint>
@@ -14,18 +15,26 @@ struct LaunchEnv {
   int world_size = 1;
   int local_rank = 0;         // the rank's index among the ranks of its host (picks its GPU)
   int64_t timeout_ms = 0;
-  std::string store_dir;      // a directory every rank sees (the Gloo FileStore's)
-  std::string host;           // this host's address for TCP pairs
+  std::string master_addr;    // where rank 0 serves the TCP rendezvous store
+  int master_port = 0;
+  std::string store_dir;      // set: ranks meet through files in this directory instead (every rank sees it)
+  std::string host;           // this host's address for TCP pairs, as the other ranks reach it
 };
 
 // Reads the launcher's variables: rank and size from RANK/WORLD_SIZE, OMPI_COMM_WORLD_RANK/_SIZE,
 // PMI_RANK/PMI_SIZE or SLURM_PROCID/SLURM_NTASKS; the local rank from LOCAL_RANK,
-// OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID (default: the rank); the store from
-// ONEFLOW_GLOO_STORE (default /tmp/oneflow-gloo-<MASTER_ADDR>-<MASTER_PORT>); the host from
-// ONEFLOW_GLOO_HOST (default: MASTER_ADDR when local, else the host name); the timeout from
-// ONEFLOW_COMM_TIMEOUT_MS (default `default_timeout_ms`). Throws kInvalidArgument naming the
-// variable when one is missing or malformed.
+// OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID (default: the rank); the store at
+// MASTER_ADDR:MASTER_PORT (defaults 127.0.0.1:29500), or in the directory ONEFLOW_GLOO_STORE when
+// that is set; the host from ONEFLOW_GLOO_HOST (default: 127.0.0.1 when MASTER_ADDR is local, else
+// this host's address on the route to MASTER_ADDR); the timeout from ONEFLOW_COMM_TIMEOUT_MS
+// (default `default_timeout_ms`). Throws kInvalidArgument naming the variable when one is missing
+// or malformed.
 LaunchEnv ReadLaunchEnv(int64_t default_timeout_ms);
+
+// This host's address on the route to `peer` (a name or an address): the one a peer reaches it
+// by when hosts have several interfaces. Throws kInvalidArgument when `peer` does not resolve,
+// kRuntime when no route leads there.
+std::string LocalAddressToward(const std::string& peer);
 
 // Whether the process `pid` of this host is gone or a zombie (exited, not yet reaped by its parent):
 // how a rank names a peer that died.
@@ -40,11 +49,22 @@ class RendezvousStore {
   virtual std::vector<char> Get(const std::string& key, int64_t timeout_ms) = 0;
   // Whether `key` is set, without waiting.
   virtual bool Check(const std::string& key) = 0;
+  // The ranks of `among` the store knows to be gone, as text ("2 on 10.0.0.2, 3 (never joined)"):
+  // they joined and their process ended without leaving, or never joined. Empty when none is known
+  // or the store cannot tell (the file store: the Gloo backend then checks its host's processes).
+  virtual std::string LostRanks(const std::vector<int>& among) { (void)among; return ""; }
+  // This rank finishes on purpose (it is not lost). Called once at process exit for the job's
+  // store (JobStore); a store served by this process keeps serving until the others have left.
+  virtual void Leave() {}
 };
 
 // For ranks that are threads of one process.
 std::shared_ptr<RendezvousStore> CreateInMemoryStore();
 // Gloo's FileStore on `dir` (comm/gloo.cc); kUnsupported when built without Gloo.
 std::shared_ptr<RendezvousStore> CreateFileStore(const std::string& dir);
+// The store of this process's job: the file store when `env.store_dir` is set, else the TCP store
+// at MASTER_ADDR:MASTER_PORT, served by rank 0. One per process and job (the Gloo and NCCL
+// communicators of a process share it); it leaves the job when the process exits.
+std::shared_ptr<RendezvousStore> JobStore(const LaunchEnv& env);
 
 }  // namespace oneflow

@@ -434,8 +434,7 @@ std::shared_ptr<Communicator> CreateNcclCommunicatorFromEnv(int64_t timeout_ms) 
   std::string why;
   const int count = cuda::DeviceCount(&why);
   OF_CHECK(count > 0, kUnsupported, "no CUDA device: ", why, " (NCCL rank ", env.rank, " of ", env.world_size, ")");
-  auto store = CreateFileStore(env.store_dir);
-  return CreateNcclCommunicator(env.rank, env.world_size, env.local_rank % count, std::move(store), env.timeout_ms);
+  return CreateNcclCommunicator(env.rank, env.world_size, env.local_rank % count, JobStore(env), env.timeout_ms);
 }
 
 std::vector<std::shared_ptr<Communicator>> CreateNcclGroup(const std::vector<int>& devices, int64_t timeout_ms) {

@@ -28,9 +28,10 @@ std::shared_ptr<Communicator> CreateNcclCommunicator(int rank, int world_size, i
                                                      const std::string& prefix = "nccl/");
 
 // One rank of a multi-process job, from the launcher's environment (ReadLaunchEnv: the same
-// variables and Gloo FileStore as CreateGlooCommunicatorFromEnv); its GPU is LOCAL_RANK modulo
-// the visible device count. kUnsupported "no CUDA device: ..." without a GPU, kUnsupported when
-// built without NCCL or without Gloo (the store).
+// variables and job store, JobStore, as CreateGlooCommunicatorFromEnv: the NCCL unique ids travel
+// through it); its GPU is LOCAL_RANK modulo the visible device count. kUnsupported "no CUDA
+// device: ..." without a GPU, kUnsupported when built without NCCL (or without Gloo when the
+// store is a file store).
 std::shared_ptr<Communicator> CreateNcclCommunicatorFromEnv(int64_t timeout_ms = 300000);
 
 // Ranks 0..n-1 in this process, rank i on `devices[i]`, each to be used from its own thread

@@ -5,6 +5,7 @@
 #include <atomic>
 
 #include "base/error.h"
+#include "base/file_pages.h"
 
 namespace oneflow {
 
@@ -72,6 +73,38 @@ DistributedSession::DistributedSession(const Graph& model, const SessionOptions&
 
 DistributedSession::~DistributedSession() = default;
 
+namespace {
+
+// The byte ranges of every tensor `g` holds (constants and tensor attributes).
+void CollectTensorRanges(const Graph& g, std::vector<std::pair<uintptr_t, uintptr_t>>& out) {
+  auto add = [&](const Tensor& t) {
+    if (t.defined() && t.nbytes() > 0) {
+      auto p = reinterpret_cast<uintptr_t>(t.raw());
+      out.emplace_back(p, p + t.nbytes());
+    }
+  };
+  for (const Value& v : g.values) add(v.constant);
+  for (const Node& n : g.nodes)
+    for (const auto& [name, a] : n.attrs.all())
+      if (a.kind == AttrKind::kTensor) add(a.t);
+}
+
+// Gives back the file-mapped pages of `sources`' tensors that none of `kept`'s tensors view.
+size_t ReleaseUnusedWeightPages(const std::vector<const Graph*>& sources, const std::vector<const Graph*>& kept) {
+  std::vector<std::pair<uintptr_t, uintptr_t>> in_use, candidates;
+  for (const Graph* g : kept) CollectTensorRanges(*g, in_use);
+  for (const Graph* g : sources) CollectTensorRanges(*g, candidates);
+  size_t released = 0;
+  for (const auto& [begin, end] : candidates) {
+    bool viewed = false;
+    for (const auto& [b, e] : in_use) viewed = viewed || (b < end && begin < e);
+    if (!viewed) released += ReleaseFilePages(reinterpret_cast<const void*>(begin), end - begin);
+  }
+  return released;
+}
+
+}  // namespace
+
 std::shared_ptr<DistributedSession::Compiled> DistributedSession::Compile(
     const std::map<std::string, Shape>& input_shapes) const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -94,6 +127,13 @@ std::shared_ptr<DistributedSession::Compiled> DistributedSession::Compile(
     OptimizeForDevice(*g, options_.optimization_level, fold_pool);
     c->graphs.push_back(g);
     c->executors.push_back(std::make_unique<Executor>(g, DevicePool(dist_, c->devices.size())));
+  }
+  if (dist_.release_model_pages) {
+    // Shard-on-read: the devices hold their own slices now (BuildPhysicalGraph copies them), so
+    // the model's file-mapped weights are only read again to plan other input shapes.
+    std::vector<const Graph*> kept;
+    for (const auto& g : c->graphs) kept.push_back(g.get());
+    ReleaseUnusedWeightPages({&model_, &c->plan->logical}, kept);
   }
   if (cache_.size() < 16) cache_[input_shapes] = c;
   return c;

@@ -32,6 +32,11 @@ struct DistributedOptions {
   // process runs a single device of the placement (a rank of a Gloo job), in place of
   // threads_per_device; in-process virtual devices run at once, so each keeps threads of its own.
   std::shared_ptr<ThreadPool> shared_pool = nullptr;
+  // Shard-on-read: once a plan's devices hold their own slices of the weights, the pages of the
+  // model's weights mapped from a native file (.ofm) are given back, so a rank keeps about its
+  // share of the sharded weights (and its copy of the broadcast ones) resident instead of the
+  // whole model; planning other input shapes reads them again from the file. false keeps them.
+  bool release_model_pages = true;
 };
 
 // The intra-op pool of one of this process's `local_devices` devices: the shared pool when there

@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "base/file_pages.h"
 #include "ofm_generated.h"
 #include "serialize/native_layout.h"
 #include "serialize/native_plan.h"
@@ -56,7 +57,11 @@ Region MapFile(const std::string& path, const std::string& what) {
   OF_CHECK(addr != MAP_FAILED, kIo, "cannot map ", what, " '", path, "': ", std::strerror(err));
   size_t len = static_cast<size_t>(r.size);
   r.data = static_cast<const unsigned char*>(addr);
-  r.storage = Storage::Borrow(addr, len, [addr, len] { ::munmap(addr, len); });
+  RegisterFileMapping(addr, len);
+  r.storage = Storage::Borrow(addr, len, [addr, len] {
+    UnregisterFileMapping(addr);
+    ::munmap(addr, len);
+  });
   return r;
 }
 
@@ -301,7 +306,10 @@ void Reader::VerifyChecksums() const {
   auto worker = [&] {
     for (size_t j; (j = next.fetch_add(1)) < jobs.size();) {
       const SegmentInfo& s = segments_[jobs[j].seg];
-      digests[j] = Xxh64(s.region->data + s.file_offset + jobs[j].begin, static_cast<size_t>(jobs[j].len));
+      const unsigned char* chunk = s.region->data + s.file_offset + jobs[j].begin;
+      digests[j] = Xxh64(chunk, static_cast<size_t>(jobs[j].len));
+      // Read once here, then again only by whoever uses this tensor (a rank keeps its slices).
+      ReleaseFilePages(chunk, static_cast<size_t>(jobs[j].len));
     }
   };
   uint64_t total = 0;

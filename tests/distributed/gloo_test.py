@@ -7,9 +7,12 @@ of a step makes the other three fail with an error naming rank 3 within the time
 share this host, so their collectives run over shared memory; the collectives and the lost rank
 are checked over loopback TCP too (ONEFLOW_COMM_SHM=0), and over shared memory with slots small
 enough that the models' collectives run in several chunks. Also starts a job through
-`oneflow launch -n 4`.
+`oneflow launch -n 4`, whose ranks meet through the TCP store rank 0 serves (comm/tcp_store.h),
+and loses rank 3 there too.
 Usage: gloo_test.py WORKER MODELS_DIR ONEFLOW_CLI
 """
+import os
+import re
 import subprocess
 import sys
 
@@ -48,7 +51,15 @@ def main():
             assert rc == 1 and "lost rank(s): 3" in err, (env, r, rc, err)
         assert secs < 60, secs
         took.append(f"{secs:.1f}s over {'tcp' if env else 'shared memory'}")
-    print(f"ok (survivors failed naming rank 3 after {', '.join(took)})")
+    r = subprocess.run([cli, "launch", "-n", str(N), "--grace-s", "60", "--", worker, "die"], capture_output=True,
+                       text=True, timeout=180, env=dict(os.environ, ONEFLOW_COMM_TIMEOUT_MS="5000"))
+    assert r.returncode != 0, "the job survived the loss of rank 3"
+    for rank in range(3):
+        line = next((l for l in r.stderr.splitlines() if l.startswith(f"rank error: rank {rank}:")), "")
+        # named by the store ("3 on 127.0.0.1") or, when a rank's own check of its host's processes
+        # answers first, by that ("3")
+        assert re.search(r"lost rank\(s\): 3( on 127\.0\.0\.1)?: ", line), (rank, r.stderr)
+    print(f"ok (survivors failed naming rank 3 after {', '.join(took)}; under oneflow launch the TCP store named it)")
 
 
 if __name__ == "__main__":

@@ -311,8 +311,24 @@ TEST(LaunchEnv, TorchrunStyle) {
   EXPECT_EQ(e.world_size, 8);
   EXPECT_EQ(e.local_rank, 1);
   EXPECT_EQ(e.timeout_ms, 2500);
-  EXPECT_EQ(e.store_dir, "/tmp/oneflow-gloo-127.0.0.1-1234");
+  EXPECT_EQ(e.master_addr, "127.0.0.1");
+  EXPECT_EQ(e.master_port, 1234);
+  EXPECT_EQ(e.store_dir, "") << "ranks meet through the TCP store unless a directory is named";
   EXPECT_EQ(e.host, "127.0.0.1");
+}
+
+TEST(LaunchEnv, HostIsTheAddressOnTheRouteToTheMaster) {
+  // A non-loopback master: this host's address is the one its route to the master leaves from
+  // (what a peer on that network reaches). 127.0.0.2 is not "local" by name but routes over lo.
+  EXPECT_EQ(LocalAddressToward("127.0.0.2"), "127.0.0.1");
+  EnvScope env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "no-such-host.invalid"}});
+  try {
+    ReadLaunchEnv(1000);
+    FAIL() << "no error for an unresolvable MASTER_ADDR";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("MASTER_ADDR 'no-such-host.invalid' does not resolve"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(LaunchEnv, MpiAndSlurmStyle) {
@@ -350,6 +366,7 @@ TEST(LaunchEnv, BadValuesAreNamed) {
   ExpectInvalid({{"RANK", "x1"}, {"WORLD_SIZE", "2"}}, "RANK='x1' is not a valid count");
   ExpectInvalid({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "-1"}}, "LOCAL_RANK='-1'");
   ExpectInvalid({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"ONEFLOW_COMM_TIMEOUT_MS", "0"}}, "timeout must be positive");
+  ExpectInvalid({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}}, "MASTER_PORT=70000 is not a TCP port");
 }
 
 TEST(InMemoryStore, SetGetAndTimeout) {

@@ -1,11 +1,17 @@
-// `oneflow launch -n N -- PROGRAM ARGS...`: starts a local N-process job, each process with the
-// launcher variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT)
-// and a fresh shared Gloo store directory; when one process fails the rest are stopped. SIGTERM
-// and SIGINT sent to the launcher are passed on to every process.
+// `oneflow launch [--nnodes M --node-rank R --master-addr A --master-port P] -n N -- PROGRAM
+// ARGS...`: starts this host's N processes of a job of M*N ranks, each with torchrun's variables
+// (RANK = R*N + local rank, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR,
+// MASTER_PORT); the ranks meet through the TCP store that rank 0 serves at A:P (comm/tcp_store.h).
+// One host (M = 1) without --master-port gets a free port, so jobs side by side do not collide.
+// When one process fails the rest are stopped; SIGTERM and SIGINT sent to the launcher are passed
+// on to every process.
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +31,22 @@ namespace {
 volatile sig_atomic_t g_forward_signal = 0;
 void RecordSignal(int sig) { g_forward_signal = sig; }
 
+// A TCP port no one listens on now (the kernel's pick), for a one-host job's store. Another
+// program could take it before rank 0 does; rank 0 then fails naming the port.
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  OF_CHECK(fd >= 0, kIo, "cannot open a socket: ", std::strerror(errno));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+            getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  close(fd);
+  OF_CHECK(ok, kIo, "cannot find a free TCP port for the rendezvous store: ", std::strerror(errno));
+  return ntohs(a.sin_port);
+}
+
 }  // namespace
 
 int LaunchCommand(const std::vector<std::string>& args) {
@@ -34,28 +56,36 @@ int LaunchCommand(const std::vector<std::string>& args) {
   std::vector<std::string> own(args.begin(), args.begin() + static_cast<long>(dash));
   for (std::string& s : own)  // `-n N` as torchrun and mpirun spell it
     if (s == "-n") s = "--n";
-  ParsedArgs a = ParseArgs("launch", own, {"n", "master-port", "grace-s"});
+  ParsedArgs a = ParseArgs("launch", own, {"n", "nnodes", "node-rank", "master-addr", "master-port", "grace-s"});
   if (!a.positionals.empty()) throw UsageError("unexpected '" + a.positionals[0] + "' before '--'");
   const int n = a.GetInt("n", 0, 1, 1024);
-  if (n == 0) throw UsageError("launch needs -n N (processes)");
-  const int port = a.GetInt("master-port", 29500, 1, 65535);
+  if (n == 0) throw UsageError("launch needs -n N (processes on this host)");
+  const int nnodes = a.GetInt("nnodes", 1, 1, 65536);
+  const int node_rank = a.GetInt("node-rank", 0, 0, 65535);
+  if (node_rank >= nnodes)
+    throw UsageError("--node-rank " + std::to_string(node_rank) + " is not below --nnodes " + std::to_string(nnodes));
+  const std::string master = a.Get("master-addr", "127.0.0.1");
+  if (master.empty()) throw UsageError("--master-addr is empty");
+  if (nnodes > 1 && !a.Has("master-addr"))
+    throw UsageError("a job of " + std::to_string(nnodes) + " hosts needs --master-addr (the address of node 0, "
+                     "where rank 0 serves the rendezvous store)");
+  const int port = a.Has("master-port") ? a.GetInt("master-port", 29500, 1, 65535) : nnodes == 1 ? FreePort() : 29500;
   const int grace = a.GetInt("grace-s", 10, 0, 3600);
+  const int world = nnodes * n;
   std::vector<std::string> cmd(args.begin() + static_cast<long>(dash) + 1, args.end());
 
-  char store[] = "/tmp/oneflow-launch-XXXXXX";
-  OF_CHECK(mkdtemp(store) != nullptr, kIo, "cannot create the rendezvous directory: ", std::strerror(errno));
   std::vector<pid_t> pids;
   for (int r = 0; r < n; ++r) {
     pid_t pid = fork();
     OF_CHECK(pid >= 0, kRuntime, "fork failed: ", std::strerror(errno));
     if (pid == 0) {
-      setenv("RANK", std::to_string(r).c_str(), 1);
+      setenv("RANK", std::to_string(node_rank * n + r).c_str(), 1);
       setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
-      setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
+      setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
       setenv("LOCAL_WORLD_SIZE", std::to_string(n).c_str(), 1);
-      setenv("MASTER_ADDR", "127.0.0.1", 1);
+      setenv("GROUP_RANK", std::to_string(node_rank).c_str(), 1);
+      setenv("MASTER_ADDR", master.c_str(), 1);
       setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-      setenv("ONEFLOW_GLOO_STORE", store, 1);
       std::vector<char*> argv;
       for (std::string& s : cmd) argv.push_back(s.data());
       argv.push_back(nullptr);
@@ -83,7 +113,7 @@ int LaunchCommand(const std::vector<std::string>& args) {
         status_out = code;
         int rank = 0;
         while (rank < n && pids[static_cast<size_t>(rank)] != done) ++rank;
-        std::fprintf(stderr, "oneflow: launch: rank %d exited with status %d\n", rank, code);
+        std::fprintf(stderr, "oneflow: launch: rank %d exited with status %d\n", node_rank * n + rank, code);
         deadline = std::chrono::steady_clock::now() + std::chrono::seconds(grace);
       }
       continue;
@@ -98,8 +128,6 @@ int LaunchCommand(const std::vector<std::string>& args) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  std::string rm = std::string("rm -rf '") + store + "'";
-  if (std::system(rm.c_str()) != 0) std::fprintf(stderr, "oneflow: launch: could not remove %s\n", store);
   return status_out;
 }
 
