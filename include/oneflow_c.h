@@ -784,7 +784,7 @@ typedef struct oneflow_dist_trainer_s oneflow_dist_trainer_t; /* ABI 3 */
 
 typedef struct oneflow_dist_training_options_t { /* ABI 3 */
   size_t struct_size;      /* set by oneflow_dist_training_options_init */
-  int32_t zero_stage;      /* 0 (default), 1 (optimizer state sharded) or 2 (gradients too) */
+  int32_t zero_stage;      /* 0 (default), 1 (optimizer state sharded), 2 (gradients too) or 3 (weights too) */
   int64_t bucket_bytes;    /* gradient all-reduce bucket size; 0 = default (25 MiB) */
   int32_t pipeline_stages; /* > 1: pipeline parallel over the placement's devices; 0 or 1 = none */
   int32_t micro_batches;   /* pipeline micro-batches per step; 0 = the number of stages */

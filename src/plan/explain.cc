@@ -77,9 +77,13 @@ std::string Plan::ToText() const {
     const std::string& name = g.values[static_cast<size_t>(g.outputs[i])].name;
     auto it = options.output_sbp.find(name);
     const std::string to = it != options.output_sbp.end() ? NdSbpToString(it->second) : "B";
+    // A reduced output's all-reduce over its B axes is left to the caller (the trainer buckets it);
+    // one returned split on every axis (ZeRO-3's gradients) is reduced inside the plan.
+    bool caller_reduces = false;
+    if (options.reduce_outputs.count(name))
+      for (const Sbp& s : it != options.output_sbp.end() ? it->second : NdSbp{Sbp::B()}) caller_reduces |= s.is_broadcast();
     os << "    " << name << (to == "B" ? " (returned whole)" : " (returned as " + to + ")")
-       << (options.reduce_outputs.count(name) ? " [the all-reduce to it is the caller's: bucketed by the trainer]" : "")
-       << "\n";
+       << (caller_reduces ? " [the all-reduce to it is the caller's: bucketed by the trainer]" : "") << "\n";
     StepsText(os, "to " + to, output_boxing[i]);
   }
   os << "  memory per device: parameters " << Human(static_cast<double>(param_bytes)) << ", activations (peak) "

@@ -35,7 +35,10 @@ struct DistributedTrainingOptions {
   // memory budget, backend (in-process or gloo), timeout.
   DistributedOptions dist;
   // ZeRO: 0 off; 1 optimizer state sharded (each device updates 1/n of every data-parallel weight,
-  // then the weights are all-gathered); 2 gradients too (reduce-scatter instead of all-reduce).
+  // then the weights are all-gathered); 2 gradients too (reduce-scatter instead of all-reduce);
+  // 3 the weights too: each is held split on dim 0 (B where dim 0 has fewer rows than devices),
+  // the plan all-gathers it where it is used and reduce-scatters its gradient (plan mode data or
+  // auto; auto also considers this layout whatever zero_stage says).
   int zero_stage = 0;
   // Gradient all-reduce bucket size: gradients are reduced in buckets of about this many bytes,
   // in the order backward produces them.

@@ -117,6 +117,7 @@ class PlannedTrainer final : public DistributedTrainer {
   };
   void Configure(const Layout& l, const std::map<std::string, Shape>& shapes);
   double UpdateSeconds(const std::vector<NdSbp>& weights, const Placement& P) const;
+  std::vector<NdSbp> ShardedAtRest(const Placement& P) const;  // ZeRO-3's weight layout
   void LayOutWeights();                          // each device's block of every weight, once
   void AssignReduceGroups(const Compiled& train);  // gradient groups, ZeRO slices, gradient and state tensors
   std::vector<Tensor> LocalInputs(const Compiled& c, size_t slot, const std::map<std::string, Tensor>& named) const;
@@ -152,7 +153,10 @@ PlannedTrainer::PlannedTrainer(const Graph& model, const DistributedTrainingOpti
   OF_CHECK(!(to.precision == Precision::kFloat16 && to.loss_scale.enabled), kUnsupported,
            "f16 training with dynamic loss scaling is not supported by distributed training yet: use bf16, or "
            "disable loss scaling");
-  OF_REQUIRE(opts_.zero_stage >= 0 && opts_.zero_stage <= 2, "zero_stage must be 0, 1 or 2, got ", opts_.zero_stage);
+  OF_REQUIRE(opts_.zero_stage >= 0 && opts_.zero_stage <= 3, "zero_stage must be 0, 1, 2 or 3, got ", opts_.zero_stage);
+  OF_REQUIRE(opts_.zero_stage != 3 || opts_.dist.plan.mode != PlanMode::kManual,
+             "ZeRO-3 lays out the weights itself (sharded on dim 0, gathered where used): use plan mode data, or "
+             "auto (which considers that layout); manual annotations choose tensor parallelism instead");
   OF_REQUIRE(opts_.bucket_bytes > 0, "bucket_bytes must be positive");
   OF_REQUIRE(opts_.max_states >= 1, "max_states must be positive");
   ValidateOptimizerConfig(to.optimizer);
@@ -187,14 +191,35 @@ PlannedTrainer::PlannedTrainer(const Graph& model, const DistributedTrainingOpti
 
   const int nd = opts_.dist.plan.placement.ndim();
   if (opts_.dist.plan.mode != PlanMode::kAuto) {
-    for (const std::string& n : names_) {
-      auto it = opts_.dist.plan.sbp.find(n);
-      sbp_.push_back(it != opts_.dist.plan.sbp.end() ? it->second : AllBroadcast(nd));
+    const std::vector<NdSbp> sharded = ShardedAtRest(opts_.dist.plan.placement);
+    size_t shards = 0;
+    for (size_t k = 0; k < names_.size(); ++k) {
+      auto it = opts_.dist.plan.sbp.find(names_[k]);
+      if (it != opts_.dist.plan.sbp.end()) sbp_.push_back(it->second);
+      else sbp_.push_back(opts_.zero_stage == 3 ? sharded[k] : AllBroadcast(nd));
+      shards += sbp_.back() != AllBroadcast(nd);
     }
     layout_decided_ = true;
     layout_report_ = opts_.dist.plan.mode == PlanMode::kManual ? "weights as annotated (B where not)"
-                                                                : "data parallel: every weight B";
+                     : opts_.zero_stage == 3 ? "data parallel, weights sharded on dim 0 at rest and gathered where "
+                                               "used: " + std::to_string(shards) + " of " + std::to_string(names_.size()) +
+                                               (shards < names_.size() ? " weights (the rest B: dim 0 too small)" : " weights")
+                                             : "data parallel: every weight B";
   }
+}
+
+// ZeRO-3's layout of every weight over `P`: split on dim 0 over every placement axis (nested) where
+// that dim has a row for every device, else B. In data mode the plan reads weights as B, so each
+// use all-gathers the shards, and each gradient, returned in its weight's SBP, is reduce-scattered.
+std::vector<NdSbp> PlannedTrainer::ShardedAtRest(const Placement& P) const {
+  std::vector<NdSbp> out;
+  for (size_t k = 0; k < names_.size(); ++k) {
+    NdSbp s(static_cast<size_t>(P.ndim()), Sbp::S(0));
+    const Shape& shape = t_.initial[k].shape();
+    if (shape.empty() || !SbpMisfit(shape, s, P.hierarchy).empty()) s = AllBroadcast(P.ndim());
+    out.push_back(s);
+  }
+  return out;
 }
 
 template <typename F>
@@ -287,7 +312,12 @@ std::vector<LayoutCandidate> PlannedTrainer::EvaluateLayouts(const std::map<std:
     const int nd = P.ndim();
     const std::string where = " on " + P.ToString() + (P.ndim() > 1 ? " (as " + std::to_string(P.hierarchy[0]) + "x" +
                                                                        std::to_string(P.hierarchy[1]) + ")" : "");
-    if (P.ndim() == 1) weights.push_back({"data parallel" + where, P, std::vector<NdSbp>(names_.size(), AllBroadcast(nd)), -1});
+    if (P.ndim() == 1) {
+      weights.push_back({"data parallel" + where, P, std::vector<NdSbp>(names_.size(), AllBroadcast(nd)), -1});
+      // ZeRO-3's storage: every weight split on dim 0 (B where too small); the search chooses
+      // where each is gathered or used split.
+      weights.push_back({"weights sharded on dim 0 (ZeRO-3)" + where, P, ShardedAtRest(P), -1});
+    }
     for (int a = 0; a < nd && !tp.empty(); ++a) {
       std::vector<NdSbp> l(names_.size(), AllBroadcast(nd));
       for (size_t k = 0; k < names_.size(); ++k) {
@@ -467,7 +497,7 @@ void PlannedTrainer::AssignReduceGroups(const Compiled& train) {
         lp.slice_size = n;
         held = n;
       }
-      lp.grad = Tensor(DType::kFloat32, opts_.zero_stage == 2 && lp.slice_size >= 0 ? Shape{held} : lp.value.shape());
+      lp.grad = Tensor(DType::kFloat32, opts_.zero_stage >= 2 && lp.slice_size >= 0 ? Shape{held} : lp.value.shape());
       for (size_t i = 0; i < states; ++i) lp.state.push_back(Tensor(DType::kFloat32, Shape{held}));
     }
   groups_ready_ = true;
@@ -512,11 +542,11 @@ void PlannedTrainer::ReduceGradients(size_t slot, std::vector<Tensor>& grads) {
              "' has dtype ", DTypeName(g.dtype()), " shape ", ShapeToString(g.shape()));
     if (lp.group.size() <= 1) {
       adopt(k);
-    } else if (opts_.zero_stage != 2 && g.nbytes() * 4 >= static_cast<size_t>(opts_.bucket_bytes)) {
+    } else if (opts_.zero_stage < 2 && g.nbytes() * 4 >= static_cast<size_t>(opts_.bucket_bytes)) {
       // Large enough to be its own bucket: reduced in the gradient tensor, no packing.
       std::memcpy(lp.grad.raw(), g.raw(), g.nbytes());
       comm.AllReduceSum(lp.grad.raw(), lp.grad.numel(), DType::kFloat32, lp.group);
-    } else if (opts_.zero_stage == 2) {
+    } else if (opts_.zero_stage >= 2) {  // ZeRO-3: the weights left B (too small to shard)
       std::vector<int64_t> counts;
       for (size_t m = 0; m < lp.group.size(); ++m)
         counts.push_back(FlatSlice(g.numel(), static_cast<int64_t>(lp.group.size()), static_cast<int64_t>(m)).second);
@@ -586,7 +616,7 @@ TrainStepResult PlannedTrainer::TrainStep(const std::vector<std::pair<std::strin
         double replicas = 1;
         for (size_t a = 0; a < sbp_[k].size(); ++a)
           if (sbp_[k][a].is_broadcast()) replicas *= static_cast<double>(P.hierarchy[a]);
-        if (opts_.zero_stage == 2 && ps[k].slice_size >= 0) replicas /= static_cast<double>(ps[k].group.size());
+        if (opts_.zero_stage >= 2 && ps[k].slice_size >= 0) replicas /= static_cast<double>(ps[k].group.size());
         const float* g = ps[k].grad.data<float>();
         const int64_t n = ps[k].grad.numel();
         double sq = SumOfSquares(g, n);
@@ -616,7 +646,7 @@ TrainStepResult PlannedTrainer::TrainStep(const std::vector<std::pair<std::strin
         if (lp.slice_size >= 0) {
           const size_t off = static_cast<size_t>(lp.slice_start) * 4;
           slot.value = Tensor(DType::kFloat32, {lp.slice_size}, lp.value.storage(), off);
-          slot.grad = opts_.zero_stage == 2 ? lp.grad : Tensor(DType::kFloat32, {lp.slice_size}, lp.grad.storage(), off);
+          slot.grad = opts_.zero_stage >= 2 ? lp.grad : Tensor(DType::kFloat32, {lp.slice_size}, lp.grad.storage(), off);
         } else {
           slot.value = lp.value;
           slot.grad = lp.grad.Reshaped(lp.value.shape());
@@ -723,7 +753,7 @@ std::string PlannedTrainer::Explain(bool json) const {
   std::snprintf(total, sizeof total, "estimated training step: %.6g us = the plan's %.6g us + optimizer update %.6g us\n",
                 step * 1e6, last_->plan->step_seconds * 1e6, update * 1e6);
   return "training plan (" + layout_report_ + (opts_.zero_stage ? ", ZeRO-" + std::to_string(opts_.zero_stage) : "") +
-         "; gradients marked 'returned as' a B-axis SBP are all-reduced by the trainer in buckets)\n" +
+         "; gradients returned in an SBP with B axes are all-reduced over them by the trainer, in buckets)\n" +
          last_->plan->ToText() + total;
 }
 

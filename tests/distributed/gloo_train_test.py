@@ -11,7 +11,7 @@ import sys
 from gloo_launch import launch_ranks
 
 N = 4
-STRATEGIES = ["data", "zero1", "zero2", "tensor", "2x2", "pipeline", "auto"]
+STRATEGIES = ["data", "zero1", "zero2", "zero3", "tensor", "2x2", "pipeline", "auto"]
 
 
 def launch(worker, args, limit=900):

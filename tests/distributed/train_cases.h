@@ -122,7 +122,8 @@ inline void RunReference(Case& c) {
   c.eval_out = s.Run(c.eval_feed, {}, RunMode::kEval)[0].second;
 }
 
-// The strategies under test, on 4 devices: "data", "zero1", "zero2", "tensor" (column/row on a
+// The strategies under test, on 4 devices: "data", "zero1", "zero2", "zero3" (weights sharded on
+// dim 0, gathered where used, gradients reduce-scattered), "tensor" (column/row on a
 // 1-D placement), "2x2" (data x tensor), "auto", "pipeline" (2 stages x 2 data parallel, 2
 // micro-batches), "auto_slow_link" (auto with a 10 ms link latency, under which the MLP's cheapest
 // layout is a pipeline: few, large transfers beat many collectives).
@@ -135,8 +136,8 @@ inline DistributedTrainingOptions Strategy(const Case& c, const std::string& nam
   if (name == "auto_slow_link") d.dist.plan.cost.link_latency_s = 10e-3;
   d.dist.plan.mode = autos ? PlanMode::kAuto : name == "tensor" || two_d ? PlanMode::kManual
                                                                                    : PlanMode::kDataParallel;
-  if (name == "zero1" || name == "zero2") {
-    d.zero_stage = name == "zero1" ? 1 : 2;
+  if (name == "zero1" || name == "zero2" || name == "zero3") {
+    d.zero_stage = name[4] - '0';
     d.bucket_bytes = 1 << 20;  // several buckets
   } else if (name == "tensor" || two_d) {
     const int axis = two_d ? 1 : 0, nd = two_d ? 2 : 1;

@@ -61,7 +61,7 @@ double Check(const std::string& model, const std::string& strategy) {
 
 void AllPlans(const std::string& model) {
   std::vector<double> hand;
-  for (const char* s : {"data", "zero1", "zero2", "tensor", "2x2", "pipeline"}) hand.push_back(Check(model, s));
+  for (const char* s : {"data", "zero1", "zero2", "zero3", "tensor", "2x2", "pipeline"}) hand.push_back(Check(model, s));
   const double autos = Check(model, "auto");
   // Every estimate is made on the planner's cost model (train/step_estimate.h), the pipeline's
   // included, and the auto mode considers the hand layouts (the 2-stage pipeline with 2
@@ -156,11 +156,50 @@ TEST(TrainingPlans, Explain) {
   EXPECT_NEAR(std::stod(m[1]), 2.0 * 4 * 1863690 / 4, 2.0 * 4 * 1863690 / 4 * 0.01);
 }
 
+// ZeRO-3: each device holds a quarter of every weight (each of the MLP's weights and biases has a
+// row per device) and of Adam's state; the plan gathers each weight where it is used and returns
+// each gradient split like its weight, and the trainer all-reduces nothing itself.
+TEST(TrainingPlans, ZeRO3ShardsTheWeightsAtRest) {
+  Case c = MakeCase(ModelsDir(), "mlp", 1);
+  DistributedTrainingOptions d = Strategy(c, "zero3");
+  d.training.optimizer.kind = OptimizerKind::kAdam;
+  std::unique_ptr<DistributedTrainer> t = DistributedTrainer::Create(c.model, d);
+  t->TrainStep(c.batches[0]);
+  const std::string text = t->Explain(false);
+  if (std::getenv("ONEFLOW_PRINT_PLAN")) std::printf("%s\n", text.c_str());
+  EXPECT_NE(text.find("ZeRO-3"), std::string::npos) << text.substr(0, 300);
+  EXPECT_NE(text.find("weights sharded on dim 0 at rest"), std::string::npos) << text.substr(0, 300);
+  EXPECT_NE(text.find("all_gather"), std::string::npos) << "no gather before use";
+  // Each gradient comes out of the plan already split like its weight (reduce-scattered, or
+  // computed by rows from gathered activations where the search finds that cheaper).
+  EXPECT_NE(text.find("fc2.weight_grad (returned as S(0))"), std::string::npos) << text;
+  EXPECT_EQ(text.find("bucketed by the trainer"), std::string::npos) << "a gradient left to the trainer's all-reduce";
+  std::smatch m;
+  const std::string json = t->Explain(true);
+  const double weights = 4.0 * 1863690;  // f32 bytes of the MLP's weights
+  ASSERT_TRUE(std::regex_search(json, m, std::regex("\"parameters\":([0-9]+)")));
+  EXPECT_NEAR(std::stod(m[1]), weights / 4, weights / 4 * 0.01);
+  ASSERT_TRUE(std::regex_search(json, m, std::regex("\"optimizer_state\":([0-9]+)")));
+  EXPECT_NEAR(std::stod(m[1]), 2 * weights / 4, 2 * weights / 4 * 0.01);
+  for (const std::string& n : t->parameter_names()) {  // whole weights, gathered from the shards
+    Tensor p = t->GetParameter(n);
+    EXPECT_EQ(p.shape(), c.model.values[static_cast<size_t>(c.model.FindValue(n))].constant.shape()) << n;
+  }
+}
+
 TEST(TrainingPlans, BadInput) {
   Case c = MakeCase(ModelsDir(), "mlp", 1);
   DistributedTrainingOptions d = Strategy(c, "data");
-  d.zero_stage = 3;
+  d.zero_stage = 4;
   EXPECT_THROW(DistributedTrainer::Create(c.model, d), Error);
+  d = Strategy(c, "tensor");
+  d.zero_stage = 3;  // ZeRO-3 lays the weights out itself: not with manual annotations
+  try {
+    DistributedTrainer::Create(c.model, d);
+    ADD_FAILURE() << "ZeRO-3 with manual annotations was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ZeRO-3 lays out the weights itself"), std::string::npos) << e.what();
+  }
   d = Strategy(c, "data");
   d.dist.num_devices = 2;  // the placement names devices 2 and 3, which do not exist
   EXPECT_THROW(DistributedTrainer::Create(c.model, d), Error);

@@ -43,7 +43,7 @@ static const char kUsage[] =
     "      to FILE next to OUT. The output is written atomically.\n"
     "  plan MODEL --placement P [--mode data|manual|auto] [--json] [--shape NAME=8x784 ...]\n"
     "             [--sbp VALUE=SBP ...] [--memory-budget-mb M] [--link-gbps G] [--latency-us U]\n"
-    "             [--gflops F] [--train LOSS --logits OUTPUT [--optimizer sgd|adam|adamw] [--zero 0|1|2]\n"
+    "             [--gflops F] [--train LOSS --logits OUTPUT [--optimizer sgd|adam|adamw] [--zero 0|1|2|3]\n"
     "             [--pipeline STAGES [--micro-batches M]]]\n"
     "      Plans the model as global tensors over placement P (cpu:0-3, cpu:[[0,1],[2,3]]) and\n"
     "      explains it: the SBP of every op, each inserted collective with bytes and time,\n"

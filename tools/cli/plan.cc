@@ -57,7 +57,7 @@ static int PlanTraining(const ParsedArgs& a, const Graph& g, const PlanOptions& 
   else throw UsageError("--optimizer must be sgd, adam or adamw, got '" + opt + "'");
   d.dist.plan = o;
   d.dist.plan.input_shapes.clear();
-  d.zero_stage = a.GetInt("zero", 0, 0, 2);
+  d.zero_stage = a.GetInt("zero", 0, 0, 3);
   d.pipeline_stages = a.GetInt("pipeline", 1, 1, 4096);
   d.micro_batches = a.GetInt("micro-batches", d.pipeline_stages, 1, 1 << 20);
   std::unique_ptr<train::DistributedTrainer> t = train::DistributedTrainer::Create(g, d);
