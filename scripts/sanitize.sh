@@ -27,11 +27,12 @@ run_asan() {
   cmake -S . -B build-asan "${COMMON[@]}" -DONEFLOW_SANITIZE=ON > build-asan/configure.log 2>&1 ||
     { tail -n 30 build-asan/configure.log; exit 1; }
   ninja -C build-asan -j"$JOBS" oneflow_unit_tests liboneflow oneflow_c_api_test oneflow_c_api_enum_args_test oneflow_server_c_api_test \
-    oneflow_header_c99_test oneflow_header_cxx_test
+    oneflow_header_c99_test oneflow_header_cxx_test oneflow_tcp_store_tests
   export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
   # The unit tests (gtest, every case) and the C ABI tests through ctest (fixtures made by Python).
   build-asan/tests/oneflow_unit_tests --gtest_brief=1
   (cd build-asan && ctest --output-on-failure -R '^c_api')
+  build-asan/tests/distributed/oneflow_tcp_store_tests --gtest_brief=1  # the rendezvous store: gRPC reactors, exits
   unset UBSAN_OPTIONS ASAN_OPTIONS
 }
 

@@ -16,7 +16,8 @@ void CheckSameModel(Communicator& comm, uint64_t graph_hash, const std::vector<i
   for (size_t i = 1; i < group.size(); ++i)
     if (all[i] != all[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(group[i]);
   OF_REQUIRE(differ.empty(), "rank(s) ", differ, " planned a different model than rank ", group[0],
-             " (graph hashes differ): every rank must load the same model, placement and plan mode");
+             " (graph hashes differ): every rank must load the same model and weights, with the same placement and plan "
+             "mode");
 }
 
 // The devices this process runs (all of them in-process; its own rank with Gloo), per slot.

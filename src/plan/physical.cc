@@ -145,12 +145,16 @@ class Builder {
     return EmitBoxingNode(out_, v.name, v.type.dtype, v.type.ToShape(), s, P_, pos_, key_, in_pid);
   }
 
-  // The value `id` in SBP `want`, boxing it once per distinct target.
+  // The value `id` in SBP `want`, boxing it once per distinct target. Under ZeRO-3 a weight is
+  // boxed (gathered) again for every use instead: the gathered copy is freed after its use, so
+  // a step holds one use's gathered weight at a time, not every weight from its forward use to its
+  // backward one (the plan prices each use's boxing either way).
   int Boxed(int id, const NdSbp& want, const std::vector<BoxingStep>& steps) {
     if (steps.empty()) return produced_[static_cast<size_t>(id)];
+    const bool per_use = plan_.options.zero_stage >= 3 && g_.values[static_cast<size_t>(id)].is_parameter;
     std::string k = NdSbpToString(want);
     auto it = boxed_.find({id, k});
-    if (it != boxed_.end()) return it->second;
+    if (it != boxed_.end() && !per_use) return it->second;
     int pid = produced_[static_cast<size_t>(id)];
     for (const BoxingStep& s : steps) pid = EmitBoxing(id, pid, s);
     return boxed_[{id, k}] = pid;

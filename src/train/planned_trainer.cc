@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/hash.h"
 #include "base/trace.h"
 #include "engine/device_group.h"
 #include "engine/session.h"
@@ -140,6 +141,7 @@ class PlannedTrainer final : public DistributedTrainer {
   std::vector<std::vector<LocalParam>> params_;  // per slot, per weight (empty until laid out)
   std::vector<std::vector<float>> buckets_;      // per slot: packs small gradients for one all-reduce
   bool groups_ready_ = false;                    // set by the first training compilation
+  uint64_t weights_hash_ = 0;                    // of the initial weights, for CheckSameModel
   std::map<std::map<std::string, Shape>, std::shared_ptr<Compiled>> cache_, eval_cache_;
   std::shared_ptr<Compiled> last_;
   int64_t step_ = 0;
@@ -418,6 +420,17 @@ std::shared_ptr<Compiled> PlannedTrainer::Compile(const std::map<std::string, Sh
   auto c = std::make_shared<Compiled>();
   c->plan = std::make_shared<Plan>(MakePlan(train ? train_graph_ : eval_graph_, Options(shapes, train)));
   const Plan& plan = *c->plan;
+  if (process_comm_) {
+    // Every rank of a Gloo job must run the same plan of the same model from the same weights: the
+    // plan's hash (graph, placement, SBP, mode), the layout and the initial weights, compared
+    // before any collective of the plan runs (a mismatch would hang or mix up results).
+    if (!weights_hash_) {
+      weights_hash_ = Fnv1a(nullptr, 0);
+      for (const Tensor& w : t_.initial) weights_hash_ = Fnv1a(w.raw(), w.nbytes(), weights_hash_);
+    }
+    const uint64_t hash = Fnv1a(layout_report_.data(), layout_report_.size(), plan.graph_hash ^ weights_hash_);
+    CheckSameModel(*process_comm_, hash, plan.options.placement.devices);
+  }
   std::set<std::string> defer;
   if (train)
     for (int v : t_.gradients) defer.insert(t_.name(v));

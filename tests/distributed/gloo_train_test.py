@@ -49,6 +49,13 @@ def main():
                 print(f"{model}: rank {rank} exited {rc}: {err.strip()}")
         print(f"{model}: {len(strategies)} strategies on {N} Gloo processes in {secs:.1f}s")
     if len(sys.argv) == 3:
+        # Ranks that disagree on the weights: every rank refuses its first step naming rank 3.
+        res, _ = launch(worker, ["mismatch", models], limit=300)
+        for rank, (rc, out, err) in enumerate(res):
+            if rc != 0:
+                failed = True
+                print(f"mismatch: rank {rank} exited {rc}: {err.strip()}")
+        print(res[0][1], end="")
         # Auto choosing a pipeline (the MLP under a 10 ms link latency): the trainer is replaced by
         # a pipeline trainer at the first step, every rank alike.
         res, secs = launch(worker, ["check", models, "mlp", "20", "auto_slow_link"])

@@ -8,6 +8,7 @@
 //                                             JSON line (samples per second)
 //   bench MODEL.onnx BATCH STEPS STAGES MICRO  the same as a pipeline of STAGES stages, MICRO micro-batches
 //   single MODEL.onnx BATCH STEPS             the same on one process and one thread (the baseline)
+//   mismatch MODELS_DIR                       rank 3 starts from other weights: every rank must refuse
 #include <time.h>
 
 #include <chrono>
@@ -58,6 +59,36 @@ int Check(const std::string& dir, const std::string& model, int steps, const std
     failed += !ok;
   }
   return failed ? 1 : 0;
+}
+
+// Ranks that disagree: rank 3 trains the MLP from different initial weights (one element of one
+// weight changed). Every rank's first step must refuse, naming rank 3, before any collective of
+// the plan runs; exits 0 when it did.
+int Mismatch(const std::string& dir) {
+  Case c = MakeCase(dir, "mlp", 1);
+  if (Rank() == 3) {
+    for (Value& v : c.model.values)
+      if (v.is_parameter) {
+        v.constant = v.constant.Clone();
+        v.constant.data<float>()[0] += 1.0f;
+        break;
+      }
+  }
+  DistributedTrainingOptions d = Strategy(c, "data");
+  d.dist.backend = "gloo";
+  std::unique_ptr<DistributedTrainer> t = DistributedTrainer::Create(c.model, d);
+  try {
+    t->TrainStep(c.batches[0]);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kInvalidArgument && std::string(e.what()).find("rank(s) 3 planned a different model") !=
+                                                         std::string::npos) {
+      std::printf("rank %d refused: %s\n", Rank(), e.what());
+      return 0;
+    }
+    throw;
+  }
+  std::fprintf(stderr, "rank %d: a step ran although rank 3's weights differ\n", Rank());
+  return 1;
 }
 
 // Fixed MLP batches: the same on every rank (each takes its block).
@@ -136,11 +167,12 @@ int main(int argc, char** argv) {
       std::vector<std::string> strategies(argv + 5, argv + argc);
       return Check(argv[2], argv[3], std::atoi(argv[4]), strategies);
     }
+    if (mode == "mismatch" && argc == 3) return Mismatch(argv[2]);
     if ((mode == "bench" && (argc == 5 || argc == 6)) || (mode == "single" && argc == 5))
       return Bench(argv[2], std::atoi(argv[3]), std::atoi(argv[4]), mode == "single", argc == 6 ? std::atoi(argv[5]) : 0);
     if (mode == "bench" && argc == 7)
       return Bench(argv[2], std::atoi(argv[3]), std::atoi(argv[4]), false, 0, std::atoi(argv[5]), std::atoi(argv[6]));
-    std::fprintf(stderr, "usage: %s check MODELS_DIR MODEL STEPS STRATEGY... | bench|single MODEL.onnx BATCH STEPS [ZERO] "
+    std::fprintf(stderr, "usage: %s check MODELS_DIR MODEL STEPS STRATEGY... | mismatch MODELS_DIR | bench|single MODEL.onnx BATCH STEPS [ZERO] "
                  "| bench MODEL.onnx BATCH STEPS STAGES MICRO_BATCHES\n",
                  argv[0]);
     return 2;

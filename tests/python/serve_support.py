@@ -29,8 +29,8 @@ class ServerProcess:
         cmd = [cli_path(), "serve", "--model-repository", str(repository), "--http-port", "0", "--grpc-port", "0",
                "--metrics-port", "0", *map(str, extra)]
         if launch:
-            cmd = [cli_path(), "launch", "-n", str(launch), "--master-port", str(20000 + os.getpid() % 20000), "--",
-                   *cmd]
+            # one host: launch picks a free port for the job's rendezvous store
+            cmd = [cli_path(), "launch", "-n", str(launch), "--", *cmd]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.lines = []
         self._ports = threading.Event()
