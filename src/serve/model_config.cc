@@ -4,12 +4,15 @@
 #include <google/protobuf/text_format.h>
 
 #include <algorithm>
+#include <cstring>
+#include <random>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <set>
 
 #include "base/error.h"
+#include "base/half.h"
 #include "serve/datatype.h"
 
 namespace oneflow {
@@ -181,8 +184,124 @@ std::vector<int64_t> SelectVersions(const inference::ModelConfig& config, const 
   }
 }
 
+namespace {
+
+// Random warmup data of `t`'s dtype: [0, 1) for floating types, 0..9 for integers, 0/1 for bool
+// (small, so that index inputs stay in range of the embeddings they usually feed).
+void FillRandom(Tensor& t, std::mt19937& rng) {
+  std::uniform_real_distribution<float> real(0.0f, 1.0f);
+  std::uniform_int_distribution<int> digit(0, 9), bit(0, 1);
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    switch (t.dtype()) {
+      case DType::kFloat32: t.data<float>()[i] = real(rng); break;
+      case DType::kFloat64: t.data<double>()[i] = real(rng); break;
+      case DType::kFloat16: t.data<uint16_t>()[i] = Float16::FromFloat(real(rng)); break;
+      case DType::kBFloat16: t.data<uint16_t>()[i] = BFloat16::FromFloat(real(rng)); break;
+      case DType::kBool: t.data<uint8_t>()[i] = static_cast<uint8_t>(bit(rng)); break;
+      case DType::kInt8: t.data<int8_t>()[i] = static_cast<int8_t>(digit(rng)); break;
+      case DType::kUInt8: t.data<uint8_t>()[i] = static_cast<uint8_t>(digit(rng)); break;
+      case DType::kInt16: t.data<int16_t>()[i] = static_cast<int16_t>(digit(rng)); break;
+      case DType::kUInt16: t.data<uint16_t>()[i] = static_cast<uint16_t>(digit(rng)); break;
+      case DType::kInt32: t.data<int32_t>()[i] = digit(rng); break;
+      case DType::kUInt32: t.data<uint32_t>()[i] = static_cast<uint32_t>(digit(rng)); break;
+      case DType::kInt64: t.data<int64_t>()[i] = digit(rng); break;
+      case DType::kUInt64: t.data<uint64_t>()[i] = static_cast<uint64_t>(digit(rng)); break;
+      default: Fail(ErrorCode::kUnsupported, "no random warmup data for ", DTypeName(t.dtype()));
+    }
+  }
+}
+
+// `file` of the model's warmup directory, whole; exactly `bytes` long.
+std::vector<char> ReadWarmupFile(const std::string& model_dir, const std::string& file, size_t bytes,
+                                 const std::string& what) {
+  namespace fs = std::filesystem;
+  const fs::path rel(file);
+  bool inside = !file.empty() && rel.is_relative();
+  for (const fs::path& part : rel) inside = inside && part != "..";
+  OF_CHECK(inside, kInvalidModel, what, ": input_data_file '", file,
+           "' must name a file in the model's 'warmup' directory (a relative path without '..')");
+  const fs::path path = fs::path(model_dir) / "warmup" / rel;
+  std::ifstream in(path, std::ios::binary);
+  OF_CHECK(in.good(), kInvalidModel, what, ": cannot read input_data_file ", path.string());
+  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  OF_CHECK(data.size() == bytes, kInvalidModel, what, ": input_data_file ", path.string(), " holds ", data.size(),
+           " bytes; the sample needs ", bytes);
+  return data;
+}
+
+// The config's warmup samples as whole input tensors, checked against the resolved inputs.
+std::vector<WarmupSample> ResolveWarmup(const inference::ModelConfig& config, const ModelSettings& s,
+                                        const std::string& model_dir) {
+  std::vector<WarmupSample> samples;
+  std::mt19937 rng(0);  // the same data on every load
+  const bool batched = s.max_batch_size > 0;
+  for (const inference::ModelWarmup& w : config.model_warmup()) {
+    const std::string what = "model_warmup '" + w.name() + "'";
+    const int64_t rows = w.batch_size();
+    if (batched)
+      OF_CHECK(rows >= 1 && rows <= s.max_batch_size, kInvalidModel, what, " has batch_size ", rows,
+               ", outside [1, max_batch_size = ", s.max_batch_size, "]");
+    else
+      OF_CHECK(rows <= 1, kInvalidModel, what, " has batch_size ", rows,
+               " but the model does not batch (max_batch_size 0): use 1");
+    OF_CHECK(w.count() <= 1000, kInvalidModel, what, " asks for ", w.count(), " runs per instance (at most 1000)");
+    for (const auto& entry : w.inputs()) {
+      bool known = false;
+      for (const TensorSpec& spec : s.inputs) known |= spec.name == entry.first;
+      OF_CHECK(known, kInvalidModel, what, " gives data for '", entry.first, "', which is not an input of the model");
+    }
+    WarmupSample sample;
+    sample.name = w.name();
+    sample.count = std::max<int>(1, static_cast<int>(w.count()));
+    for (const TensorSpec& spec : s.inputs) {
+      auto it = w.inputs().find(spec.name);
+      if (it == w.inputs().end()) {
+        OF_CHECK(spec.optional, kInvalidModel, what, " gives no data for the input '", spec.name, "'");
+        continue;
+      }
+      const inference::ModelWarmup::Input& in = it->second;
+      const std::string of = what + " input '" + spec.name + "'";
+      const DType dtype = in.data_type() == inference::TYPE_INVALID ? spec.dtype : DTypeFromConfigDataType(in.data_type());
+      OF_CHECK(dtype == spec.dtype, kInvalidModel, of, " has data_type ", inference::DataType_Name(in.data_type()),
+               "; the model's input is ", DTypeName(spec.dtype));
+      OF_CHECK(in.dims_size() == static_cast<int>(spec.dims.size()), kInvalidModel, of, " has dims ",
+               DimsToString({in.dims().begin(), in.dims().end()}), "; the input's are ", DimsToString(spec.dims));
+      Shape row;
+      if (batched) row.push_back(1);
+      for (int d = 0; d < in.dims_size(); ++d) {
+        const int64_t want = spec.dims[static_cast<size_t>(d)];
+        OF_CHECK(in.dims(d) >= 0 && (want < 0 || want == in.dims(d)), kInvalidModel, of, " has dims ",
+                 DimsToString({in.dims().begin(), in.dims().end()}), "; the input's are ", DimsToString(spec.dims));
+        row.push_back(in.dims(d));
+      }
+      Tensor one(dtype, row);  // zero_data, or none given
+      if (in.input_data_type_case() == inference::ModelWarmup::Input::kRandomData && in.random_data()) {
+        FillRandom(one, rng);
+      } else if (in.input_data_type_case() == inference::ModelWarmup::Input::kInputDataFile) {
+        std::vector<char> data = ReadWarmupFile(model_dir, in.input_data_file(), one.nbytes(), of);
+        if (!data.empty()) std::memcpy(one.raw(), data.data(), data.size());
+      }
+      Tensor whole = one;
+      if (batched && rows > 1) {  // the sample repeated along the batch dimension
+        Shape shape = row;
+        shape[0] = rows;
+        whole = Tensor(dtype, shape);
+        for (int64_t r = 0; r < rows; ++r)
+          std::memcpy(static_cast<char*>(whole.raw()) + static_cast<size_t>(r) * one.nbytes(), one.raw(), one.nbytes());
+      }
+      sample.inputs.emplace_back(spec.name, whole);
+    }
+    samples.push_back(std::move(sample));
+  }
+  return samples;
+}
+
+}  // namespace
+
 ModelSettings ResolveModelSettings(const inference::ModelConfig& config, bool config_present,
-                                   const std::string& model_name, const Graph& model, const std::string& platform) {
+                                   const std::string& model_name, const Graph& model, const std::string& platform,
+                                   const std::string& model_dir) {
   ModelSettings s;
   s.name = model_name;
   OF_CHECK(config.name().empty() || config.name() == model_name, kInvalidModel, "config names the model '",
@@ -201,6 +320,7 @@ ModelSettings ResolveModelSettings(const inference::ModelConfig& config, bool co
 
   s.inputs = ResolveTensors(config.input(), model, model.inputs, s.max_batch_size, "input");
   s.outputs = ResolveTensors(config.output(), model, model.outputs, s.max_batch_size, "output");
+  s.warmup = ResolveWarmup(config, s, model_dir);
 
   const inference::ModelDynamicBatching& db = config.dynamic_batching();
   for (int b : db.preferred_batch_size()) {

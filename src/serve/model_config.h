@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "base/tensor.h"
 #include "graph/graph.h"
 #include "model_config.pb.h"
 
@@ -27,6 +28,14 @@ struct TensorSpec {
   DType dtype = DType::kUndefined;
   std::vector<int64_t> dims;  // without the batch dimension when max_batch_size > 0; -1 = any size
   bool optional = false;
+};
+
+// A warmup sample (config `model_warmup`), resolved: whole input tensors, the batch dimension
+// included when the model batches.
+struct WarmupSample {
+  std::string name;
+  int count = 1;  // runs per instance
+  std::vector<std::pair<std::string, Tensor>> inputs;
 };
 
 struct ModelSettings {
@@ -48,6 +57,8 @@ struct ModelSettings {
   // ("cpu:0-1") with a plan mode ("data", "auto", "manual"; default "auto"). Empty: a local model.
   std::string placement;
   std::string plan_mode = "auto";
+
+  std::vector<WarmupSample> warmup;  // run on every instance before the model is READY
 
   std::map<std::string, std::string> parameters;  // config `parameters`, as given
   inference::ModelConfig resolved;                // the complete config, as GET .../config shows it
@@ -73,9 +84,12 @@ std::vector<int64_t> SelectVersions(const inference::ModelConfig& config, const 
 
 // Completes `config` from the model and checks the two agree: names, data types and dims of the
 // inputs and outputs, and that a batched model leads every input and output with a dynamic dim.
-// A disagreement is Error(kInvalidModel) naming the tensor and both values.
+// A disagreement is Error(kInvalidModel) naming the tensor and both values. Warmup samples are
+// built here (their input_data_file read from `model_dir`/warmup), each checked against the
+// inputs: every required input given, data type, dims, batch size, file size.
 ModelSettings ResolveModelSettings(const inference::ModelConfig& config, bool config_present,
-                                   const std::string& model_name, const Graph& model, const std::string& platform);
+                                   const std::string& model_name, const Graph& model, const std::string& platform,
+                                   const std::string& model_dir = "");
 
 }  // namespace serve
 }  // namespace oneflow

@@ -151,13 +151,15 @@ void ModelRepository::Load(const std::string& model) {
   for (int64_t v : chosen) {
     try {
       Graph graph = LoadModelFile(files[v]);
-      ModelSettings settings = ResolveModelSettings(config.config, config.present, model, graph, PlatformOf(files[v]));
+      ModelSettings settings =
+          ResolveModelSettings(config.config, config.present, model, graph, PlatformOf(files[v]), dir.string());
       loaded[v] = std::make_shared<ModelScheduler>(model, v, std::move(settings), graph, options_.threads,
                                                    next_load_id_.fetch_add(1));
       Log("model '", model, "' version ", v, " ready (", files[v], ", ", loaded[v]->settings().instance_count,
           " instance(s) x ", loaded[v]->threads_per_instance(), " thread(s), max_batch_size ",
           loaded[v]->settings().max_batch_size, loaded[v]->settings().dynamic_batching ? ", dynamic batching" : "",
-          loaded[v]->settings().placement.empty() ? "" : ", sharded over " + loaded[v]->settings().placement, ")");
+          loaded[v]->settings().placement.empty() ? "" : ", sharded over " + loaded[v]->settings().placement,
+          loaded[v]->warmup_report().empty() ? "" : ", warmed up: " + loaded[v]->warmup_report(), ")");
     } catch (const std::exception& e) {
       failures[v] = e.what();
       Log("model '", model, "' version ", v, " failed to load: ", e.what());

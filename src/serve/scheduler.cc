@@ -44,6 +44,23 @@ ModelScheduler::ModelScheduler(std::string model_name, int64_t version, ModelSet
   // GET .../config shows how a sharded model is planned (for a full batch, when the shapes allow).
   std::string plan = runners_[0]->ExplainPlan(std::max(1, settings_.max_batch_size));
   if (!plan.empty()) (*settings_.resolved.mutable_parameters())["oneflow_plan"].set_string_value(plan);
+  // Warmup (config `model_warmup`): each sample on every instance, before any request is taken,
+  // so that the plans, packed weights and pages its shapes need exist before the first request.
+  for (const WarmupSample& w : settings_.warmup) {
+    const auto start = Clock::now();
+    for (size_t i = 0; i < runners_.size(); ++i) {
+      for (int r = 0; r < w.count; ++r) {
+        try {
+          runners_[i]->Run(w.inputs, {});
+        } catch (const Error& e) {
+          Fail(e.code(), "model_warmup '", w.name, "' failed on instance ", i, ": ", e.what());
+        }
+      }
+    }
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    warmup_report_ += StrCat(warmup_report_.empty() ? "" : ", ", "'", w.name, "' ", w.count, "x on ", runners_.size(),
+                             " instance(s) in ", static_cast<int64_t>(ms + 0.5), " ms");
+  }
   for (size_t i = 0; i < runners_.size(); ++i) instances_.emplace_back([this, i] { InstanceLoop(i); });
 }
 

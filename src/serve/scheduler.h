@@ -24,8 +24,9 @@ namespace serve {
 
 class ModelScheduler {
  public:
-  // Creates `settings.instance_count` sessions of `model`. `server_threads` is what the server may
-  // use in all; an instance gets settings.intra_op_threads, or its share of server_threads.
+  // Creates `settings.instance_count` sessions of `model` and runs the warmup samples on each (a
+  // failing sample throws naming it). `server_threads` is what the server may use in all; an
+  // instance gets settings.intra_op_threads, or its share of server_threads.
   // `load_id` distinguishes loads of the same version (the followers of a sharded job need it).
   ModelScheduler(std::string model_name, int64_t version, ModelSettings settings, const Graph& model,
                  int server_threads, uint64_t load_id = 0);
@@ -49,6 +50,8 @@ class ModelScheduler {
   const ModelSettings& settings() const { return settings_; }
   std::shared_ptr<const ModelMetrics> metrics() const { return metrics_; }
   int threads_per_instance() const { return threads_per_instance_; }
+  // What the warmup ran, for the load's log line ("" without warmup samples).
+  const std::string& warmup_report() const { return warmup_report_; }
 
  private:
   struct Pending {
@@ -71,6 +74,7 @@ class ModelScheduler {
   const int64_t version_;
   ModelSettings settings_;  // resolved gains the plan of a sharded model
   int threads_per_instance_ = 1;
+  std::string warmup_report_;
   std::vector<std::unique_ptr<ModelRunner>> runners_;  // one per instance
   std::shared_ptr<ModelMetrics> metrics_ = std::make_shared<ModelMetrics>();
 

@@ -8,7 +8,9 @@ differ, so they cannot).
 
 Checks: every collective; distributed inference (data parallel and auto-planned) of the bench MLP
 and transformer against each rank's single-device run; data- and tensor-parallel training of the
-MLP against the single-device loss curve and parameters (train_worker.cc, <= 1e-5); killing
+MLP against the single-device loss curve and parameters (train_worker.cc, <= 1e-5); `oneflow
+serve` of a model sharded over the 4 ranks of both hosts, queried over HTTP on host A, against
+onnxruntime, then drained by SIGTERM on host A (host B's ranks stop with it); killing
 every rank of host B in the middle of a loop of all-reduces makes host A's ranks fail within the
 timeout, naming ranks 2 and 3 and their host; a job whose host B never starts fails within the
 timeout naming ranks 2 and 3 as never joined.
@@ -16,6 +18,7 @@ timeout naming ranks 2 and 3 as never joined.
 Needs root (CAP_NET_ADMIN) and iproute2; otherwise it skips (exit 77) saying why.
 Usage: multihost_netns_test.py ONEFLOW_CLI GLOO_WORKER TRAIN_WORKER DIST_MODELS TRAIN_MODELS
 """
+import json
 import os
 import shutil
 import signal
@@ -89,6 +92,64 @@ def run_job(hosts, cli, program, env, limit=600):
     return out
 
 
+def http_in(ns, port, method, path, body=None):
+    """An HTTP request made from inside namespace `ns` (the server listens on its 127.0.0.1)."""
+    code = ("import sys, urllib.request\n"
+            f"r = urllib.request.Request('http://127.0.0.1:{port}{path}', method='{method}', data=sys.stdin.buffer.read() or None)\n"
+            "try:\n"
+            "    resp = urllib.request.urlopen(r, timeout=30); print(resp.status); sys.stdout.write(resp.read().decode())\n"
+            "except urllib.error.HTTPError as e:\n"
+            "    print(e.code); sys.stdout.write(e.read().decode())\n"
+            "except OSError as e:\n"
+            "    print(0); sys.stdout.write(str(e))\n")
+    r = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", code], input=body or b"", capture_output=True,
+                       timeout=60)
+    status, _, text = r.stdout.decode().partition("\n")
+    return int(status or 0), text
+
+
+def serve_across_hosts(hosts, cli, models, env, work):
+    """A model sharded over both hosts' ranks behind `oneflow serve`; returns a summary line."""
+    import numpy as np
+    import onnxruntime as ort
+    repo = os.path.join(work, "repository")
+    os.makedirs(os.path.join(repo, "mlp_sharded", "1"), exist_ok=True)
+    shutil.copy(os.path.join(models, "mlp.onnx"), os.path.join(repo, "mlp_sharded", "1", "model.onnx"))
+    with open(os.path.join(repo, "mlp_sharded", "config.pbtxt"), "w") as f:
+        f.write('max_batch_size: 16\ndynamic_batching { }\n'
+                'parameters { key: "placement" value { string_value: "cpu:0-3" } }\n'
+                'parameters { key: "plan_mode" value { string_value: "data" } }\n')
+    port = 18000
+    serve = [cli, "serve", "--model-repository", repo, "--host", "127.0.0.1", "--http-port", str(port),
+             "--grpc-port", "-1", "--metrics-port", "-1", "--threads", "1"]
+    procs = [launch_on(ns, r, cli, serve, env) for r, ns in enumerate(hosts.ns)]
+    try:
+        deadline = time.time() + 120
+        while http_in(hosts.ns[0], port, "GET", "/v2/health/ready")[0] != 200:
+            assert time.time() < deadline and all(p.poll() is None for p in procs), "the sharded server never got ready"
+            time.sleep(0.5)
+        x = np.random.default_rng(5).standard_normal((6, 784)).astype(np.float32)
+        body = json.dumps({"inputs": [{"name": "input", "shape": list(x.shape), "datatype": "FP32",
+                                       "data": x.ravel().tolist()}]}).encode()
+        status, text = http_in(hosts.ns[0], port, "POST", "/v2/models/mlp_sharded/infer", body)
+        assert status == 200, text
+        out = json.loads(text)["outputs"][0]
+        got = np.array(out["data"], np.float32).reshape(out["shape"])
+        want = ort.InferenceSession(os.path.join(models, "mlp.onnx"), providers=["CPUExecutionProvider"]).run(
+            None, {"input": x})[0]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        procs[0].send_signal(signal.SIGTERM)  # the launcher passes it on; rank 0's drain stops host B's ranks
+        outs = [p.communicate(timeout=120) for p in procs]
+        for host, (p, (o, e)) in zip("AB", zip(procs, outs)):
+            assert p.returncode == 0, f"host {host}'s server exited {p.returncode}:\n{e}"
+        assert "stopped by rank 0" in outs[1][1], outs[1][1]
+        return f"oneflow serve sharded over 2 hosts x 2 ranks: HTTP answer equals onnxruntime's, drained by SIGTERM"
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+
+
 def expect_ok(what, res):
     for host, (rc, o, e) in zip("AB", res):
         assert rc == 0, f"{what}: host {host} exited {rc}:\n{o}\n{e}"
@@ -122,6 +183,7 @@ def main():
         expect_ok("training", res)
         print(res[0][1], end="")
         print(f"collectives, inference and training across 2 hosts x 2 ranks: ok in {time.time() - start:.1f}s")
+        print(serve_across_hosts(hosts, cli, models, env, os.path.dirname(os.path.abspath(train_models))))
 
         # Host B's ranks die in the middle of the job.
         procs = [launch_on(ns, r, cli, [gloo_worker, "loop", "120"], env) for r, ns in enumerate(hosts.ns)]

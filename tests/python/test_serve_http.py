@@ -1257,6 +1257,37 @@ def test_repository_index_shows_broken_models_while_others_serve(repository_serv
     assert srv.alive(), srv.log()
 
 
+def test_model_warmup_runs_before_ready_and_a_bad_sample_is_named(make_server, tmp_path, reference):
+    """Triton's model_warmup: the samples (zero, random and file data) run on every instance before
+    the model is READY, and the load's log line says so; the model then answers as onnxruntime
+    does. A sample naming an input the model lacks leaves that model UNAVAILABLE with the reason,
+    while the other serves."""
+    reference.add("warm", mlp_model(41))
+    warmup = f"""instance_group [ {{ count: 2 kind: KIND_CPU }} ]
+model_warmup [
+  {{ name: "zeros" batch_size: 8 count: 2
+    inputs {{ key: "x" value {{ data_type: TYPE_FP32 dims: [ {IN_DIM} ] zero_data: true }} }} }},
+  {{ name: "random" batch_size: 3 inputs {{ key: "x" value {{ data_type: TYPE_FP32 dims: [ {IN_DIM} ] random_data: true }} }} }},
+  {{ name: "file" batch_size: 1 inputs {{ key: "x" value {{ data_type: TYPE_FP32 dims: [ {IN_DIM} ] input_data_file: "x.bin" }} }} }}
+]"""
+    write_model(tmp_path, "warm", mlp_model(41), mlp_config("warm", 8, warmup))
+    (tmp_path / "warm" / "warmup").mkdir()
+    (tmp_path / "warm" / "warmup" / "x.bin").write_bytes(np.ones(IN_DIM, np.float32).tobytes())
+    write_model(tmp_path, "cold", mlp_model(42), mlp_config("cold", 8, """model_warmup [
+  { name: "typo" batch_size: 1 inputs { key: "X" value { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } } }
+]"""))
+    srv = make_server(tmp_path, require_ready=False)
+    line = next((l for l in srv.lines if "model 'warm' version 1 ready" in l), "")
+    assert "warmed up: 'zeros' 2x on 2 instance(s)" in line and "'random' 1x" in line and "'file' 1x" in line, srv.log()
+    c = srv.client()
+    assert c.is_model_ready("warm")
+    assert_mlp(reference, "warm", REPO_X, infer_mlp(c, "warm", REPO_X))
+    (entry,) = index_by_name(c)["cold"]
+    assert entry["state"] == "UNAVAILABLE", entry
+    assert "model_warmup 'typo' gives data for 'X', which is not an input of the model" in entry["reason"], entry
+    assert srv.alive(), srv.log()
+
+
 def test_repository_unload_load_and_a_new_model(repository_server, reference, tmp_path):
     srv = repository_server
     c = srv.client()

@@ -3,9 +3,12 @@
 // requests that arrive together, preferred sizes), timeouts, cancellation and the drain. Outputs
 // are checked against the model's formula, y = x * 2 + 1, computed here.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 
 #include "../graph_builder.h"
@@ -134,6 +137,83 @@ TEST(ServeConfig, ErrorsNameTheProblem) {
   EXPECT_NE(message("instance_group [ { kind: KIND_GPU } ]").find("KIND_GPU"), std::string::npos);
   std::string syntax = message("max_batch_size: 8\ninput [ { name: \"x\" ");
   EXPECT_NE(syntax.find("config.pbtxt:"), std::string::npos) << syntax;  // names file, line and column
+}
+
+// model_warmup: zero, random and file data, repeated to the batch size; the scheduler runs every
+// sample on every instance before it takes requests; a bad sample names the problem.
+TEST(ServeConfig, WarmupSamples) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("oneflow-warmup-" + std::to_string(getpid()));
+  fs::create_directories(dir / "warmup");
+  {
+    std::ofstream f(dir / "warmup" / "x.bin", std::ios::binary);
+    const float row[3] = {1.5f, -2.0f, 4.0f};
+    f.write(reinterpret_cast<const char*>(row), sizeof row);
+  }
+  const std::string base = "max_batch_size: 8\ninstance_group [ { count: 2 } ]\n";
+  auto settings = [&](const std::string& warmup) {
+    ModelConfigFile f = ParseModelConfigText(base + warmup, "config.pbtxt");
+    EXPECT_TRUE(f.warnings.empty()) << f.warnings[0];
+    return ResolveModelSettings(f.config, true, "affine", AffineModel(), "oneflow_onnx", dir.string());
+  };
+  ModelSettings s = settings(R"(
+    model_warmup [
+      { name: "zeros" batch_size: 4 count: 2 inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 3 ] zero_data: true } } },
+      { name: "random" batch_size: 1 inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 3 ] random_data: true } } },
+      { name: "file" batch_size: 2 inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 3 ] input_data_file: "x.bin" } } }
+    ])");
+  ASSERT_EQ(s.warmup.size(), 3u);
+  EXPECT_EQ(s.warmup[0].count, 2);
+  EXPECT_EQ(s.warmup[1].count, 1);  // 0: once
+  const Tensor& zeros = s.warmup[0].inputs.at(0).second;
+  EXPECT_EQ(zeros.shape(), (Shape{4, 3}));
+  for (int64_t i = 0; i < zeros.numel(); ++i) EXPECT_EQ(zeros.data<float>()[i], 0.0f);
+  const Tensor& random = s.warmup[1].inputs.at(0).second;
+  EXPECT_EQ(random.shape(), (Shape{1, 3}));
+  for (int64_t i = 0; i < random.numel(); ++i) EXPECT_TRUE(random.data<float>()[i] >= 0 && random.data<float>()[i] < 1);
+  const Tensor& file = s.warmup[2].inputs.at(0).second;
+  EXPECT_EQ(file.shape(), (Shape{2, 3}));
+  EXPECT_EQ(std::vector<float>(file.data<float>(), file.data<float>() + 6),
+            (std::vector<float>{1.5f, -2.0f, 4.0f, 1.5f, -2.0f, 4.0f}));  // the row, repeated
+  ModelScheduler scheduler("affine", 1, s, AffineModel(), 2);
+  EXPECT_NE(scheduler.warmup_report().find("'zeros' 2x on 2 instance(s)"), std::string::npos)
+      << scheduler.warmup_report();
+  EXPECT_NE(scheduler.warmup_report().find("'file' 1x on 2 instance(s)"), std::string::npos);
+
+  auto message = [&](const std::string& warmup) {
+    try {
+      settings(warmup);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidModel) << e.what();
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  auto sample = [](const std::string& batch, const std::string& input) {
+    return "model_warmup [ { name: \"w\" batch_size: " + batch + " inputs { " + input + " } } ]";
+  };
+  const std::string x = R"(key: "x" value { data_type: TYPE_FP32 dims: [ 3 ] zero_data: true })";
+  EXPECT_NE(message(sample("9", x)).find("model_warmup 'w' has batch_size 9, outside [1, max_batch_size = 8]"),
+            std::string::npos);
+  EXPECT_NE(message(sample("1", R"(key: "q" value { dims: [ 3 ] })")).find(
+                "gives data for 'q', which is not an input of the model"), std::string::npos);
+  EXPECT_NE(message("model_warmup [ { name: \"w\" batch_size: 1 } ]").find("gives no data for the input 'x'"),
+            std::string::npos);
+  EXPECT_NE(message(sample("1", R"(key: "x" value { data_type: TYPE_INT64 dims: [ 3 ] })")).find(
+                "input 'x' has data_type TYPE_INT64; the model's input is float32"), std::string::npos);
+  EXPECT_NE(message(sample("1", R"(key: "x" value { data_type: TYPE_FP32 dims: [ 4 ] })")).find(
+                "has dims [4]; the input's are [3]"), std::string::npos);
+  EXPECT_NE(message(sample("1", R"(key: "x" value { dims: [ 3 ] input_data_file: "missing.bin" })")).find(
+                "cannot read input_data_file"), std::string::npos);
+  EXPECT_NE(message(sample("1", R"(key: "x" value { dims: [ 3 ] input_data_file: "../x.bin" })")).find(
+                "a relative path without '..'"), std::string::npos);
+  {
+    std::ofstream f(dir / "warmup" / "short.bin", std::ios::binary);
+    f.write("abcd", 4);
+  }
+  EXPECT_NE(message(sample("1", R"(key: "x" value { dims: [ 3 ] input_data_file: "short.bin" })")).find(
+                "holds 4 bytes; the sample needs 12"), std::string::npos);
+  fs::remove_all(dir);
 }
 
 TEST(ServeConfig, VersionPolicies) {
