@@ -1,6 +1,7 @@
 // ONNX import. Protobuf classes come from the installed onnx package's onnx.proto, generated at
 // build time (see CMakeLists.txt); nothing generated is committed.
 #include "serialize/onnx_import.h"
+#include "serialize/onnx_legacy.h"
 
 #include <climits>
 #include <cstdint>
@@ -234,8 +235,9 @@ Graph GraphFromModel(const onnx::ModelProto& model, const ImportContext& ctx) {
   if (model.opset_import_size() == 0) g.opset_imports[""] = 1;  // IR v2 models: opset 1
   auto onnx_opset = g.opset_imports.find("");
   if (onnx_opset != g.opset_imports.end()) {
-    OF_CHECK(onnx_opset->second >= kMinOnnxOpset, kUnsupported, "the model uses ONNX opset ", onnx_opset->second,
-             "; opsets ", kMinOnnxOpset, " to ", kMaxOnnxOpset, " are supported (convert it with onnx.version_converter)");
+    OF_CHECK(onnx_opset->second >= kMinLegacyOnnxOpset, kUnsupported, "the model uses ONNX opset ",
+             onnx_opset->second, "; opsets ", kMinLegacyOnnxOpset, " to ", kMaxOnnxOpset,
+             " are supported (convert it with onnx.version_converter)");
     OF_CHECK(onnx_opset->second <= kMaxOnnxOpset, kUnsupported, "the model uses ONNX opset ", onnx_opset->second,
              ", newer than the newest supported opset ", kMaxOnnxOpset);
   }
@@ -309,6 +311,9 @@ Graph GraphFromModel(const onnx::ModelProto& model, const ImportContext& ctx) {
     g.outputs.push_back(id);
   }
   OF_CHECK(!g.outputs.empty(), kInvalidModel, "the graph has no outputs");
+  // Opsets 7-12: the nodes in their opset-13 forms (onnx_legacy.h), so each op has one definition.
+  if (onnx_opset != g.opset_imports.end() && onnx_opset->second < kMinOnnxOpset)
+    UpgradeLegacyOnnxOpset(g, onnx_opset->second);
   return g;
 }
 

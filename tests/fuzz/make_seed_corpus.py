@@ -61,6 +61,24 @@ def main(out):
             [helper.make_tensor_value_info("x", f, None)], [helper.make_tensor_value_info("y", f, None)]),
         "relu_opset13": model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", TensorProto.DOUBLE, [1])],
                               [vi("y", TensorProto.DOUBLE, [1])], opset=13),
+        # Opsets 7-12: the import-time upgrade to opset 13 (serialize/onnx_legacy.cc).
+        "legacy_opset9": model(
+            [helper.make_node("Pad", ["x"], ["p"], pads=[1, 0, 1, 0], value=0.5),
+             helper.make_node("Slice", ["p"], ["s"], starts=[0], ends=[3], axes=[1]),
+             helper.make_node("Split", ["s"], ["a", "b"], axis=0, split=[1, 3]),
+             helper.make_node("Unsqueeze", ["a"], ["u"], axes=[0]),
+             helper.make_node("Squeeze", ["u"], ["q"], axes=[0]),
+             helper.make_node("Clip", ["q"], ["c"], min=-1.0, max=1.0),
+             helper.make_node("Softmax", ["c"], ["y"], axis=1),
+             helper.make_node("TopK", ["b"], ["tv", "ti"], k=2),
+             helper.make_node("Upsample", ["b", "sc"], ["up"], mode="nearest")],
+            [vi("x", f, [2, 3])], [vi("y", f, [1, 3]), vi("up", f, [6, 6])],
+            [numpy_helper.from_array(np.array([2, 2], np.float32), "sc")], opset=9),
+        "legacy_opset7": model(
+            [helper.make_node("Upsample", ["x"], ["u"], scales=[1.0, 2.0], mode="linear"),
+             helper.make_node("Dropout", ["u"], ["d"], ratio=0.1),
+             helper.make_node("ReduceSum", ["d"], ["y"], axes=[1], keepdims=0)],
+            [vi("x", f, [2, 3])], [vi("y", f, [2])], opset=7),
     }
     for name, m in seeds.items():
         with open(os.path.join(out, name + ".onnx"), "wb") as fh:

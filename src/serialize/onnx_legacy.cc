@@ -1,0 +1,206 @@
+// The opset 7-12 -> 13 upgrade of imported ONNX nodes (onnx_legacy.h).
+#include "serialize/onnx_legacy.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/error.h"
+
+namespace oneflow {
+namespace {
+
+Tensor Int64s(const std::vector<int64_t>& v) {
+  Tensor t(DType::kInt64, {static_cast<int64_t>(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
+  return t;
+}
+
+// Rewrites one graph's nodes; new nodes are inserted where the node they replace stood.
+class Upgrader {
+ public:
+  Upgrader(Graph& g, int from) : g_(g), from_(from) {}
+
+  void Run() {
+    std::vector<Node> old = std::move(g_.nodes);
+    g_.nodes.clear();
+    for (Node& n : old) {
+      if (!n.domain.empty()) {
+        g_.nodes.push_back(std::move(n));
+        continue;
+      }
+      n.opset = from_;
+      Upgrade(n);
+      n.opset = 13;
+      g_.nodes.push_back(std::move(n));
+    }
+    g_.opset_imports[""] = 13;
+  }
+
+ private:
+  [[noreturn]] void Refuse(const Node& n, const std::string& why) const {
+    Fail(ErrorCode::kUnsupported, n.Describe(), ": ", why, " (the model's opset ", from_,
+         " is upgraded to opset 13 at import)");
+  }
+
+  const Attribute* Take(Node& n, const std::string& name, AttrKind kind) {
+    const Attribute* a = n.attrs.find(name);
+    if (!a) return nullptr;
+    OF_CHECK(a->kind == kind, kInvalidModel, n.Describe(), ": attribute '", name, "' is ", AttrKindName(a->kind),
+             ", expected ", AttrKindName(kind));
+    taken_ = *a;
+    n.attrs.erase(name);
+    return &taken_;
+  }
+
+  int Constant(const Node& n, const std::string& what, Tensor t) {
+    return g_.AddConstant(g_.UniqueName((n.name.empty() ? n.op_type : n.name) + "/" + what), std::move(t));
+  }
+
+  // Input `slot` of `n` becomes `value` (inputs before it that are absent become omitted).
+  static void SetInput(Node& n, size_t slot, int value) {
+    if (n.inputs.size() <= slot) n.inputs.resize(slot + 1, kNoValue);
+    n.inputs[slot] = value;
+  }
+
+  // A scalar of the dtype of `n`'s first input where the graph knows it (an input or a constant);
+  // else float32, the type these ops' float attributes were written for.
+  Tensor ScalarLikeInput(const Node& n, double v) const {
+    DType dt = DType::kFloat32;
+    if (!n.inputs.empty() && n.inputs[0] != kNoValue) {
+      const Value& x = g_.values[static_cast<size_t>(n.inputs[0])];
+      if (x.type.dtype != DType::kUndefined) dt = x.type.dtype;
+    }
+    return Tensor::Scalar(dt, v);
+  }
+
+  void AttributeToInts(Node& n, const char* attr, size_t slot, bool required) {
+    if (const Attribute* a = Take(n, attr, AttrKind::kInts)) {
+      SetInput(n, slot, Constant(n, attr, Int64s(a->ints)));
+    } else if (required) {
+      Fail(ErrorCode::kInvalidModel, n.Describe(), " needs the attribute '", attr, "'");
+    }
+  }
+
+  void Upgrade(Node& n) {
+    const std::string& op = n.op_type;
+    if (op == "Split") {
+      AttributeToInts(n, "split", 1, false);
+    } else if (op == "Squeeze" || op == "ReduceSum") {
+      AttributeToInts(n, "axes", 1, false);
+    } else if (op == "Unsqueeze") {
+      AttributeToInts(n, "axes", 1, true);
+    } else if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") {
+      UpgradeCoercedAxis(n);
+    } else if (op == "Dropout" && from_ < 12) {
+      const Attribute* ratio = Take(n, "ratio", AttrKind::kFloat);
+      if (ratio) SetInput(n, 1, Constant(n, "ratio", Tensor::Scalar(DType::kFloat32, ratio->f)));
+    } else if (op == "Pad" && from_ < 11) {
+      AttributeToInts(n, "pads", 1, true);
+      const Attribute* value = Take(n, "value", AttrKind::kFloat);
+      if (value && value->f != 0.0f) SetInput(n, 2, Constant(n, "value", ScalarLikeInput(n, value->f)));
+    } else if (op == "Clip" && from_ < 11) {
+      const Attribute* lo = Take(n, "min", AttrKind::kFloat);
+      if (lo) SetInput(n, 1, Constant(n, "min", ScalarLikeInput(n, lo->f)));
+      const Attribute* hi = Take(n, "max", AttrKind::kFloat);
+      if (hi) SetInput(n, 2, Constant(n, "max", ScalarLikeInput(n, hi->f)));
+    } else if (op == "Slice" && from_ < 10) {
+      AttributeToInts(n, "starts", 1, true);
+      AttributeToInts(n, "ends", 2, true);
+      AttributeToInts(n, "axes", 3, false);
+    } else if (op == "TopK" && from_ < 10) {
+      const Attribute* k = Take(n, "k", AttrKind::kInt);
+      if (!k) Fail(ErrorCode::kInvalidModel, n.Describe(), " needs the attribute 'k'");
+      SetInput(n, 1, Constant(n, "k", Int64s({k->i})));
+    } else if (op == "Upsample" || (op == "Resize" && from_ < 11)) {
+      UpgradeUpsample(n);
+    } else if (op == "Scatter") {
+      n.op_type = "ScatterElements";
+    } else if (op == "BatchNormalization") {
+      const Attribute* spatial = Take(n, "spatial", AttrKind::kInt);
+      if (spatial && spatial->i != 1) Refuse(n, "spatial = 0 (statistics per element, not per channel) is not supported");
+    }
+  }
+
+  // Before opset 13 these ops flatten the input to 2-D at `axis` (default 1) and normalize each
+  // row. With `axis` -1 that is the last axis, as in opset 13; otherwise the node becomes
+  // Shape(x); Flatten(x, axis) -> op(axis=-1) -> Reshape to the shape of x.
+  void UpgradeCoercedAxis(Node& n) {
+    const Attribute* axis = Take(n, "axis", AttrKind::kInt);
+    const int64_t a = axis ? axis->i : 1;
+    n.attrs.set("axis", Attribute::Int(-1));
+    if (a == -1) return;
+    OF_CHECK(!n.inputs.empty() && n.inputs[0] != kNoValue && !n.outputs.empty() && n.outputs[0] != kNoValue,
+             kInvalidModel, n.Describe(), " needs an input and an output");
+    const std::string base = n.name.empty() ? n.op_type : n.name;
+    const int x = n.inputs[0], y = n.outputs[0];
+    const int shape = g_.AddValue(g_.UniqueName(base + "/shape"));
+    const int flat = g_.AddValue(g_.UniqueName(base + "/2d"));
+    const int flat_out = g_.AddValue(g_.UniqueName(base + "/2d_out"));
+    Node s;
+    s.name = base + "/shape";
+    s.op_type = "Shape";
+    s.opset = 13;
+    s.inputs = {x};
+    s.outputs = {shape};
+    Node f;
+    f.name = base + "/flatten";
+    f.op_type = "Flatten";
+    f.opset = 13;
+    f.inputs = {x};
+    f.outputs = {flat};
+    f.attrs.set("axis", Attribute::Int(a));
+    g_.nodes.push_back(std::move(s));
+    g_.nodes.push_back(std::move(f));
+    n.inputs[0] = flat;
+    n.outputs[0] = flat_out;
+    Node r;
+    r.name = base + "/reshape";
+    r.op_type = "Reshape";
+    r.opset = 13;
+    r.inputs = {flat_out, shape};
+    r.outputs = {y};
+    n.opset = 13;
+    g_.nodes.push_back(std::move(n));
+    n = std::move(r);  // Run pushes it after the op
+  }
+
+  // Upsample-7 (`scales` attribute), Upsample-9/10 and Resize-10 (`scales` input): output index i
+  // of a dimension reads input floor(i / scale) (nearest), or interpolates linearly between the
+  // input points at i / scale (linear): Resize-13's "asymmetric" transformation.
+  void UpgradeUpsample(Node& n) {
+    int scales = n.inputs.size() > 1 ? n.inputs[1] : kNoValue;
+    if (const Attribute* s = Take(n, "scales", AttrKind::kFloats)) {
+      Tensor t(DType::kFloat32, {static_cast<int64_t>(s->floats.size())});
+      for (size_t i = 0; i < s->floats.size(); ++i) t.data<float>()[i] = s->floats[i];
+      scales = Constant(n, "scales", t);
+    }
+    if (scales == kNoValue) Fail(ErrorCode::kInvalidModel, n.Describe(), " has no scales");
+    const Attribute* mode = Take(n, "mode", AttrKind::kString);
+    const std::string m = mode ? mode->s : "nearest";
+    if (m != "nearest" && m != "linear") Refuse(n, "mode '" + m + "' (nearest or linear)");
+    const Value& sv = g_.values[static_cast<size_t>(scales)];
+    if (sv.constant.defined() && sv.constant.dtype() == DType::kFloat32 && m == "nearest")
+      for (int64_t i = 0; i < sv.constant.numel(); ++i)
+        if (sv.constant.data<float>()[i] < 1.0f)
+          Refuse(n, "nearest downsampling (a scale below 1) rounds differently before opset 11");
+    n.op_type = "Resize";
+    n.inputs = {n.inputs[0], kNoValue, scales};
+    n.attrs.set("mode", Attribute::String(m));
+    n.attrs.set("coordinate_transformation_mode", Attribute::String("asymmetric"));
+    if (m == "nearest") n.attrs.set("nearest_mode", Attribute::String("floor"));
+  }
+
+  Graph& g_;
+  const int from_;
+  Attribute taken_;  // the attribute Take last removed
+};
+
+}  // namespace
+
+void UpgradeLegacyOnnxOpset(Graph& g, int from) {
+  OF_CHECK(from >= kMinLegacyOnnxOpset && from < 13, kInternal, "opset ", from, " is not a legacy opset");
+  Upgrader(g, from).Run();
+}
+
+}  // namespace oneflow

@@ -1,0 +1,27 @@
+// Models exported at ONNX opsets 7 to 12 (most published models): their nodes rewritten at import
+// into the opset-13 forms the engine's op table defines, so that every op keeps one definition.
+#pragma once
+
+#include "graph/graph.h"
+
+namespace oneflow {
+
+// The oldest default-domain opset the importer accepts: older models differ in broadcasting and
+// carry attributes (consumed_inputs, broadcast) whose meaning this upgrade does not reproduce.
+constexpr int kMinLegacyOnnxOpset = 7;
+
+// Rewrites the default-domain nodes of `g` (imported at opset `from`, 7 to 12) into their
+// opset-13 forms and sets the graph's default opset to 13. What changed by opset 13, by op:
+//   * attributes that became inputs: Split `split`, Squeeze/Unsqueeze/ReduceSum `axes` (13),
+//     Dropout `ratio` (12), Pad `pads`/`value` and Clip `min`/`max` (11), Slice
+//     `starts`/`ends`/`axes` and TopK `k` (10), Upsample `scales` (9);
+//   * Softmax, LogSoftmax and Hardmax before 13 flatten the input to 2-D at `axis` (default 1):
+//     kept as they are when `axis` is -1 (the same), else Flatten -> op on axis 1 -> Reshape back;
+//   * Upsample (7-10) and Resize-10 become Resize with coordinate_transformation_mode
+//     "asymmetric" and nearest_mode "floor" (output index i reads input floor(i / scale));
+//   * Scatter (9-10) becomes ScatterElements; BatchNormalization-7's `spatial` must be 1.
+// Other ops kept their meaning for every input these opsets allow. Errors (kUnsupported or
+// kInvalidModel) name the node, its op and opset, and what is not convertible.
+void UpgradeLegacyOnnxOpset(Graph& g, int from);
+
+}  // namespace oneflow
