@@ -30,13 +30,13 @@ void UnregisterFileMapping(const void* addr) {
 
 size_t ReleaseFilePages(const void* data, size_t bytes) {
   const uintptr_t begin = reinterpret_cast<uintptr_t>(data), end = begin + bytes;
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    auto it = Mappings().upper_bound(begin);
-    if (it == Mappings().begin()) return 0;
-    --it;
-    if (end > it->first + it->second) return 0;  // not inside one mapping
-  }
+  // Held across madvise: the mapping cannot be unmapped (and its addresses reused by another,
+  // whose pages this would zero) in between.
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = Mappings().upper_bound(begin);
+  if (it == Mappings().begin()) return 0;
+  --it;
+  if (end > it->first + it->second) return 0;  // not inside one mapping
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
   if (last <= first) return 0;

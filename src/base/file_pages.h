@@ -15,7 +15,8 @@ void UnregisterFileMapping(const void* addr);
 // Drops the pages wholly inside [data, data + bytes) when that range lies in a registered file
 // mapping; returns the bytes dropped (0 for memory of any other kind, which is never touched).
 // Only for ranges nothing has written to: a written (copied-on-write) page would read the file's
-// bytes again afterwards. Model weights are never written in place.
+// bytes again afterwards. No kernel writes a constant in place today (the mapping is writable only
+// so that one that did would get a private copy instead of a crash).
 size_t ReleaseFilePages(const void* data, size_t bytes);
 
 }  // namespace oneflow

@@ -48,33 +48,32 @@ class GlooStoreView final : public gloo::rendezvous::Store {
   GlooStoreView(std::shared_ptr<RendezvousStore> store, std::chrono::milliseconds timeout)
       : store_(std::move(store)), timeout_(timeout) {}
   void set(const std::string& key, const std::vector<char>& data) override {
-    try {
-      store_->Set(key, data);
-    } catch (const Error& e) {
-      throw std::runtime_error(e.what());
-    }
+    AsRuntimeError([&] { store_->Set(key, data); });
   }
   std::vector<char> get(const std::string& key) override {
-    try {
-      return store_->Get(key, timeout_.count());
-    } catch (const Error& e) {
-      throw std::runtime_error(e.what());
-    }
+    std::vector<char> value;
+    AsRuntimeError([&] { value = store_->Get(key, timeout_.count()); });
+    return value;
   }
   void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (const std::string& key : keys) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      try {
-        store_->Get(key, std::max<int64_t>(left.count(), 1));
-      } catch (const Error& e) {
-        throw std::runtime_error(e.what());
-      }
+      AsRuntimeError([&] { store_->Get(key, std::max<int64_t>(left.count(), 1)); });
     }
   }
 
  private:
+  template <typename Fn>
+  static void AsRuntimeError(Fn&& fn) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      throw std::runtime_error(e.what());
+    }
+  }
+
   const std::shared_ptr<RendezvousStore> store_;
   const std::chrono::milliseconds timeout_;
 };
@@ -425,23 +424,38 @@ std::shared_ptr<RendezvousStore> CreateFileStore(const std::string& dir) {
 #endif
 }
 
+namespace {
+
+// One communicator per process and job: a second rendezvous in the same store would collide with
+// the first one's keys, so every session and trainer of this process shares it.
+std::mutex g_by_job_mutex;
+std::map<std::string, std::shared_ptr<Communicator>>& CommunicatorsByJob() {
+  static std::map<std::string, std::shared_ptr<Communicator>> by_job;
+  return by_job;
+}
+
+}  // namespace
+
+void ReleaseGlooCommunicators() {
+  std::map<std::string, std::shared_ptr<Communicator>> released;
+  {
+    std::lock_guard<std::mutex> lock(g_by_job_mutex);
+    released.swap(CommunicatorsByJob());
+  }
+}  // the communicators nothing else holds close here
+
 std::shared_ptr<Communicator> CreateGlooCommunicatorFromEnv(int64_t timeout_ms) {
   const LaunchEnv env = ReadLaunchEnv(timeout_ms);
 #ifdef ONEFLOW_WITH_GLOO
-  // One communicator per process and job: a second rendezvous in the same store would collide
-  // with the first one's keys, so every session and trainer of this process shares it.
-  static std::mutex mutex;
-  static std::map<std::string, std::shared_ptr<Communicator>> by_job;
-  std::lock_guard<std::mutex> lock(mutex);
-  const std::string job = (env.store_dir.empty() ? env.master_addr + ":" + std::to_string(env.master_port) : env.store_dir) +
-                          "|" + std::to_string(env.rank) + "/" + std::to_string(env.world_size);
+  std::lock_guard<std::mutex> lock(g_by_job_mutex);
+  auto& by_job = CommunicatorsByJob();
+  const std::string job = JobKey(env);
   auto it = by_job.find(job);
   if (it != by_job.end()) return it->second;
   return by_job[job] = std::make_shared<GlooComm>(env.rank, env.world_size, JobStore(env), env.host, env.timeout_ms);
 #else
   Fail(ErrorCode::kUnsupported, "this build of OneFlow has no Gloo backend (install libgloo-dev and rebuild); rank ",
-       env.rank, " of ", env.world_size, " cannot join the job at ",
-       env.store_dir.empty() ? env.master_addr + ":" + std::to_string(env.master_port) : env.store_dir);
+       env.rank, " of ", env.world_size, " cannot join ", JobKey(env));
 #endif
 }
 

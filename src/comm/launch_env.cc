@@ -85,6 +85,8 @@ LaunchEnv ReadLaunchEnv(int64_t default_timeout_ms) {
   e.timeout_ms = EnvCount({"ONEFLOW_COMM_TIMEOUT_MS"}, std::min<int64_t>(default_timeout_ms, 1LL << 30));
   OF_REQUIRE(e.timeout_ms > 0, "the collective timeout must be positive");
   e.master_addr = Env("MASTER_ADDR", "127.0.0.1");
+  if (e.master_addr.size() > 2 && e.master_addr.front() == '[' && e.master_addr.back() == ']')
+    e.master_addr = e.master_addr.substr(1, e.master_addr.size() - 2);  // "[::1]": an IPv6 literal
   e.master_port = static_cast<int>(EnvCount({"MASTER_PORT"}, 29500));
   OF_REQUIRE(e.master_port >= 1 && e.master_port <= 65535, "MASTER_PORT=", e.master_port, " is not a TCP port");
   e.store_dir = Env("ONEFLOW_GLOO_STORE", "");
@@ -138,7 +140,13 @@ namespace {
 std::mutex g_job_stores_mutex;
 std::map<std::string, std::shared_ptr<RendezvousStore>>* g_job_stores = nullptr;
 
+pid_t g_leaving_pid = 0;  // the process that registered LeaveJobs (a forked child inherits it)
+
 void LeaveJobs() {
+  if (getpid() != g_leaving_pid) return;  // a fork of a rank is not that rank
+  // Close the process's Gloo connections first: a peer still waiting on this rank in a collective
+  // (this rank left main on an error) then fails at once instead of after its timeout.
+  ReleaseGlooCommunicators();
   std::lock_guard<std::mutex> lock(g_job_stores_mutex);
   for (auto& [job, store] : *g_job_stores) {
     try {
@@ -151,10 +159,14 @@ void LeaveJobs() {
 
 }  // namespace
 
+std::string JobKey(const LaunchEnv& env) {
+  return (env.store_dir.empty() ? "tcp://" + env.master_addr + ":" + std::to_string(env.master_port)
+                                : "file:" + env.store_dir) +
+         " rank " + std::to_string(env.rank) + "/" + std::to_string(env.world_size);
+}
+
 std::shared_ptr<RendezvousStore> JobStore(const LaunchEnv& env) {
-  const std::string job = (env.store_dir.empty() ? "tcp://" + env.master_addr + ":" + std::to_string(env.master_port)
-                                                 : "file:" + env.store_dir) +
-                          " rank " + std::to_string(env.rank) + "/" + std::to_string(env.world_size);
+  const std::string job = JobKey(env);
   std::lock_guard<std::mutex> lock(g_job_stores_mutex);
   if (!g_job_stores) g_job_stores = new std::map<std::string, std::shared_ptr<RendezvousStore>>;
   auto it = g_job_stores->find(job);
@@ -176,7 +188,10 @@ std::shared_ptr<RendezvousStore> JobStore(const LaunchEnv& env) {
   // Registered after the first store exists: exit handlers and static destructors run in the
   // reverse order of their registration, so this one runs before gRPC's statics made above go.
   static bool leave_at_exit = false;
-  if (!leave_at_exit) leave_at_exit = std::atexit(LeaveJobs) == 0;
+  if (!leave_at_exit) {
+    g_leaving_pid = getpid();
+    leave_at_exit = std::atexit(LeaveJobs) == 0;
+  }
   return (*g_job_stores)[job] = store;
 }
 

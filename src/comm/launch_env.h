@@ -31,6 +31,9 @@ struct LaunchEnv {
 // or malformed.
 LaunchEnv ReadLaunchEnv(int64_t default_timeout_ms);
 
+// Names this process's rank of the job `env` describes ("tcp://A:P rank R/N" or "file:DIR ...").
+std::string JobKey(const LaunchEnv& env);
+
 // This host's address on the route to `peer` (a name or an address): the one a peer reaches it
 // by when hosts have several interfaces. Throws kInvalidArgument when `peer` does not resolve,
 // kRuntime when no route leads there.
@@ -66,5 +69,8 @@ std::shared_ptr<RendezvousStore> CreateFileStore(const std::string& dir);
 // at MASTER_ADDR:MASTER_PORT, served by rank 0. One per process and job (the Gloo and NCCL
 // communicators of a process share it); it leaves the job when the process exits.
 std::shared_ptr<RendezvousStore> JobStore(const LaunchEnv& env);
+// Drops this process's Gloo communicators (comm/gloo.cc); the exit handler that leaves the job
+// stores calls it first, so that peers still waiting on this rank see its connections close.
+void ReleaseGlooCommunicators();
 
 }  // namespace oneflow

@@ -7,6 +7,7 @@
 #include "comm/tcp_store.h"
 
 #include <grpcpp/grpcpp.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -226,7 +227,27 @@ void Membership::OnCancel() {
 struct ServedStore {
   std::unique_ptr<StoreService> service;
   std::unique_ptr<grpc::Server> server;
+  bool v6 = false;
+  // Stops at once: the members' held Join streams would otherwise keep ~Server's unbounded
+  // Shutdown waiting (a rank 0 that failed to join its own store must still report and exit).
+  ~ServedStore() {
+    if (!server) return;
+    server->Shutdown(DeadlineIn(100));
+    server->Wait();
+  }
 };
+
+// Whether `host` (a name or an address, brackets allowed) resolves to IPv6 only.
+bool OnlyIpv6(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || !found) return false;
+  bool v4 = false;
+  for (addrinfo* a = found; a; a = a->ai_next) v4 |= a->ai_family == AF_INET;
+  freeaddrinfo(found);
+  return !v4;
+}
 
 // Whether `port` can be listened on (as gRPC binds: SO_REUSEADDR, every address). Checked before
 // gRPC tries, so a port in use gets our error alone rather than gRPC's log line too.
@@ -256,12 +277,13 @@ bool PortFree(bool v6, int port) {
 }
 
 std::unique_ptr<ServedStore> Serve(const TcpStoreOptions& o) {
-  const bool v6 = o.master_addr.find(':') != std::string::npos;
+  const bool v6 = OnlyIpv6(o.master_addr);
   const std::string in_use = StrCat("rank ", o.rank, " cannot serve the rendezvous store on port ", o.master_port,
                                     ": the port is in use, by another job or program on this host; choose another "
                                     "MASTER_PORT (oneflow launch --master-port)");
   OF_CHECK(PortFree(v6, o.master_port), kIo, in_use);
   auto s = std::make_unique<ServedStore>();
+  s->v6 = v6;
   s->service = std::make_unique<StoreService>(o.world_size);
   // Every address of the host: MASTER_ADDR names this host as the others reach it, which may not be
   // an address this process can tell is its own (a name, a NAT).
@@ -288,6 +310,9 @@ class TcpStore final : public RendezvousStore {
  public:
   TcpStore(const TcpStoreOptions& o, std::unique_ptr<ServedStore> served)
       : o_(o), where_(HostPort(o.master_addr, o.master_port)), served_(std::move(served)) {
+    // The serving rank reaches its own store over loopback: MASTER_ADDR is how the other hosts
+    // reach this one (a name, a NAT address), which this host may not route to itself.
+    const std::string target = served_ ? HostPort(served_->v6 ? "::1" : "127.0.0.1", o.master_port) : where_;
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);  // ranks reach the master directly, not via http_proxy
     // The store may come up after this rank: retry the connection every 100-500 ms, not gRPC's
@@ -296,7 +321,7 @@ class TcpStore final : public RendezvousStore {
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
     args.SetMaxReceiveMessageSize(64 << 20);
-    channel_ = grpc::CreateCustomChannel(where_, grpc::InsecureChannelCredentials(), args);
+    channel_ = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
     stub_ = rv::Store::NewStub(channel_);
     OF_CHECK(channel_->WaitForConnected(DeadlineIn(o.timeout_ms)), kRuntime, "rank ", o.rank,
              " could not reach the rendezvous store at ", where_, " within ", o.timeout_ms,
@@ -327,8 +352,9 @@ class TcpStore final : public RendezvousStore {
     q.set_value(value.data(), value.size());
     rv::SetReply reply;
     grpc::ClientContext c;
+    // No wait_for_ready: the connection is up since Join, so a store that is gone (its host lost)
+    // fails this at once instead of after the timeout.
     c.set_deadline(DeadlineIn(o_.timeout_ms));
-    c.set_wait_for_ready(true);
     grpc::Status status = stub_->Set(&c, q, &reply);
     OF_CHECK(status.ok(), kRuntime, "rank ", o_.rank, " cannot publish rendezvous key '", key, "' at ", where_, ": ",
              status.error_message());
@@ -340,7 +366,6 @@ class TcpStore final : public RendezvousStore {
     rv::GetReply reply;
     grpc::ClientContext c;
     c.set_deadline(DeadlineIn(timeout_ms));
-    c.set_wait_for_ready(true);
     grpc::Status status = stub_->Get(&c, q, &reply);
     if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
       Fail(ErrorCode::kRuntime, "rendezvous key '", key, "' was not published within ", timeout_ms, " ms");

@@ -145,13 +145,15 @@ class Builder {
     return EmitBoxingNode(out_, v.name, v.type.dtype, v.type.ToShape(), s, P_, pos_, key_, in_pid);
   }
 
-  // The value `id` in SBP `want`, boxing it once per distinct target. Under ZeRO-3 a weight is
-  // boxed (gathered) again for every use instead: the gathered copy is freed after its use, so
-  // a step holds one use's gathered weight at a time, not every weight from its forward use to its
-  // backward one (the plan prices each use's boxing either way).
+  // The value `id` in SBP `want`, boxing it once per distinct target. A weight held split at rest
+  // (ZeRO-3's layout) is boxed (gathered) again for every use instead: the gathered copy is freed
+  // after its use, so a step holds one use's gathered weight at a time, not every weight from its
+  // forward use to its backward one (the plan prices each use's boxing and memory that way).
   int Boxed(int id, const NdSbp& want, const std::vector<BoxingStep>& steps) {
     if (steps.empty()) return produced_[static_cast<size_t>(id)];
-    const bool per_use = plan_.options.zero_stage >= 3 && g_.values[static_cast<size_t>(id)].is_parameter;
+    bool per_use = false;
+    if (g_.values[static_cast<size_t>(id)].is_parameter)
+      for (const Sbp& s : plan_.value_sbp[static_cast<size_t>(id)]) per_use |= s.is_split();
     std::string k = NdSbpToString(want);
     auto it = boxed_.find({id, k});
     if (it != boxed_.end() && !per_use) return it->second;

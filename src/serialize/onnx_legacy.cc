@@ -1,6 +1,7 @@
 // The opset 7-12 -> 13 upgrade of imported ONNX nodes (onnx_legacy.h).
 #include "serialize/onnx_legacy.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,14 +44,15 @@ class Upgrader {
          " is upgraded to opset 13 at import)");
   }
 
-  const Attribute* Take(Node& n, const std::string& name, AttrKind kind) {
+  // Removes attribute `name` from `n` and returns it (nullopt when absent).
+  static std::optional<Attribute> Take(Node& n, const std::string& name, AttrKind kind) {
     const Attribute* a = n.attrs.find(name);
-    if (!a) return nullptr;
+    if (!a) return std::nullopt;
     OF_CHECK(a->kind == kind, kInvalidModel, n.Describe(), ": attribute '", name, "' is ", AttrKindName(a->kind),
              ", expected ", AttrKindName(kind));
-    taken_ = *a;
+    std::optional<Attribute> taken = *a;
     n.attrs.erase(name);
-    return &taken_;
+    return taken;
   }
 
   int Constant(const Node& n, const std::string& what, Tensor t) {
@@ -75,7 +77,7 @@ class Upgrader {
   }
 
   void AttributeToInts(Node& n, const char* attr, size_t slot, bool required) {
-    if (const Attribute* a = Take(n, attr, AttrKind::kInts)) {
+    if (const std::optional<Attribute> a = Take(n, attr, AttrKind::kInts)) {
       SetInput(n, slot, Constant(n, attr, Int64s(a->ints)));
     } else if (required) {
       Fail(ErrorCode::kInvalidModel, n.Describe(), " needs the attribute '", attr, "'");
@@ -93,23 +95,23 @@ class Upgrader {
     } else if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") {
       UpgradeCoercedAxis(n);
     } else if (op == "Dropout" && from_ < 12) {
-      const Attribute* ratio = Take(n, "ratio", AttrKind::kFloat);
+      const std::optional<Attribute> ratio = Take(n, "ratio", AttrKind::kFloat);
       if (ratio) SetInput(n, 1, Constant(n, "ratio", Tensor::Scalar(DType::kFloat32, ratio->f)));
     } else if (op == "Pad" && from_ < 11) {
       AttributeToInts(n, "pads", 1, true);
-      const Attribute* value = Take(n, "value", AttrKind::kFloat);
+      const std::optional<Attribute> value = Take(n, "value", AttrKind::kFloat);
       if (value && value->f != 0.0f) SetInput(n, 2, Constant(n, "value", ScalarLikeInput(n, value->f)));
     } else if (op == "Clip" && from_ < 11) {
-      const Attribute* lo = Take(n, "min", AttrKind::kFloat);
+      const std::optional<Attribute> lo = Take(n, "min", AttrKind::kFloat);
       if (lo) SetInput(n, 1, Constant(n, "min", ScalarLikeInput(n, lo->f)));
-      const Attribute* hi = Take(n, "max", AttrKind::kFloat);
+      const std::optional<Attribute> hi = Take(n, "max", AttrKind::kFloat);
       if (hi) SetInput(n, 2, Constant(n, "max", ScalarLikeInput(n, hi->f)));
     } else if (op == "Slice" && from_ < 10) {
       AttributeToInts(n, "starts", 1, true);
       AttributeToInts(n, "ends", 2, true);
       AttributeToInts(n, "axes", 3, false);
     } else if (op == "TopK" && from_ < 10) {
-      const Attribute* k = Take(n, "k", AttrKind::kInt);
+      const std::optional<Attribute> k = Take(n, "k", AttrKind::kInt);
       if (!k) Fail(ErrorCode::kInvalidModel, n.Describe(), " needs the attribute 'k'");
       SetInput(n, 1, Constant(n, "k", Int64s({k->i})));
     } else if (op == "Upsample" || (op == "Resize" && from_ < 11)) {
@@ -117,7 +119,7 @@ class Upgrader {
     } else if (op == "Scatter") {
       n.op_type = "ScatterElements";
     } else if (op == "BatchNormalization") {
-      const Attribute* spatial = Take(n, "spatial", AttrKind::kInt);
+      const std::optional<Attribute> spatial = Take(n, "spatial", AttrKind::kInt);
       if (spatial && spatial->i != 1) Refuse(n, "spatial = 0 (statistics per element, not per channel) is not supported");
     }
   }
@@ -126,7 +128,7 @@ class Upgrader {
   // row. With `axis` -1 that is the last axis, as in opset 13; otherwise the node becomes
   // Shape(x); Flatten(x, axis) -> op(axis=-1) -> Reshape to the shape of x.
   void UpgradeCoercedAxis(Node& n) {
-    const Attribute* axis = Take(n, "axis", AttrKind::kInt);
+    const std::optional<Attribute> axis = Take(n, "axis", AttrKind::kInt);
     const int64_t a = axis ? axis->i : 1;
     n.attrs.set("axis", Attribute::Int(-1));
     if (a == -1) return;
@@ -170,13 +172,13 @@ class Upgrader {
   // input points at i / scale (linear): Resize-13's "asymmetric" transformation.
   void UpgradeUpsample(Node& n) {
     int scales = n.inputs.size() > 1 ? n.inputs[1] : kNoValue;
-    if (const Attribute* s = Take(n, "scales", AttrKind::kFloats)) {
+    if (const std::optional<Attribute> s = Take(n, "scales", AttrKind::kFloats)) {
       Tensor t(DType::kFloat32, {static_cast<int64_t>(s->floats.size())});
       for (size_t i = 0; i < s->floats.size(); ++i) t.data<float>()[i] = s->floats[i];
       scales = Constant(n, "scales", t);
     }
     if (scales == kNoValue) Fail(ErrorCode::kInvalidModel, n.Describe(), " has no scales");
-    const Attribute* mode = Take(n, "mode", AttrKind::kString);
+    const std::optional<Attribute> mode = Take(n, "mode", AttrKind::kString);
     const std::string m = mode ? mode->s : "nearest";
     if (m != "nearest" && m != "linear") Refuse(n, "mode '" + m + "' (nearest or linear)");
     const Value& sv = g_.values[static_cast<size_t>(scales)];
@@ -193,7 +195,6 @@ class Upgrader {
 
   Graph& g_;
   const int from_;
-  Attribute taken_;  // the attribute Take last removed
 };
 
 }  // namespace

@@ -212,7 +212,8 @@ void FillRandom(Tensor& t, std::mt19937& rng) {
   }
 }
 
-// `file` of the model's warmup directory, whole; exactly `bytes` long.
+// `file` of the model's warmup directory, exactly `bytes` long: a regular file that lies inside
+// that directory once links are resolved (a model repository is not a way to read other files).
 std::vector<char> ReadWarmupFile(const std::string& model_dir, const std::string& file, size_t bytes,
                                  const std::string& what) {
   namespace fs = std::filesystem;
@@ -221,12 +222,21 @@ std::vector<char> ReadWarmupFile(const std::string& model_dir, const std::string
   for (const fs::path& part : rel) inside = inside && part != "..";
   OF_CHECK(inside, kInvalidModel, what, ": input_data_file '", file,
            "' must name a file in the model's 'warmup' directory (a relative path without '..')");
-  const fs::path path = fs::path(model_dir) / "warmup" / rel;
-  std::ifstream in(path, std::ios::binary);
-  OF_CHECK(in.good(), kInvalidModel, what, ": cannot read input_data_file ", path.string());
-  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  OF_CHECK(data.size() == bytes, kInvalidModel, what, ": input_data_file ", path.string(), " holds ", data.size(),
+  const fs::path dir = fs::path(model_dir) / "warmup", path = dir / rel;
+  std::error_code ec;
+  const fs::path real = fs::canonical(path, ec), real_dir = fs::canonical(dir, ec);
+  OF_CHECK(!ec && fs::is_regular_file(real, ec), kInvalidModel, what, ": cannot read input_data_file ", path.string(),
+           " (not a regular file)");
+  const std::string r = real.string(), d = real_dir.string() + "/";
+  OF_CHECK(r.compare(0, d.size(), d) == 0, kInvalidModel, what, ": input_data_file ", path.string(),
+           " leads outside the model's 'warmup' directory");
+  const uintmax_t size = fs::file_size(real, ec);
+  OF_CHECK(!ec && size == bytes, kInvalidModel, what, ": input_data_file ", path.string(), " holds ", size,
            " bytes; the sample needs ", bytes);
+  std::vector<char> data(bytes);
+  std::ifstream in(real, std::ios::binary);
+  OF_CHECK(in.read(data.data(), static_cast<std::streamsize>(bytes)) || bytes == 0, kInvalidModel, what,
+           ": cannot read input_data_file ", path.string());
   return data;
 }
 
@@ -320,7 +330,7 @@ ModelSettings ResolveModelSettings(const inference::ModelConfig& config, bool co
 
   s.inputs = ResolveTensors(config.input(), model, model.inputs, s.max_batch_size, "input");
   s.outputs = ResolveTensors(config.output(), model, model.outputs, s.max_batch_size, "output");
-  s.warmup = ResolveWarmup(config, s, model_dir);
+  if (!model_dir.empty()) s.warmup = ResolveWarmup(config, s, model_dir);
 
   const inference::ModelDynamicBatching& db = config.dynamic_batching();
   for (int b : db.preferred_batch_size()) {

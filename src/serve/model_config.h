@@ -86,7 +86,8 @@ std::vector<int64_t> SelectVersions(const inference::ModelConfig& config, const 
 // inputs and outputs, and that a batched model leads every input and output with a dynamic dim.
 // A disagreement is Error(kInvalidModel) naming the tensor and both values. Warmup samples are
 // built here (their input_data_file read from `model_dir`/warmup), each checked against the
-// inputs: every required input given, data type, dims, batch size, file size.
+// inputs: every required input given, data type, dims, batch size, file size. Without
+// `model_dir` (a follower rank of a sharded model, which runs what rank 0 sends) they are not.
 ModelSettings ResolveModelSettings(const inference::ModelConfig& config, bool config_present,
                                    const std::string& model_name, const Graph& model, const std::string& platform,
                                    const std::string& model_dir = "");

@@ -175,7 +175,7 @@ int RunShardFollower(const std::string& repository, int threads) {
         std::string file = FindModelFile(dir / version, config.config);
         OF_CHECK(!file.empty(), kNotFound, "no model file for ", model, " version ", version, " under ", dir.string());
         Graph graph = LoadModelFile(file);
-        ModelSettings settings = ResolveModelSettings(config.config, config.present, model, graph, "", dir.string());
+        ModelSettings settings = ResolveModelSettings(config.config, config.present, model, graph, "");
         it = runners.emplace(key, MakeFollowerRunner(settings, graph, threads)).first;
         Log("rank ", comm->rank(), ": loaded sharded model '", model, "' version ", version);
       }

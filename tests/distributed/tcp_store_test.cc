@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <future>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -41,11 +42,22 @@ int BoundSocket(uint32_t address, int* port) {
   return fd;
 }
 
-// A port nobody listens on (bound and released).
+// A port nobody listens on, below the ephemeral range (so the local ports of other tests'
+// outgoing connections never take it before the store binds it), as `oneflow launch` picks one.
 int FreePort() {
-  int port = 0;
-  close(BoundSocket(INADDR_LOOPBACK, &port));
-  return port;
+  static std::mt19937 rng(static_cast<unsigned>(getpid()));
+  std::uniform_int_distribution<int> pick(20000, 32767);
+  for (;;) {
+    const int port = pick(rng);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    close(fd);
+    if (free) return port;
+  }
 }
 
 TcpStoreOptions Options(int port, int rank, int world, int64_t timeout_ms = 10000) {

@@ -213,6 +213,16 @@ TEST(ServeConfig, WarmupSamples) {
   }
   EXPECT_NE(message(sample("1", R"(key: "x" value { dims: [ 3 ] input_data_file: "short.bin" })")).find(
                 "holds 4 bytes; the sample needs 12"), std::string::npos);
+  {  // a link out of the directory, and a directory: neither is read
+    std::ofstream f(dir / "outside.bin", std::ios::binary);
+    f.write("abcdefghijkl", 12);
+  }
+  fs::create_symlink(dir / "outside.bin", dir / "warmup" / "link.bin");
+  fs::create_directory(dir / "warmup" / "sub.bin");
+  EXPECT_NE(message(sample("1", R"(key: "x" value { dims: [ 3 ] input_data_file: "link.bin" })")).find(
+                "leads outside the model's 'warmup' directory"), std::string::npos);
+  EXPECT_NE(message(sample("1", R"(key: "x" value { dims: [ 3 ] input_data_file: "sub.bin" })")).find(
+                "not a regular file"), std::string::npos);
   fs::remove_all(dir);
 }
 

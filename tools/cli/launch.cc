@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,20 +32,27 @@ namespace {
 volatile sig_atomic_t g_forward_signal = 0;
 void RecordSignal(int sig) { g_forward_signal = sig; }
 
-// A TCP port no one listens on now (the kernel's pick), for a one-host job's store. Another
-// program could take it before rank 0 does; rank 0 then fails naming the port.
+// A TCP port free on every address now, for a one-host job's store: drawn below Linux's ephemeral
+// range (32768-60999), where the kernel never assigns the local ports of outgoing connections, so
+// nothing else on the host takes it before rank 0 binds it unless something binds it on purpose
+// (rank 0 then fails naming the port).
 int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  OF_CHECK(fd >= 0, kIo, "cannot open a socket: ", std::strerror(errno));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-            getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
-  close(fd);
-  OF_CHECK(ok, kIo, "cannot find a free TCP port for the rendezvous store: ", std::strerror(errno));
-  return ntohs(a.sin_port);
+  std::random_device seed;
+  std::mt19937 rng(seed());
+  std::uniform_int_distribution<int> pick(20000, 32767);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = pick(rng);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    OF_CHECK(fd >= 0, kIo, "cannot open a socket: ", std::strerror(errno));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    close(fd);
+    if (free) return port;
+  }
+  Fail(ErrorCode::kIo, "no free TCP port in 20000-32767 for the rendezvous store: pass --master-port");
 }
 
 }  // namespace
