@@ -10,7 +10,8 @@ are little-endian float32 files (*.f32) with shapes the C test knows:
   missing_ext.onnx  W's external data file does not exist
   unknown_op.onnx   a com.example::FrobnicateOp node (opset 3)
   unknown_onnx_op.onnx  an ai.onnx::NotARealOp node (opset 17)
-  opset29.onnx / opset12.onnx  a Relu model importing ONNX opset 29 / 12
+  opset29.onnx / opset6.onnx / opset12.onnx  a Relu model importing ONNX opset 29 / 6 (both refused) / 12
+                                            (upgraded to opset 13 at import)
 """
 import os
 import sys
@@ -109,6 +110,7 @@ def main(out):
     save(unknown_op_model("", "NotARealOp", 17), os.path.join(out, "unknown_onnx_op.onnx"))
     save(relu_model(29), os.path.join(out, "opset29.onnx"))
     save(relu_model(12), os.path.join(out, "opset12.onnx"))
+    save(relu_model(6), os.path.join(out, "opset6.onnx"))
     open(os.path.join(out, "empty.onnx"), "wb").close()
     return 0
 
