@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <random>
 
 #include "base/error.h"
 #include "comm/tcp_store.h"
@@ -105,6 +107,25 @@ bool ProcessExited(long pid) {
   std::fclose(f);
   const char* paren = std::strrchr(buf, ')');
   return n > 0 && paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+int PickFreePort() {
+  std::random_device seed;
+  std::mt19937 rng(seed());
+  std::uniform_int_distribution<int> pick(20000, 32767);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = pick(rng);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    OF_CHECK(fd >= 0, kIo, "cannot open a socket: ", std::strerror(errno));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    close(fd);
+    if (free) return port;
+  }
+  Fail(ErrorCode::kIo, "no free TCP port in 20000-32767 for a rendezvous store");
 }
 
 std::string LocalAddressToward(const std::string& peer) {

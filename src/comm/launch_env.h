@@ -34,6 +34,12 @@ LaunchEnv ReadLaunchEnv(int64_t default_timeout_ms);
 // Names this process's rank of the job `env` describes ("tcp://A:P rank R/N" or "file:DIR ...").
 std::string JobKey(const LaunchEnv& env);
 
+// A TCP port free on every address of this host now, drawn from 20000-32767: below Linux's
+// ephemeral range (32768-60999), where the kernel never assigns the local ports of outgoing
+// connections, so nothing takes it before a store binds it unless something binds it on purpose.
+// Throws kIo when none is found.
+int PickFreePort();
+
 // This host's address on the route to `peer` (a name or an address): the one a peer reaches it
 // by when hosts have several interfaces. Throws kInvalidArgument when `peer` does not resolve,
 // kRuntime when no route leads there.

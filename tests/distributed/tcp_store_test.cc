@@ -17,7 +17,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <future>
-#include <random>
 #include <string>
 #include <thread>
 
@@ -42,23 +41,7 @@ int BoundSocket(uint32_t address, int* port) {
   return fd;
 }
 
-// A port nobody listens on, below the ephemeral range (so the local ports of other tests'
-// outgoing connections never take it before the store binds it), as `oneflow launch` picks one.
-int FreePort() {
-  static std::mt19937 rng(static_cast<unsigned>(getpid()));
-  std::uniform_int_distribution<int> pick(20000, 32767);
-  for (;;) {
-    const int port = pick(rng);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_ANY);
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    close(fd);
-    if (free) return port;
-  }
-}
+int FreePort() { return PickFreePort(); }
 
 TcpStoreOptions Options(int port, int rank, int world, int64_t timeout_ms = 10000) {
   TcpStoreOptions o;

@@ -5,9 +5,7 @@
 // One host (M = 1) without --master-port gets a free port, so jobs side by side do not collide.
 // When one process fails the rest are stopped; SIGTERM and SIGINT sent to the launcher are passed
 // on to every process.
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,13 +14,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/error.h"
 #include "cli.h"
+#include "comm/launch_env.h"
 
 namespace oneflow {
 namespace cli {
@@ -31,29 +29,6 @@ namespace {
 // A SIGTERM or SIGINT sent to the launcher is passed on to every rank (a server drains on it).
 volatile sig_atomic_t g_forward_signal = 0;
 void RecordSignal(int sig) { g_forward_signal = sig; }
-
-// A TCP port free on every address now, for a one-host job's store: drawn below Linux's ephemeral
-// range (32768-60999), where the kernel never assigns the local ports of outgoing connections, so
-// nothing else on the host takes it before rank 0 binds it unless something binds it on purpose
-// (rank 0 then fails naming the port).
-int FreePort() {
-  std::random_device seed;
-  std::mt19937 rng(seed());
-  std::uniform_int_distribution<int> pick(20000, 32767);
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    const int port = pick(rng);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    OF_CHECK(fd >= 0, kIo, "cannot open a socket: ", std::strerror(errno));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_ANY);
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    close(fd);
-    if (free) return port;
-  }
-  Fail(ErrorCode::kIo, "no free TCP port in 20000-32767 for the rendezvous store: pass --master-port");
-}
 
 }  // namespace
 
@@ -77,7 +52,7 @@ int LaunchCommand(const std::vector<std::string>& args) {
   if (nnodes > 1 && !a.Has("master-addr"))
     throw UsageError("a job of " + std::to_string(nnodes) + " hosts needs --master-addr (the address of node 0, "
                      "where rank 0 serves the rendezvous store)");
-  const int port = a.Has("master-port") ? a.GetInt("master-port", 29500, 1, 65535) : nnodes == 1 ? FreePort() : 29500;
+  const int port = a.Has("master-port") ? a.GetInt("master-port", 29500, 1, 65535) : nnodes == 1 ? PickFreePort() : 29500;
   const int grace = a.GetInt("grace-s", 10, 0, 3600);
   const int world = nnodes * n;
   std::vector<std::string> cmd(args.begin() + static_cast<long>(dash) + 1, args.end());
