@@ -171,6 +171,7 @@ class Upgrader {
   // of a dimension reads input floor(i / scale) (nearest), or interpolates linearly between the
   // input points at i / scale (linear): Resize-13's "asymmetric" transformation.
   void UpgradeUpsample(Node& n) {
+    OF_CHECK(!n.inputs.empty() && n.inputs[0] != kNoValue, kInvalidModel, n.Describe(), " has no input X");
     int scales = n.inputs.size() > 1 ? n.inputs[1] : kNoValue;
     if (const std::optional<Attribute> s = Take(n, "scales", AttrKind::kFloats)) {
       Tensor t(DType::kFloat32, {static_cast<int64_t>(s->floats.size())});

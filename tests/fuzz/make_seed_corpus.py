@@ -12,6 +12,12 @@ from onnx import TensorProto, helper, numpy_helper
 
 # Inputs the fuzzer once found a defect with, kept as seeds so every run re-checks them first.
 REGRESSIONS = {
+    # The opset 7-12 upgrade read an Upsample's input X that the node did not have (found by the fuzz
+    # smoke run from the legacy_opset7 seed: UBSan "reference binding to null pointer").
+    "legacy_upsample_without_input": "CAg6uwEKOhoBeBIBdSIIVXBzYW1wbGUqEQoEbW9kZSIGbGluZWFyoAEDKhUKBnNjYWxlcz0AAIA/PQAAAECg"
+                                     "AQYKIAoBdRIBZCIHRHJvcG91dCoPCgVyYXRpbxXNzMw9oAEBCi8KAWQSAXkiCVJlZHVjZVN1bSoLCgRheGVz"
+                                     "QAGgAQYqDwoIa2VlcGRpC3MYAKABAhIEc2VlZFoTCgF4Eg4KDAgBEggKAggCCgIIA2IPCgF5EgoKCAgBEgQK"
+                                     "AggCQgQKABAH",
     # Constant folding ran fastmath::Exp on a NaN weight through Erf; the NaN reached an int conversion.
     "erf_nan_constant": "CAg6dAoOMgF4CgFXEgF0IgNFcmYKDAoBdBIBeSIEUmVsdRIFY29uc3QqIwgCCAMQAUIBV0oYjElWP3JiNr+LQWZm+P////Ri"
                         "qj9R7Au+WhMKAXgSDgoMCAESCCoCCCNKAggDYhMKAXkSDgoMCAESAAoCCAIKAggDQgQKABAR",
