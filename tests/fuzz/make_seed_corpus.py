@@ -12,6 +12,11 @@ from onnx import TensorProto, helper, numpy_helper
 
 # Inputs the fuzzer once found a defect with, kept as seeds so every run re-checks them first.
 REGRESSIONS = {
+    # Resize's shape inference converted floor(scale * dim) to int64 with a scale of 3.6e31: UBSan
+    # "outside the range of representable values" (a resized dimension above 2^40 is now refused).
+    "resize_huge_scale": "CAg6uwEKOgoBeBIBdSIIVXBzYW1wbGUqEQoEfW9kZSIGbGluZWFyoAEDKhUKBnNjYWxlcz0AQWJzPQAAAECgAQYK"
+                         "IAoBdRIBZCIHRHJvcG91dCoPCgVyYXRpbxXNzMw9oAEBCi8KAWQSAXkiCVJlZHVjZVN1bSoLCgRheGVzQAGgAQcq"
+                         "DwoIa2VlcGRpbXMYAKABAhIEc2VlZFoTCgF4Eg4KDAgBEggKAggCCgISAGIPCgF5EgoKCAgBEgQKAggCQgQKABAH",
     # The opset 7-12 upgrade read an Upsample's input X that the node did not have (found by the fuzz
     # smoke run from the legacy_opset7 seed: UBSan "reference binding to null pointer").
     "legacy_upsample_without_input": "CAg6uwEKOhoBeBIBdSIIVXBzYW1wbGUqEQoEbW9kZSIGbGluZWFyoAEDKhUKBnNjYWxlcz0AAIA/PQAAAECg"

@@ -5,6 +5,17 @@
 #include <cmath>
 
 namespace oneflow {
+namespace {
+
+// A scaled dimension as a size: refused when it does not fit a tensor dimension (2^40), which
+// also keeps the double -> int64 conversion defined.
+int64_t ScaledDim(double v, const std::string& node) {
+  constexpr double kMaxDim = 1099511627776.0;  // 2^40
+  OF_REQUIRE(std::isfinite(v) && v < kMaxDim, node, ": the resized dimension (", v, ") is too large");
+  return static_cast<int64_t>(v);
+}
+
+}  // namespace
 
 void ComputeResizeOutput(const AttrMap& attrs, int opset, const Shape& in, const Tensor* scales, const Tensor* sizes,
                          const std::string& node, std::vector<double>* scale_out, std::vector<int64_t>* out_shape) {
@@ -31,7 +42,7 @@ void ComputeResizeOutput(const AttrMap& attrs, int opset, const Shape& in, const
       double s = scales->GetAsDouble(static_cast<int64_t>(i));
       OF_REQUIRE(s > 0 && std::isfinite(s), node, ": scales must be positive, got ", s);
       (*scale_out)[axes[i]] = s;
-      (*out_shape)[axes[i]] = static_cast<int64_t>(std::floor(s * static_cast<double>(in[axes[i]])));
+      (*out_shape)[axes[i]] = ScaledDim(std::floor(s * static_cast<double>(in[axes[i]])), node);
     }
     return;
   }
@@ -54,7 +65,7 @@ void ComputeResizeOutput(const AttrMap& attrs, int opset, const Shape& in, const
   if (policy == "stretch") return;
   for (int64_t a : axes) {
     (*scale_out)[a] = keep;
-    (*out_shape)[a] = static_cast<int64_t>(keep * static_cast<double>(in[a]) + 0.5);  // round half up
+    (*out_shape)[a] = ScaledDim(keep * static_cast<double>(in[a]) + 0.5, node);  // round half up
   }
 }
 
