@@ -66,13 +66,15 @@ class Upgrader {
   }
 
   // A scalar of the dtype of `n`'s first input where the graph knows it (an input or a constant);
-  // else float32, the type these ops' float attributes were written for.
+  // else float32. Pad-2 and Clip-6 take floating inputs only, which every such value fits.
   Tensor ScalarLikeInput(const Node& n, double v) const {
     DType dt = DType::kFloat32;
     if (!n.inputs.empty() && n.inputs[0] != kNoValue) {
       const Value& x = g_.values[static_cast<size_t>(n.inputs[0])];
       if (x.type.dtype != DType::kUndefined) dt = x.type.dtype;
     }
+    OF_CHECK(dt == DType::kFloat32 || dt == DType::kFloat16 || dt == DType::kFloat64, kInvalidModel, n.Describe(),
+             " takes float16, float32 or float64 at opset ", from_, "; its input is ", DTypeName(dt));
     return Tensor::Scalar(dt, v);
   }
 
