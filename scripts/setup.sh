@@ -11,6 +11,7 @@ APT_PACKAGES+=(python3-dev)                                                 # Py
 APT_PACKAGES+=(default-jdk-headless junit5)                                 # Java binding
 APT_PACKAGES+=(golang-go)                                                   # Go binding
 APT_PACKAGES+=(libgloo-dev)                                                 # multi-process collectives
+APT_PACKAGES+=(iproute2)                                                    # the multi-host test's network namespaces
 APT_PACKAGES+=(patchelf debootstrap)                                        # the GPU bundle and its rootfs test
 APT_PACKAGES+=(python3-venv)                                                # the wheel's fresh-venv test (tests/install; patchelf too)
 PIP_PACKAGES=("numpy>=1.26" "onnx==1.23.2" "onnxruntime==1.31.1")
