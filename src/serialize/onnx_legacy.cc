@@ -59,6 +59,17 @@ class Upgrader {
     return g_.AddConstant(g_.UniqueName((n.name.empty() ? n.op_type : n.name) + "/" + what), std::move(t));
   }
 
+  // A default-domain opset-13 node.
+  static Node NewNode(std::string name, const char* op, std::vector<int> inputs, std::vector<int> outputs) {
+    Node n;
+    n.name = std::move(name);
+    n.op_type = op;
+    n.opset = 13;
+    n.inputs = std::move(inputs);
+    n.outputs = std::move(outputs);
+    return n;
+  }
+
   // Input `slot` of `n` becomes `value` (inputs before it that are absent become omitted).
   static void SetInput(Node& n, size_t slot, int value) {
     if (n.inputs.size() <= slot) n.inputs.resize(slot + 1, kNoValue);
@@ -141,29 +152,13 @@ class Upgrader {
     const int shape = g_.AddValue(g_.UniqueName(base + "/shape"));
     const int flat = g_.AddValue(g_.UniqueName(base + "/2d"));
     const int flat_out = g_.AddValue(g_.UniqueName(base + "/2d_out"));
-    Node s;
-    s.name = base + "/shape";
-    s.op_type = "Shape";
-    s.opset = 13;
-    s.inputs = {x};
-    s.outputs = {shape};
-    Node f;
-    f.name = base + "/flatten";
-    f.op_type = "Flatten";
-    f.opset = 13;
-    f.inputs = {x};
-    f.outputs = {flat};
+    g_.nodes.push_back(NewNode(base + "/shape", "Shape", {x}, {shape}));
+    Node f = NewNode(base + "/flatten", "Flatten", {x}, {flat});
     f.attrs.set("axis", Attribute::Int(a));
-    g_.nodes.push_back(std::move(s));
     g_.nodes.push_back(std::move(f));
     n.inputs[0] = flat;
     n.outputs[0] = flat_out;
-    Node r;
-    r.name = base + "/reshape";
-    r.op_type = "Reshape";
-    r.opset = 13;
-    r.inputs = {flat_out, shape};
-    r.outputs = {y};
+    Node r = NewNode(base + "/reshape", "Reshape", {flat_out, shape}, {y});
     n.opset = 13;
     g_.nodes.push_back(std::move(n));
     n = std::move(r);  // Run pushes it after the op
