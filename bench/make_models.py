@@ -88,6 +88,31 @@ def make_mlp(seed=1):
     return b.model("mlp", [_f32("input", ["N", 784])], [_f32("logits", ["N", 10])], {x: "logits"})
 
 
+# ---- lstm / gru: 2 stacked bidirectional layers, hidden 256, input 256 --------------------------
+
+def _make_recurrent(kind, seed=8, layers=2, hidden=256, features=256):
+    """Two bidirectional layers as exporters write them: [seq, batch, features] in, each layer's
+    Y [seq, 2, batch, hidden] transposed and reshaped to [seq, batch, 2*hidden] for the next."""
+    def make():
+        b = _Builder(seed)
+        gates = {"LSTM": 4, "GRU": 3}[kind]
+        x, width = "input", features
+        for layer in range(layers):
+            w = b.weight(f"rnn{layer}.W", (2, gates * hidden, width), width, gain=1.0)
+            r = b.weight(f"rnn{layer}.R", (2, gates * hidden, hidden), hidden, gain=1.0)
+            bias = b.const(f"rnn{layer}.B", (b.rng.standard_normal((2, 2 * gates * hidden)) * 0.1).astype(np.float32))
+            attrs = dict(direction="bidirectional", hidden_size=hidden)
+            if kind == "GRU":
+                attrs["linear_before_reset"] = 1  # what torch's exporter writes for nn.GRU
+            y = b.op(kind, [x, w, r, bias], **attrs)
+            y = b.op("Transpose", [y], perm=[0, 2, 1, 3])
+            x = b.op("Reshape", [y, b.const("shape", np.array([0, 0, 2 * hidden], np.int64))])
+            width = 2 * hidden
+        return b.model(kind.lower(), [_f32("input", ["S", "N", features])], [_f32("output", ["S", "N", 2 * hidden])],
+                       {x: "output"})
+    return make
+
+
 # ---- cnn: 2x (Conv3x3 + Relu + MaxPool) + Gemm 128 + Relu + Gemm 10 on 3x32x32 -----------------
 
 def make_cnn(seed=2):
@@ -372,6 +397,11 @@ MODELS = {
     "transformer_int8": dict(make=_dynamic_int8(make_transformer), batches=[8], iters=60, rtol=0.03,
                              inputs=lambda batch, rng: {"input": rng.standard_normal((batch, 128, 256),
                                                                                      dtype=np.float32)}),
+    # Recurrent layers (the issue's size: 2 bidirectional layers, hidden 256, sequence 64, batch 8).
+    "lstm": dict(make=_make_recurrent("LSTM"), batches=[8], iters=30,
+                 inputs=lambda batch, rng: {"input": rng.standard_normal((64, batch, 256), dtype=np.float32)}),
+    "gru": dict(make=_make_recurrent("GRU"), batches=[8], iters=30,
+                inputs=lambda batch, rng: {"input": rng.standard_normal((64, batch, 256), dtype=np.float32)}),
     "tiny": dict(make=make_tiny, batches=[1, 64], iters=200,
                  inputs=lambda batch, rng: {"a": rng.standard_normal((batch, 4096), dtype=np.float32),
                                             "b": rng.standard_normal((batch, 4096), dtype=np.float32)}),
@@ -386,7 +416,8 @@ MODELS.update({f"conv_{name}": dict(make=_make_conv_shape(name), batches=[1], it
 MODELS.update(deployed_models.registry())
 GROUPS = {"elementwise": [f"ew_{op}" for op in ELEMENTWISE],
           "convshapes": [f"conv_{name}" for name in CONV_SHAPES],
-          "deployed": list(deployed_models.DEPLOYED)}
+          "deployed": list(deployed_models.DEPLOYED),
+          "recurrent": ["lstm", "gru"]}
 DEFAULT_MODELS = ["mlp", "cnn", "transformer", "resnet18"]
 
 

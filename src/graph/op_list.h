@@ -46,14 +46,14 @@
   P(X, Equal, Onnx) P(X, Expand, Onnx) P(X, EyeLike, Onnx) P(X, Flatten, Onnx) P(X, Gather, Onnx) \
   P(X, GatherElements, Onnx) P(X, GatherND, Onnx) P(X, Gemm, Onnx) P(X, GlobalAveragePool, Onnx) \
   P(X, GlobalLpPool, Onnx) P(X, GlobalMaxPool, Onnx) P(X, Greater, Onnx) \
-  P(X, GreaterOrEqual, Onnx) P(X, GridSample, Onnx) P(X, GroupNormalization, Onnx) \
+  P(X, GreaterOrEqual, Onnx) P(X, GridSample, Onnx) P(X, GRU, Onnx) P(X, GroupNormalization, Onnx) \
   P(X, Hardmax, Onnx) P(X, Identity, Onnx) P(X, InstanceNormalization, Onnx) P(X, IsInf, Onnx) \
   P(X, IsNaN, Onnx) P(X, LRN, Onnx) P(X, LayerNormalization, Onnx) P(X, Less, Onnx) \
-  P(X, LessOrEqual, Onnx) P(X, LogSoftmax, Onnx) P(X, LpNormalization, Onnx) P(X, LpPool, Onnx) \
+  P(X, LessOrEqual, Onnx) P(X, LogSoftmax, Onnx) P(X, LSTM, Onnx) P(X, LpNormalization, Onnx) P(X, LpPool, Onnx) \
   P(X, MatMul, Onnx) P(X, MatMulInteger, Onnx) P(X, MaxPool, Onnx) P(X, MaxUnpool, Onnx) P(X, Mean, Onnx) \
   P(X, MeanVarianceNormalization, Onnx) P(X, Mod, Onnx) P(X, NegativeLogLikelihoodLoss, Onnx) \
   P(X, NonZero, Onnx) P(X, Not, Onnx) P(X, OneHot, Onnx) P(X, Or, Onnx) P(X, PRelu, Onnx) \
-  P(X, Pad, Onnx) P(X, QuantizeLinear, Onnx) P(X, RMSNormalization, Onnx) P(X, Range, Onnx) P(X, ReduceL1, Onnx) \
+  P(X, Pad, Onnx) P(X, QuantizeLinear, Onnx) P(X, RMSNormalization, Onnx) P(X, RNN, Onnx) P(X, Range, Onnx) P(X, ReduceL1, Onnx) \
   P(X, ReduceL2, Onnx) P(X, ReduceLogSum, Onnx) P(X, ReduceLogSumExp, Onnx) P(X, ReduceMax, Onnx) \
   P(X, ReduceMean, Onnx) P(X, ReduceMin, Onnx) P(X, ReduceProd, Onnx) P(X, ReduceSum, Onnx) \
   P(X, ReduceSumSquare, Onnx) P(X, Reshape, Onnx) P(X, Resize, Onnx) P(X, ReverseSequence, Onnx) \
@@ -66,11 +66,11 @@
   P(X, ConvGradData, Oneflow) P(X, ConvGradFilter, Oneflow) P(X, ConvTransposeGradData, Oneflow) \
   P(X, ConvTransposeGradFilter, Oneflow) P(X, FusedAttention, Oneflow) P(X, FusedConv, Oneflow) \
   P(X, FusedElementwise, Oneflow) P(X, FusedGemm, Oneflow) P(X, FusedMatMul, Oneflow) \
-  P(X, GatherGrad, Oneflow) P(X, GlobalAveragePoolGrad, Oneflow) P(X, GlobalMaxPoolGrad, Oneflow) \
+  P(X, GatherGrad, Oneflow) P(X, GlobalAveragePoolGrad, Oneflow) P(X, GlobalMaxPoolGrad, Oneflow) P(X, GRUGrad, Oneflow) \
   P(X, InstanceNormalizationGrad, Oneflow) P(X, LayerNormalizationGrad, Oneflow) \
-  P(X, LogSoftmaxGrad, Oneflow) P(X, MaxPoolGrad, Oneflow) \
+  P(X, LogSoftmaxGrad, Oneflow) P(X, LSTMGrad, Oneflow) P(X, MaxPoolGrad, Oneflow) \
   P(X, NegativeLogLikelihoodLossGrad, Oneflow) P(X, NhwcAveragePool, Oneflow) \
-  P(X, NhwcGlobalAveragePool, Oneflow) P(X, NhwcMaxPool, Oneflow) P(X, ReduceSumToShape, Oneflow) \
+  P(X, NhwcGlobalAveragePool, Oneflow) P(X, NhwcMaxPool, Oneflow) P(X, ReduceSumToShape, Oneflow) P(X, RNNGrad, Oneflow) \
   P(X, ShrinkGrad, Oneflow) P(X, SliceGrad, Oneflow) P(X, SoftmaxCrossEntropyLossGrad, Oneflow) \
   P(X, SoftmaxGrad, Oneflow)
 

@@ -182,6 +182,21 @@ CASES = [
     Case("matmul_integer_s8_batched", "MatMulInteger",
          [("A", ints(np.int8, 3, 6)), ("B", ints(np.int8, 2, 6, 4)), ("a_zero_point", np.array(-7, np.int8))],
          opset=13),
+    # Recurrent layers (graph/ops/recurrent.cc; onnxruntime, layouts, sequence_lens and PyTorch's
+    # exports in test_recurrent_vs_onnxruntime.py, BPTT in tests/unit/gradcheck_recurrent_test.cc).
+    Case("rnn_bidirectional", "RNN",
+         [("X", f32(4, 3, 5)), ("W", f32(2, 3, 5, lo=-0.6, hi=0.6)), ("R", f32(2, 3, 3, lo=-0.6, hi=0.6)),
+          ("B", f32(2, 6, lo=-0.5, hi=0.5))], attrs={"hidden_size": 3, "direction": "bidirectional"},
+         outputs=2, opset=14),
+    Case("gru_reverse_linear_before_reset", "GRU",
+         [("X", f32(4, 3, 5)), ("W", f32(1, 9, 5, lo=-0.6, hi=0.6)), ("R", f32(1, 9, 3, lo=-0.6, hi=0.6)),
+          ("B", f32(1, 18, lo=-0.5, hi=0.5))],
+         attrs={"hidden_size": 3, "direction": "reverse", "linear_before_reset": 1}, outputs=2, opset=14),
+    Case("lstm_initial_states", "LSTM",
+         [("X", f32(4, 3, 5)), ("W", f32(1, 12, 5, lo=-0.6, hi=0.6)), ("R", f32(1, 12, 3, lo=-0.6, hi=0.6)),
+          ("B", f32(1, 24, lo=-0.5, hi=0.5)), ("sequence_lens", np.array([4, 4, 4], np.int32)),
+          ("initial_h", f32(1, 3, 3)), ("initial_c", f32(1, 3, 3))],
+         attrs={"hidden_size": 3}, consts=("sequence_lens",), outputs=3, opset=14),
 ]
 
 

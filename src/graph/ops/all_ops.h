@@ -16,7 +16,8 @@ void RegisterGradOps(OpRegistry& r);           // ops/grad_ops.cc: ai.oneflow op
 void RegisterLossOps(OpRegistry& r);           // ops/loss.cc: SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss
 void RegisterNnGradOps(OpRegistry& r);         // ops/nn_grad.cc: ai.oneflow backward ops of conv, pools, softmax, norms
 void RegisterBoxingOps(OpRegistry& r);         // ops/boxing.cc: ai.oneflow Boxing (collectives of a plan)
-void RegisterQuantizationOps(OpRegistry& r);  // ops/quantization.cc: DequantizeLinear
+void RegisterQuantizationOps(OpRegistry& r);   // ops/quantization.cc: (De)QuantizeLinear, MatMulInteger, ...
+void RegisterRecurrentOps(OpRegistry& r);      // ops/recurrent.cc: RNN, GRU, LSTM and their ai.oneflow grads
 void AttachSbpRules(OpRegistry& r);            // ops/sbp_rules.cc: SBP signatures of the families above
 
 inline void RegisterAllOps(OpRegistry& r) {
@@ -32,6 +33,7 @@ inline void RegisterAllOps(OpRegistry& r) {
   RegisterNnGradOps(r);
   RegisterBoxingOps(r);
   RegisterQuantizationOps(r);
+  RegisterRecurrentOps(r);
   AttachSbpRules(r);
 }
 
