@@ -99,6 +99,50 @@ def main(out):
              helper.make_node("Dropout", ["u"], ["d"], ratio=0.1),
              helper.make_node("ReduceSum", ["d"], ["y"], axes=[1], keepdims=0)],
             [vi("x", f, [2, 3])], [vi("y", f, [2])], opset=7),
+        # Recurrent, attention and ONNX Runtime contrib ops. Every input is an initializer, so
+        # session creation's constant folding runs their kernels on whatever the fuzzer makes.
+        "lstm_bidirectional_folded": model(
+            [helper.make_node("LSTM", ["X", "W", "R", "B", "L", "", "", "P"], ["y", "yh", "yc"], hidden_size=2,
+                              direction="bidirectional", clip=2.0)],
+            [], [vi("y", f, None), vi("yh", f, None), vi("yc", f, None)],
+            [numpy_helper.from_array(a, n) for n, a in [
+                ("X", np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 2, 2)),
+                ("W", np.full((2, 8, 2), 0.1, np.float32)), ("R", np.full((2, 8, 2), -0.2, np.float32)),
+                ("B", np.zeros((2, 16), np.float32)), ("L", np.array([3, 1], np.int32)),
+                ("P", np.ones((2, 6), np.float32))]], opset=14),
+        "gru_rnn_folded": model(
+            [helper.make_node("GRU", ["X", "W", "R"], ["g"], hidden_size=2, linear_before_reset=1, layout=1),
+             helper.make_node("RNN", ["X", "Wr", "Rr"], ["y"], hidden_size=2, activations=["LeakyRelu"],
+                              activation_alpha=[0.3], layout=1)],
+            [], [vi("g", f, None), vi("y", f, None)],
+            [numpy_helper.from_array(a, n) for n, a in [
+                ("X", np.linspace(-1, 1, 12, dtype=np.float32).reshape(2, 3, 2)),
+                ("W", np.full((1, 6, 2), 0.3, np.float32)), ("R", np.full((1, 6, 2), 0.2, np.float32)),
+                ("Wr", np.full((1, 2, 2), 0.5, np.float32)), ("Rr", np.full((1, 2, 2), -0.5, np.float32))]], opset=14),
+        "attention_rotary_folded": model(
+            [helper.make_node("RotaryEmbedding", ["Q", "cos", "sin", "pos"], ["qr"]),
+             helper.make_node("Attention", ["qr", "K", "V", "M", "PK", "PV"], ["y", "pk", "pv", "qk"], is_causal=1,
+                              softcap=2.0, qk_matmul_output_mode=3)],
+            [], [vi("y", f, None), vi("pk", f, None), vi("pv", f, None), vi("qk", f, None)],
+            [numpy_helper.from_array(a, n) for n, a in [
+                ("Q", np.linspace(-1, 1, 32, dtype=np.float32).reshape(1, 4, 2, 4)),
+                ("K", np.full((1, 2, 2, 4), 0.5, np.float32)), ("V", np.full((1, 2, 2, 3), 0.25, np.float32)),
+                ("M", np.array([[True, False, True], [True, True, False]])),
+                ("PK", np.ones((1, 2, 1, 4), np.float32)), ("PV", np.ones((1, 2, 1, 3), np.float32)),
+                ("cos", np.ones((4, 2), np.float32)), ("sin", np.zeros((4, 2), np.float32)),
+                ("pos", np.array([[0, 3]], np.int64))]], opset=23),
+        "contrib_ops_folded": model(
+            [helper.make_node("SkipLayerNormalization", ["x", "s", "g", "b", "bias"], ["n", "m", "iv", "sum"],
+                              domain="com.microsoft"),
+             helper.make_node("FusedMatMul", ["n", "w"], ["mm"], domain="com.microsoft", transB=1, alpha=0.5),
+             helper.make_node("FastGelu", ["mm", "bias"], ["y"], domain="com.microsoft"),
+             helper.make_node("SimplifiedLayerNormalization", ["y", "g"], ["z"])],
+            [], [vi("z", f, None), vi("m", f, None)],
+            [numpy_helper.from_array(a, n) for n, a in [
+                ("x", np.linspace(-2, 2, 8, dtype=np.float32).reshape(1, 2, 4)), ("s", np.ones((2, 4), np.float32)),
+                ("g", np.ones(4, np.float32)), ("b", np.zeros(4, np.float32)), ("bias", np.full(4, 0.1, np.float32)),
+                ("w", np.eye(4, dtype=np.float32))]],
+            extra_imports=[helper.make_opsetid("com.microsoft", 1)]),
     }
     for name, m in seeds.items():
         with open(os.path.join(out, name + ".onnx"), "wb") as fh:

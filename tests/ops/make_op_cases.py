@@ -197,6 +197,16 @@ CASES = [
           ("B", f32(1, 24, lo=-0.5, hi=0.5)), ("sequence_lens", np.array([4, 4, 4], np.int32)),
           ("initial_h", f32(1, 3, 3)), ("initial_c", f32(1, 3, 3))],
          attrs={"hidden_size": 3}, consts=("sequence_lens",), outputs=3, opset=14),
+    # Attention (graph/ops/attention.cc): grouped-query heads, a KV cache and the offset causal mask;
+    # RotaryEmbedding with position ids (onnxruntime compares in test_attention_vs_onnxruntime.py).
+    Case("attention_gqa_causal_cache", "Attention",
+         [("Q", f32(2, 4, 3, 8)), ("K", f32(2, 2, 3, 8)), ("V", f32(2, 2, 3, 6)), ("attn_mask", f32(3, 5)),
+          ("past_key", f32(2, 2, 2, 8)), ("past_value", f32(2, 2, 2, 6))],
+         attrs={"is_causal": 1, "softcap": 3.0}, outputs=3, opset=23),
+    Case("rotary_embedding_interleaved", "RotaryEmbedding",
+         [("X", f32(2, 3, 4, 8)), ("cos_cache", f32(6, 3)), ("sin_cache", f32(6, 3)),
+          ("position_ids", np.array([[0, 2, 5, 1], [3, 3, 4, 0]], np.int64))],
+         attrs={"interleaved": 1, "rotary_embedding_dim": 6}, consts=("position_ids",), opset=23),
 ]
 
 

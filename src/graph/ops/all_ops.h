@@ -18,6 +18,10 @@ void RegisterNnGradOps(OpRegistry& r);         // ops/nn_grad.cc: ai.oneflow bac
 void RegisterBoxingOps(OpRegistry& r);         // ops/boxing.cc: ai.oneflow Boxing (collectives of a plan)
 void RegisterQuantizationOps(OpRegistry& r);   // ops/quantization.cc: (De)QuantizeLinear, MatMulInteger, ...
 void RegisterRecurrentOps(OpRegistry& r);      // ops/recurrent.cc: RNN, GRU, LSTM and their ai.oneflow grads
+void RegisterAttentionOps(OpRegistry& r);      // ops/attention.cc: Attention (23-25), RotaryEmbedding
+void RegisterSignalOps(OpRegistry& r);         // ops/signal.cc: Hann/Hamming/BlackmanWindow
+void RegisterDetectionOps(OpRegistry& r);      // ops/detection.cc: NonMaxSuppression
+void RegisterContribOps(OpRegistry& r);        // ops/contrib.cc: ONNX Runtime's FastGelu, SkipLayerNormalization, ...
 void AttachSbpRules(OpRegistry& r);            // ops/sbp_rules.cc: SBP signatures of the families above
 
 inline void RegisterAllOps(OpRegistry& r) {
@@ -34,6 +38,10 @@ inline void RegisterAllOps(OpRegistry& r) {
   RegisterBoxingOps(r);
   RegisterQuantizationOps(r);
   RegisterRecurrentOps(r);
+  RegisterAttentionOps(r);
+  RegisterSignalOps(r);
+  RegisterDetectionOps(r);
+  RegisterContribOps(r);
   AttachSbpRules(r);
 }
 

@@ -65,6 +65,18 @@ void InferCast(InferContext& ctx) {
   ctx.set_output(0, t);
 }
 
+// BitCast (opset 26): the same bytes read as another type of the same width.
+void InferBitCast(InferContext& ctx) {
+  TensorType t = ctx.input_type(0);
+  const DType from = t.dtype;
+  t.dtype = CastTarget(ctx, ctx.attrs().GetInt("to"));
+  if (from == DType::kString) Fail(ErrorCode::kUnsupported, ctx.node(), ": BitCast from string is not supported");
+  if (DTypeSize(from) != DTypeSize(t.dtype))
+    ctx.Error("BitCast needs types of one width: ", DTypeName(from), " has ", DTypeSize(from) * 8, " bits, ",
+              DTypeName(t.dtype), " ", DTypeSize(t.dtype) * 8);
+  ctx.set_output(0, t);
+}
+
 void InferCastLike(InferContext& ctx) {
   TensorType t = ctx.input_type(0);
   t.dtype = CastTarget(ctx, static_cast<int64_t>(ctx.input_dtype(1)));
@@ -211,6 +223,8 @@ void RegisterElementwiseOps(OpRegistry& r) {
                  .Attr("saturate", Attribute::Int(1))          // float8 targets only (Cast-19)
                  .Attr("round_mode", Attribute::String("up"))  // float8e8m0 targets only (Cast-25)
                  .Infer(InferCast).Grad(GradCast));
+  r.Register(OpSchema(op::kBitCast).Since(26).Input("input").Output("output").RequiredAttr("to", AttrKind::kInt)
+                 .Infer(InferBitCast));
   r.Register(OpSchema(op::kCastLike).Since(15).Input("input").TypeOnlyInput("target_type").Output("output")
                  .Attr("saturate", Attribute::Int(1))
                  .Attr("round_mode", Attribute::String("up"))

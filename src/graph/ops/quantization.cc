@@ -7,6 +7,7 @@
 // blocks). DynamicQuantizeLinear computes a per-tensor uint8 scale and zero point from x's range;
 // MatMulInteger multiplies 8-bit matrices, zero points subtracted, into int32. These four are what
 // onnxruntime's dynamic and QDQ quantizers write into the models they produce.
+#include <climits>
 #include <string>
 
 #include "graph/op_schema.h"
@@ -176,6 +177,37 @@ void InferMatMulInteger(InferContext& ctx) {
   ctx.set_output(0, TensorType::Of(DType::kInt32, MatMulDims(ctx, a, b)));
 }
 
+// QLinearMatMul: a, b 8-bit with their scales and zero points; y quantized by y_scale/y_zero_point.
+// Scales are per tensor, or a_scale per row of a and b_scale per column of b (1-D); opset 21 lets
+// the scales be float16/bfloat16 too.
+void InferQLinearMatMul(InferContext& ctx) {
+  const TensorType& a = ctx.input_type(0);
+  const TensorType& b = ctx.input_type(3);
+  auto is_8bit = [](DType t) { return t == DType::kInt8 || t == DType::kUInt8; };
+  const char* names[] = {"a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point"};
+  for (size_t i : {size_t{0}, size_t{3}, size_t{7}})
+    if (!is_8bit(ctx.input_dtype(i)))
+      ctx.Error(names[i], " must be int8 or uint8, got ", DTypeName(ctx.input_dtype(i)),
+                IsFloatDType(ctx.input_dtype(i)) ? "" : " (the float8 types are not supported)");
+  for (size_t i : {size_t{2}, size_t{5}})
+    if (ctx.input_dtype(i) != ctx.input_dtype(i - 2))
+      ctx.Error(names[i], " must have ", names[i - 2], "'s type ", DTypeName(ctx.input_dtype(i - 2)), ", got ",
+                DTypeName(ctx.input_dtype(i)));
+  for (size_t i : {size_t{1}, size_t{4}, size_t{6}}) {
+    if (!IsScaleDType(ctx.input_dtype(i), ctx.opset()))
+      ctx.Error(names[i], " must be float32", ctx.opset() >= 21 ? ", float16 or bfloat16" : "", ", got ",
+                DTypeName(ctx.input_dtype(i)));
+    const TensorType& t = ctx.input_type(i);
+    if (t.has_rank && t.rank() > 1) ctx.Error(names[i], " must be a scalar or a 1-D vector, got ", t.ToString());
+  }
+  const DType y = ctx.input_dtype(7);
+  if (!a.has_rank || !b.has_rank) {
+    ctx.set_output(0, TensorType::UnknownShape(y));
+    return;
+  }
+  ctx.set_output(0, TensorType::Of(y, MatMulDims(ctx, a, b)));
+}
+
 OpSchema DequantizeLinear(int since) {
   return std::move(OpSchema(op::kDequantizeLinear)
                        .Since(since)
@@ -213,6 +245,10 @@ void RegisterQuantizationOps(OpRegistry& r) {
                  .Attr("output_dtype", Attribute::Int(0)).Attr("precision", Attribute::Int(0)));
   r.Register(OpSchema(op::kDynamicQuantizeLinear).Since(11).Input("x").Output("y").Output("y_scale")
                  .Output("y_zero_point").Infer(InferDynamicQuantizeLinear));
+  for (int since : {10, 21})
+    r.Register(OpSchema(op::kQLinearMatMul).Since(since).Until(since == 10 ? 20 : INT_MAX).Input("a")
+                   .Input("a_scale").Input("a_zero_point").Input("b").Input("b_scale").Input("b_zero_point")
+                   .Input("y_scale").Input("y_zero_point").Output("y").Infer(InferQLinearMatMul));
   r.Register(OpSchema(op::kMatMulInteger).Since(10).Input("A").Input("B").OptionalInput("a_zero_point")
                  .OptionalInput("b_zero_point").Output("Y").Infer(InferMatMulInteger));
 }

@@ -45,6 +45,21 @@ void CastKernel(KernelContext& ctx) {
 ONEFLOW_KERNEL(Cast, CastKernel);
 ONEFLOW_KERNEL(CastLike, CastKernel);  // output dtype comes from inference (target_type's dtype)
 
+// BitCast: inference checked the widths; the bytes are copied as they are. A bool output byte
+// other than 0 or 1 would not be a bool, so those are refused.
+void BitCastKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  OF_REQUIRE(x.nbytes() == y.nbytes(), ctx.node_desc(), ": BitCast needs types of one width");
+  if (y.dtype() == DType::kBool) {
+    const uint8_t* b = static_cast<const uint8_t*>(x.raw());
+    for (size_t i = 0; i < x.nbytes(); ++i)
+      OF_REQUIRE(b[i] <= 1, ctx.node_desc(), ": byte ", static_cast<int>(b[i]), " at ", i, " is not a bool (0 or 1)");
+  }
+  if (x.nbytes() != 0) std::memcpy(y.raw(), x.raw(), x.nbytes());
+}
+ONEFLOW_KERNEL(BitCast, BitCastKernel);
+
 void DropoutKernel(KernelContext& ctx) {
   // Training mode with ratio 0 keeps every element, so it is the identity too; any other training
   // run would need random masks, which an inference engine does not produce.

@@ -1,5 +1,6 @@
 // CPU kernels: normalization (Softmax family, BatchNorm, LayerNorm/RMSNorm, Instance/GroupNorm,
 // LpNormalization, MeanVarianceNormalization).
+#include <cstring>
 #include <vector>
 
 #include "graph/infer_util.h"
@@ -210,25 +211,69 @@ void StoreStats(KernelContext& ctx, size_t out_index, const std::vector<double>&
   });
 }
 
-// LayerNormalization (opset 17) and RMSNormalization (opset 23): normalize over axes [axis, rank).
-template <bool kRms>
+// Where a normalization op keeps its inputs and outputs (kNone: it has no such slot).
+constexpr size_t kNone = static_cast<size_t>(-1);
+struct NormSlots {
+  bool rms;           // RMS form: no mean subtracted, no bias
+  bool skip;          // ONNX Runtime's Skip*: X = input 0 + skip (input 1) + bias, normalized over the last axis
+  size_t scale, bias;          // inputs (bias: LayerNorm's B / SkipLayerNorm's beta)
+  size_t skip_bias;            // Skip*: the bias added before normalizing
+  size_t mean_out, inv_out, sum_out;  // outputs
+};
+
+// input 0 (+ skip + bias) as one tensor of the compute type: f32 for f16/bf16 and f32, f64 for f64.
+Tensor SkipSum(KernelContext& ctx, const NormSlots& slots) {
+  const Tensor& in = ctx.input(0);
+  const DType ct = in.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
+  Tensor sum = Tensor::Uninitialized(ct, in.shape());
+  DispatchFloat(ct, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const std::string node = ctx.node_desc();
+    OF_REQUIRE(in.rank() >= 2, node, ": input must have rank >= 2, got ", ShapeToString(in.shape()));
+    const std::vector<T> x = ExpandParam<T>(in, in.shape(), node, "input");
+    const std::vector<T> skip = ExpandParam<T>(ctx.input(1), in.shape(), node, "skip");
+    std::vector<T> bias;
+    if (slots.skip_bias != kNone && ctx.has_input(slots.skip_bias))
+      bias = ExpandParam<T>(ctx.input(slots.skip_bias), in.shape(), node, "bias");
+    T* out = sum.data<T>();
+    for (size_t i = 0; i < x.size(); ++i) out[i] = x[i] + skip[i] + (bias.empty() ? T(0) : bias[i]);
+  });
+  return sum;
+}
+
+// LayerNormalization (opset 17), RMSNormalization (opset 23) and ONNX Runtime's
+// SimplifiedLayerNormalization, SkipLayerNormalization and SkipSimplifiedLayerNormalization:
+// normalize over axes [axis, rank) (the last axis for the Skip forms), times scale, plus bias.
+template <const NormSlots& kSlots>
 void LayerNormKernel(KernelContext& ctx) {
-  const Tensor& x0 = ctx.input(0);
-  const int64_t axis = AxisAttr(ctx, x0.rank());
+  const Tensor sum = kSlots.skip ? SkipSum(ctx, kSlots) : Tensor();
+  const Tensor& x0 = kSlots.skip ? sum : ctx.input(0);
+  const int64_t axis = kSlots.skip ? x0.rank() - 1 : AxisAttr(ctx, x0.rank());
   const AxisView v = ViewAround(x0.shape(), 0, axis);  // v.n = rows, v.inner = normalized size
   const int64_t rows = v.n, n = v.inner;
   const Shape norm_shape(x0.shape().begin() + axis, x0.shape().end());
   const double eps = ctx.attrs().GetFloat("epsilon");
-  const bool want_stats = ctx.has_output(1) || ctx.has_output(2);
+  auto wants = [&](size_t out) { return out != kNone && ctx.has_output(out); };
+  const bool want_stats = wants(kSlots.mean_out) || wants(kSlots.inv_out);
   std::vector<double> means(want_stats ? rows : 0), invs(want_stats ? rows : 0);
+  if (wants(kSlots.sum_out)) {
+    Tensor& out = ctx.output(kSlots.sum_out);
+    if (IsHalfDType(out.dtype())) NarrowFromFloat(sum, out);
+    else std::memcpy(out.raw(), sum.raw(), out.nbytes());
+  }
+  // The Skip forms normalize a sum already widened to f32, so a 16-bit output is staged here.
+  Tensor& y_out = ctx.output(0);
+  const bool stage_y = kSlots.skip && IsHalfDType(y_out.dtype());
+  Tensor y_stage = stage_y ? Tensor::Uninitialized(DType::kFloat32, y_out.shape()) : Tensor();
   if (x0.numel() != 0) {
-    WithFloatStaging(x0, ctx.output(0), [&](const Tensor& x, Tensor& y) {
+    WithFloatStaging(x0, stage_y ? y_stage : y_out, [&](const Tensor& x, Tensor& y) {
       DispatchFloat(x.dtype(), [&](auto tag) {
         using T = typename decltype(tag)::type;
         const std::string node = ctx.node_desc();
-        const std::vector<T> scale = ExpandParam<T>(ctx.input(1), norm_shape, node, "scale");
+        const std::vector<T> scale = ExpandParam<T>(ctx.input(kSlots.scale), norm_shape, node, "scale");
         std::vector<T> bias;
-        if (!kRms && ctx.has_input(2)) bias = ExpandParam<T>(ctx.input(2), norm_shape, node, "bias");
+        if (kSlots.bias != kNone && ctx.has_input(kSlots.bias))
+          bias = ExpandParam<T>(ctx.input(kSlots.bias), norm_shape, node, "bias");
         const T* px = x.data<T>();
         T* py = y.data<T>();
         const T* sc = scale.data();
@@ -237,7 +282,7 @@ void LayerNormKernel(KernelContext& ctx) {
           for (int64_t r = b; r < e; ++r) {
             const T* xr = px + r * n;
             T* yr = py + r * n;
-            const RowStats<T> st = ComputeRowStats<T>(xr, n, static_cast<T>(eps), kRms);
+            const RowStats<T> st = ComputeRowStats<T>(xr, n, static_cast<T>(eps), kSlots.rms);
             const T mean = st.mean, inv = st.inv_std;
             if (bi) for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - mean) * inv * sc[i] + bi[i];
             else for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - mean) * inv * sc[i];
@@ -246,14 +291,23 @@ void LayerNormKernel(KernelContext& ctx) {
         });
       });
     });
+    if (stage_y) NarrowFromFloat(y_stage, y_out);
   }
   if (want_stats) {
-    StoreStats(ctx, 1, means);
-    StoreStats(ctx, 2, invs);
+    if (kSlots.mean_out != kNone) StoreStats(ctx, kSlots.mean_out, means);
+    if (kSlots.inv_out != kNone) StoreStats(ctx, kSlots.inv_out, invs);
   }
 }
-ONEFLOW_KERNEL(LayerNormalization, LayerNormKernel<false>);
-ONEFLOW_KERNEL(RMSNormalization, LayerNormKernel<true>);
+constexpr NormSlots kLayerNormSlots{false, false, 1, 2, kNone, 1, 2, kNone};
+constexpr NormSlots kRmsNormSlots{true, false, 1, kNone, kNone, kNone, kNone, kNone};
+constexpr NormSlots kSimplifiedSlots{true, false, 1, kNone, kNone, kNone, 1, kNone};
+constexpr NormSlots kSkipLayerNormSlots{false, true, 2, 3, 4, 1, 2, 3};
+constexpr NormSlots kSkipSimplifiedSlots{true, true, 2, kNone, 3, 1, 2, 3};
+ONEFLOW_KERNEL(LayerNormalization, LayerNormKernel<kLayerNormSlots>);
+ONEFLOW_KERNEL(RMSNormalization, LayerNormKernel<kRmsNormSlots>);
+ONEFLOW_KERNEL(SimplifiedLayerNormalization, LayerNormKernel<kSimplifiedSlots>);
+ONEFLOW_KERNEL(MsSkipLayerNormalization, LayerNormKernel<kSkipLayerNormSlots>);
+ONEFLOW_KERNEL(MsSkipSimplifiedLayerNormalization, LayerNormKernel<kSkipSimplifiedSlots>);
 
 // ---------------------------------------------------------------------------------------------
 // BatchNormalization: y = x * a[c] + b[c] with a = scale / sqrt(var + eps). Inference mode uses the

@@ -18,8 +18,11 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "base/dtype.h"
+#include "kernels/cpu/matmul_shape.h"
 #include "kernels/kernel.h"
 #include "kernels/cpu/isa_region.h"
 
@@ -235,6 +238,71 @@ void DynamicQuantizeLinearKernel(KernelContext& ctx) {
   ctx.output(2).data<uint8_t>()[0] = zp;
 }
 ONEFLOW_KERNEL(DynamicQuantizeLinear, DynamicQuantizeLinearKernel);
+
+// QLinearMatMul: Y = saturate(round_half_even((A - za)(B - zb) * a_scale * b_scale / y_scale) + zy),
+// the product summed in int32 (exact: |a - za| |b - zb| <= 255^2, so K < 2^15 cannot overflow),
+// numpy batching; a_scale / a_zero_point per tensor or per row of A, b's per tensor or per column.
+void QLinearMatMulKernel(KernelContext& ctx) {
+  const std::string& node = ctx.node_desc();
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(3);
+  const MatMulShape m = AnalyzeMatMul(a.shape(), b.shape());
+  OF_REQUIRE(m.K < (int64_t{1} << 15), node, ": K = ", m.K, " could overflow the int32 sums");
+  auto per = [&](size_t i, int64_t n, const char* what) {
+    const Tensor& t = ctx.input(i);
+    OF_REQUIRE(t.numel() == 1 || (t.rank() == 1 && t.numel() == n), node, ": ", what, " ", ShapeToString(t.shape()),
+               " must be a scalar or have ", n, " entries");
+    std::vector<double> v(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) v[static_cast<size_t>(j)] = t.GetAsDouble(t.numel() == 1 ? 0 : j);
+    return v;
+  };
+  const std::vector<double> sa = per(1, m.M, "a_scale"), za = per(2, m.M, "a_zero_point");
+  const std::vector<double> sb = per(4, m.N, "b_scale"), zb = per(5, m.N, "b_zero_point");
+  const std::vector<double> sy = per(6, 1, "y_scale"), zy = per(7, 1, "y_zero_point");
+  for (const std::vector<double>* s : {&sa, &sb, &sy})
+    for (double v : *s) OF_REQUIRE(v > 0.0 && std::isfinite(v), node, ": scales must be positive and finite, got ", v);
+  // a_scale * b_scale / y_scale, each step rounded to the scales' type as the reference computes it.
+  const DType scale_type = ctx.input(1).dtype();
+  auto in_scale_type = [&](double v) {
+    switch (scale_type) {
+      case DType::kFloat16: return CastToDouble(CastFromDouble<Float16>(v));
+      case DType::kBFloat16: return CastToDouble(CastFromDouble<BFloat16>(v));
+      default: return static_cast<double>(static_cast<float>(v));
+    }
+  };
+  auto ScaleProduct = [&](double a_s, double b_s, double y_s) { return in_scale_type(in_scale_type(a_s * b_s) / y_s); };
+  Tensor& y = ctx.output(0);
+  const bool y_signed = y.dtype() == DType::kInt8;
+  const double lo = y_signed ? -128.0 : 0.0, hi = y_signed ? 127.0 : 255.0;
+  std::vector<int32_t> av(static_cast<size_t>(a.numel())), bv(static_cast<size_t>(b.numel()));
+  for (int64_t i = 0; i < a.numel(); ++i) av[static_cast<size_t>(i)] = static_cast<int32_t>(a.GetAsInt64(i));
+  for (int64_t i = 0; i < b.numel(); ++i) bv[static_cast<size_t>(i)] = static_cast<int32_t>(b.GetAsInt64(i));
+  ctx.pool().ParallelFor(m.BatchCount() * m.M, static_cast<double>(m.N * m.K), [&](int64_t begin, int64_t end) {
+    std::vector<int32_t> acc(static_cast<size_t>(m.N));
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t batch = row / m.M, i = row % m.M;
+      int64_t ao = 0, bo = 0;
+      BatchOffsets(m, batch, ao, bo);
+      std::fill(acc.begin(), acc.end(), 0);
+      const int32_t za_i = static_cast<int32_t>(za[static_cast<size_t>(i)]);
+      for (int64_t k = 0; k < m.K; ++k) {
+        const int32_t x = av[static_cast<size_t>(ao + i * m.K + k)] - za_i;
+        if (x == 0) continue;
+        const int32_t* brow = bv.data() + bo + k * m.N;
+        for (int64_t j = 0; j < m.N; ++j) acc[static_cast<size_t>(j)] += x * (brow[j] - static_cast<int32_t>(zb[static_cast<size_t>(j)]));
+      }
+      for (int64_t j = 0; j < m.N; ++j) {
+        const double mult = ScaleProduct(sa[static_cast<size_t>(i)], sb[static_cast<size_t>(j)], sy[0]);
+        const double v = std::nearbyint(static_cast<double>(acc[static_cast<size_t>(j)]) * mult) + zy[0];
+        const double q = std::min(std::max(v, lo), hi);
+        const int64_t out = row * m.N + j;
+        if (y_signed) y.data<int8_t>()[out] = static_cast<int8_t>(q);
+        else y.data<uint8_t>()[out] = static_cast<uint8_t>(q);
+      }
+    }
+  });
+}
+ONEFLOW_KERNEL(QLinearMatMul, QLinearMatMulKernel);
 
 }  // namespace
 ONEFLOW_CPU_ISA_END

@@ -1,0 +1,128 @@
+// Op family: object detection (NonMaxSuppression, opsets 10 and 11). The selection itself is in
+// NonMaxSuppressionSelect (detection.h), which the kernel (kernels/cpu/detection.cc) calls too.
+#include "graph/ops/detection.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "base/error.h"
+#include "graph/op_schema.h"
+#include "graph/ops/all_ops.h"
+
+namespace oneflow {
+namespace {
+
+struct Box {
+  double x_min, x_max, y_min, y_max;
+  double Area() const { return (x_max - x_min) * (y_max - y_min); }
+};
+
+Box ReadBox(const Tensor& boxes, int64_t offset, int64_t center_point_box) {
+  double v[4];
+  for (int i = 0; i < 4; ++i) v[i] = boxes.GetAsDouble(offset + i);
+  if (center_point_box == 0)
+    return {std::min(v[1], v[3]), std::max(v[1], v[3]), std::min(v[0], v[2]), std::max(v[0], v[2])};
+  return {v[0] - v[2] / 2, v[0] + v[2] / 2, v[1] - v[3] / 2, v[1] + v[3] / 2};
+}
+
+// Whether `a` suppresses `b`: their IoU exceeds the threshold (boxes without area never do).
+bool Suppresses(const Box& a, const Box& b, double iou_threshold) {
+  const double ix = std::min(a.x_max, b.x_max) - std::max(a.x_min, b.x_min);
+  const double iy = std::min(a.y_max, b.y_max) - std::max(a.y_min, b.y_min);
+  if (ix <= 0 || iy <= 0) return false;
+  const double inter = ix * iy;
+  const double area_a = a.Area(), area_b = b.Area();
+  const double uni = area_a + area_b - inter;
+  if (area_a <= 0 || area_b <= 0 || uni <= 0) return false;
+  return inter / uni > iou_threshold;
+}
+
+void InferNonMaxSuppression(InferContext& ctx) {
+  const TensorType& boxes = ctx.input_type(0);
+  const TensorType& scores = ctx.input_type(1);
+  if (boxes.dtype != DType::kFloat32) ctx.Error("boxes must be float32, got ", DTypeName(boxes.dtype));
+  if (scores.dtype != DType::kFloat32) ctx.Error("scores must be float32, got ", DTypeName(scores.dtype));
+  if (ctx.has_input(2) && ctx.input_dtype(2) != DType::kInt64)
+    ctx.Error("max_output_boxes_per_class must be int64, got ", DTypeName(ctx.input_dtype(2)));
+  for (size_t i : {size_t{3}, size_t{4}})
+    if (ctx.has_input(i) && ctx.input_dtype(i) != DType::kFloat32)
+      ctx.Error(i == 3 ? "iou_threshold" : "score_threshold", " must be float32, got ", DTypeName(ctx.input_dtype(i)));
+  if (boxes.has_rank && (boxes.rank() != 3 || (boxes.dims[2].known() && boxes.dims[2].value != 4)))
+    ctx.Error("boxes must be [batch, boxes, 4], got ", boxes.ToString());
+  if (scores.has_rank && scores.rank() != 3) ctx.Error("scores must be [batch, classes, boxes], got ", scores.ToString());
+  const int64_t center = ctx.attrs().GetInt("center_point_box", 0);
+  if (center != 0 && center != 1) ctx.Error("center_point_box must be 0 or 1, got ", center);
+  Dim count = Dim::Unknown();
+  const Tensor* b = ctx.input_value(0);
+  const Tensor* s = ctx.input_value(1);
+  const bool values = b && s && (!ctx.has_input(2) || ctx.input_value(2)) && (!ctx.has_input(3) || ctx.input_value(3)) &&
+                      (!ctx.has_input(4) || ctx.input_value(4));
+  if (values) {
+    auto opt = [&](size_t i) { return ctx.has_input(i) ? ctx.input_value(i) : nullptr; };
+    count = Dim::Known(static_cast<int64_t>(
+        NonMaxSuppressionSelect(*b, *s, opt(2), opt(3), opt(4), center, ctx.node()).size() / 3));
+  }
+  ctx.set_output(0, TensorType::Of(DType::kInt64, {count, Dim::Known(3)}));
+}
+
+}  // namespace
+
+std::vector<int64_t> NonMaxSuppressionSelect(const Tensor& boxes, const Tensor& scores, const Tensor* max_per_class,
+                                             const Tensor* iou_threshold, const Tensor* score_threshold,
+                                             int64_t center_point_box, const std::string& node) {
+  OF_REQUIRE(boxes.rank() == 3 && boxes.dim(2) == 4, node, ": boxes must be [batch, boxes, 4], got ",
+             ShapeToString(boxes.shape()));
+  OF_REQUIRE(scores.rank() == 3 && scores.dim(0) == boxes.dim(0) && scores.dim(2) == boxes.dim(1), node, ": scores ",
+             ShapeToString(scores.shape()), " must be [", boxes.dim(0), ", classes, ", boxes.dim(1), "]");
+  auto scalar = [&](const Tensor* t, const char* what) {
+    OF_REQUIRE(t->numel() == 1, node, ": ", what, " must hold one value, got ", ShapeToString(t->shape()));
+    return t->GetAsDouble(0);
+  };
+  const int64_t limit = max_per_class && max_per_class->numel() != 0
+                            ? std::max<int64_t>(static_cast<int64_t>(scalar(max_per_class, "max_output_boxes_per_class")), 0)
+                            : 0;
+  const double iou = iou_threshold && iou_threshold->numel() != 0 ? scalar(iou_threshold, "iou_threshold") : 0.0;
+  OF_REQUIRE(iou >= 0.0 && iou <= 1.0, node, ": iou_threshold must be in [0, 1], got ", iou);
+  const bool has_score_threshold = score_threshold && score_threshold->numel() != 0;
+  const double min_score = has_score_threshold ? scalar(score_threshold, "score_threshold") : 0.0;
+  const int64_t batches = boxes.dim(0), n = boxes.dim(1), classes = scores.dim(1);
+  std::vector<int64_t> out;
+  std::vector<Box> all(static_cast<size_t>(n));
+  std::vector<int64_t> order;
+  std::vector<int64_t> kept;
+  for (int64_t b = 0; b < batches; ++b) {
+    for (int64_t i = 0; i < n; ++i) all[static_cast<size_t>(i)] = ReadBox(boxes, (b * n + i) * 4, center_point_box);
+    for (int64_t c = 0; c < classes; ++c) {
+      const int64_t score_base = (b * classes + c) * n;
+      order.clear();
+      for (int64_t i = 0; i < n; ++i)
+        if (!has_score_threshold || scores.GetAsDouble(score_base + i) > min_score) order.push_back(i);
+      std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
+        return scores.GetAsDouble(score_base + x) > scores.GetAsDouble(score_base + y);
+      });
+      kept.clear();
+      for (int64_t i : order) {
+        if (static_cast<int64_t>(kept.size()) >= limit) break;
+        bool keep = true;
+        for (int64_t k : kept)
+          if (Suppresses(all[static_cast<size_t>(k)], all[static_cast<size_t>(i)], iou)) {
+            keep = false;
+            break;
+          }
+        if (!keep) continue;
+        kept.push_back(i);
+        out.insert(out.end(), {b, c, i});
+      }
+    }
+  }
+  return out;
+}
+
+void RegisterDetectionOps(OpRegistry& r) {
+  r.Register(OpSchema(op::kNonMaxSuppression).Since(10).Input("boxes").Input("scores")
+                 .OptionalInput("max_output_boxes_per_class").OptionalInput("iou_threshold")
+                 .OptionalInput("score_threshold").Output("selected_indices").Attr("center_point_box", Attribute::Int(0))
+                 .Infer(InferNonMaxSuppression));
+}
+
+}  // namespace oneflow

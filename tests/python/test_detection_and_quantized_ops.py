@@ -1,0 +1,105 @@
+"""NonMaxSuppression, QLinearMatMul, the window functions, BitCast and TensorScatter against
+onnxruntime on inputs larger than the ONNX node tests' (random boxes with many overlaps and ties,
+per-row / per-column quantization, every window flavour), plus their errors. The node tests check
+them against onnx.reference as well. Run with PYTHONPATH holding the binding and ONEFLOW_LIBRARY
+the library."""
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx", reason="the tests build their models with the onnx package")
+ort = pytest.importorskip("onnxruntime", reason="onnxruntime is the reference")
+from onnx import helper, numpy_helper  # noqa: E402
+
+import oneflow  # noqa: E402
+
+rng = np.random.default_rng(1011)
+
+
+def model(op, inputs, opset, stored=(), **attrs):
+    names = [n if a is not None else "" for n, a in inputs]
+    fed = [(n, a) for n, a in inputs if a is not None and n not in stored]
+    inits = [numpy_helper.from_array(a, n) for n, a in inputs if a is not None and n in stored]
+    tt = lambda a: helper.np_dtype_to_tensor_dtype(a.dtype)  # noqa: E731
+    graph = helper.make_graph([helper.make_node(op, names, ["y"], **attrs)], op,
+                              [helper.make_tensor_value_info(n, tt(a), list(a.shape)) for n, a in fed],
+                              [onnx.ValueInfoProto(name="y")], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
+    return m.SerializeToString(), dict(fed)
+
+
+def both(data, feeds):
+    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(["y"], feeds)[0]
+    with oneflow.Session(data) as s:
+        got = np.asarray(s.run(feeds)["y"])
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
+    return got, want
+
+
+@pytest.mark.parametrize("center", [0, 1])
+@pytest.mark.parametrize("score_threshold", [None, 0.3])
+def test_non_max_suppression(center, score_threshold):
+    b, n, c = 2, 60, 3
+    xy = rng.uniform(0, 10, size=(b, n, 2))
+    wh = rng.uniform(0.5, 4, size=(b, n, 2))
+    boxes = (np.concatenate([xy, wh], -1) if center else np.concatenate([xy, xy + wh], -1)).astype(np.float32)
+    scores = rng.choice([0.1, 0.35, 0.5, 0.8, 0.9], size=(b, c, n)).astype(np.float32)  # many ties
+    inputs = [("boxes", boxes), ("scores", scores), ("max", np.array([7], np.int64)),
+              ("iou", np.array([0.4], np.float32)),
+              ("score", None if score_threshold is None else np.array([score_threshold], np.float32))]
+    got, want = both(*model("NonMaxSuppression", inputs, 11, center_point_box=center))
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("atype,ytype", [(np.uint8, np.uint8), (np.int8, np.int8)])  # onnxruntime: y has a's type
+@pytest.mark.parametrize("per_axis", [False, True])
+def test_qlinear_matmul(atype, ytype, per_axis):
+    info_a, info_y = np.iinfo(atype), np.iinfo(ytype)
+    m, k, n = 5, 33, 7
+    a = rng.integers(info_a.min, info_a.max, size=(2, m, k), endpoint=True).astype(atype)
+    b = rng.integers(-128, 127, size=(k, n), endpoint=True).astype(np.int8)
+    a_scale = np.array(0.02, np.float32)
+    b_scale = rng.uniform(0.001, 0.01, size=n).astype(np.float32) if per_axis else np.array(0.004, np.float32)
+    b_zp = np.zeros(n, np.int8) if per_axis else np.array(0, np.int8)
+    inputs = [("a", a), ("a_scale", a_scale), ("a_zero_point", np.array(info_a.min + 100, atype)), ("b", b),
+              ("b_scale", b_scale), ("b_zero_point", b_zp), ("y_scale", np.array(0.05, np.float32)),
+              ("y_zero_point", np.array((info_y.min + info_y.max + 1) // 2, ytype))]
+    got, want = both(*model("QLinearMatMul", inputs, 10, stored=("b", "b_scale", "b_zero_point")))
+    # A rounding tie can land on either side when the float product differs in its last bit.
+    assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
+    assert (got == want).mean() > 0.99
+
+
+@pytest.mark.parametrize("op", ["HannWindow", "HammingWindow", "BlackmanWindow"])
+@pytest.mark.parametrize("periodic", [0, 1])
+@pytest.mark.parametrize("size", [1, 2, 10, 257])
+def test_windows(op, periodic, size):
+    got, want = both(*model(op, [("size", np.array(size, np.int64))], 17, periodic=periodic))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("src,dst", [(np.float32, np.int32), (np.int64, np.float64), (np.uint16, np.float16),
+                                     (np.int8, np.uint8)])
+def test_bitcast(src, dst):
+    x = rng.integers(-100, 100, size=(3, 4)).astype(src)
+    got, want = both(*model("BitCast", [("x", x)], 26, to=helper.np_dtype_to_tensor_dtype(np.dtype(dst))))
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    np.testing.assert_array_equal(got.view(np.uint8), x.view(np.uint8))
+
+
+def test_bitcast_width_mismatch_is_refused():
+    data, _ = model("BitCast", [("x", np.zeros(3, np.float32))], 26, to=onnx.TensorProto.DOUBLE)
+    with pytest.raises(oneflow.OneflowError, match="BitCast needs types of one width"):
+        oneflow.Session(data)
+
+
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_tensor_scatter(mode):
+    past = rng.standard_normal((2, 3, 8, 4)).astype(np.float32)
+    update = rng.standard_normal((2, 3, 3, 4)).astype(np.float32)
+    write = np.array([5, 6] if mode == "circular" else [0, 5], np.int64)
+    got, want = both(*model("TensorScatter", [("past", past), ("update", update), ("write", write)], 24, mode=mode))
+    np.testing.assert_array_equal(got, want)
+    data, feeds = model("TensorScatter", [("past", past), ("update", update), ("write", write)], 24)
+    if mode == "circular":  # linear writes past the end are an error, not a wrap
+        with oneflow.Session(data) as s, pytest.raises(oneflow.OneflowError, match="outside the cache"):
+            s.run(feeds)
