@@ -90,15 +90,18 @@ std::vector<int64_t> NonMaxSuppressionSelect(const Tensor& boxes, const Tensor& 
   std::vector<Box> all(static_cast<size_t>(n));
   std::vector<int64_t> order;
   std::vector<int64_t> kept;
+  std::vector<double> score(static_cast<size_t>(n));
   for (int64_t b = 0; b < batches; ++b) {
     for (int64_t i = 0; i < n; ++i) all[static_cast<size_t>(i)] = ReadBox(boxes, (b * n + i) * 4, center_point_box);
     for (int64_t c = 0; c < classes; ++c) {
       const int64_t score_base = (b * classes + c) * n;
       order.clear();
-      for (int64_t i = 0; i < n; ++i)
-        if (!has_score_threshold || scores.GetAsDouble(score_base + i) > min_score) order.push_back(i);
+      for (int64_t i = 0; i < n; ++i) {
+        score[static_cast<size_t>(i)] = scores.GetAsDouble(score_base + i);
+        if (!has_score_threshold || score[static_cast<size_t>(i)] > min_score) order.push_back(i);
+      }
       std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
-        return scores.GetAsDouble(score_base + x) > scores.GetAsDouble(score_base + y);
+        return score[static_cast<size_t>(x)] > score[static_cast<size_t>(y)];
       });
       kept.clear();
       for (int64_t i : order) {

@@ -1,6 +1,6 @@
 // CPU kernels: ONNX Runtime's contrib FastGelu, BiasGelu and FusedMatMul (graph/ops/contrib.cc).
-// The GELUs add their bias (broadcast, numpy rules) and apply the vectorized fastmath forms that
-// Gelu's rows use; FusedMatMul is MatMul's batching over Sgemm with the transposes folded into the
+// The GELUs add their bias through the broadcast engine (elementwise_util.h) and apply the
+// vectorized fastmath forms that Gelu's rows use; FusedMatMul is MatMul's batching over Sgemm with the transposes folded into the
 // operands.
 #include <cstdint>
 #include <cstring>
@@ -8,6 +8,7 @@
 
 #include "base/dtype.h"
 #include "base/fast_math.h"
+#include "kernels/cpu/elementwise_util.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/matmul_shape.h"
 #include "kernels/cpu/reduce_util.h"
@@ -18,64 +19,25 @@ namespace oneflow {
 ONEFLOW_CPU_ISA_BEGIN
 namespace {
 
-// X + bias, broadcast to the output's shape, in the compute type (f32; f64 for f64).
-template <typename C>
-std::vector<C> BiasedInput(KernelContext& ctx, const Shape& out) {
-  auto expand = [&](const Tensor& t) {
-    std::vector<C> v(static_cast<size_t>(NumElements(out)));
-    const int64_t r = static_cast<int64_t>(out.size());
-    std::vector<int64_t> stride(out.size(), 0);
-    int64_t s = 1;
-    for (int64_t i = r - 1, j = t.rank() - 1; j >= 0; --i, --j) {
-      stride[static_cast<size_t>(i)] = t.dim(j) == 1 ? 0 : s;
-      s *= t.dim(j);
-    }
-    const Tensor f = IsHalfDType(t.dtype()) ? WidenToFloat(t) : t;
-    std::vector<int64_t> idx(out.size(), 0);
-    int64_t off = 0;
-    for (size_t i = 0; i < v.size(); ++i) {
-      v[i] = f.dtype() == DType::kFloat64 ? static_cast<C>(f.data<double>()[off]) : static_cast<C>(f.data<float>()[off]);
-      for (int64_t d = r - 1; d >= 0; --d) {
-        off += stride[static_cast<size_t>(d)];
-        if (++idx[static_cast<size_t>(d)] < out[static_cast<size_t>(d)]) break;
-        off -= stride[static_cast<size_t>(d)] * out[static_cast<size_t>(d)];
-        idx[static_cast<size_t>(d)] = 0;
-      }
-    }
-    return v;
-  };
-  std::vector<C> x = expand(ctx.input(0));
-  if (ctx.num_inputs() > 1 && ctx.has_input(1)) {
-    const std::vector<C> b = expand(ctx.input(1));
-    for (size_t i = 0; i < x.size(); ++i) x[i] += b[i];
-  }
-  return x;
-}
-
 template <bool kTanh>
 void BiasedGeluKernel(KernelContext& ctx) {
-  Tensor& y = ctx.output(0);
-  auto run = [&](auto tag) {
+  Tensor& y0 = ctx.output(0);
+  const bool half = IsHalfDType(y0.dtype());
+  const Tensor x = half ? WidenToFloat(ctx.input(0)) : ctx.input(0);
+  Tensor y = half ? Tensor::Uninitialized(DType::kFloat32, y0.shape()) : y0;
+  DispatchFloat(x.dtype(), [&](auto tag) {
     using C = typename decltype(tag)::type;
-    std::vector<C> x = BiasedInput<C>(ctx, y.shape());
-    ctx.pool().ParallelFor(static_cast<int64_t>(x.size()), 20.0, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) x[i] = kTanh ? fastmath::GeluTanh(x[i]) : fastmath::Gelu(x[i]);
-    });
-    return x;
-  };
-  if (y.dtype() == DType::kFloat64) {
-    const std::vector<double> out = run(TypeTag<double>{});
-    std::copy(out.begin(), out.end(), y.data<double>());
-    return;
-  }
-  const std::vector<float> out = run(TypeTag<float>{});
-  if (y.dtype() == DType::kFloat32) {
-    std::copy(out.begin(), out.end(), y.data<float>());
-    return;
-  }
-  Tensor f = Tensor::Uninitialized(DType::kFloat32, y.shape());
-  std::copy(out.begin(), out.end(), f.data<float>());
-  NarrowFromFloat(f, y);
+    auto gelu = [](C v) { return kTanh ? fastmath::GeluTanh(v) : fastmath::Gelu(v); };
+    C* out = y.data<C>();
+    if (ctx.num_inputs() > 1 && ctx.has_input(1)) {
+      const Tensor b = half ? WidenToFloat(ctx.input(1)) : ctx.input(1);
+      BroadcastBinary(ctx.pool(), x.data<C>(), x.shape(), b.data<C>(), b.shape(), out, y.shape(),
+                      [gelu](C v, C bias) { return gelu(v + bias); }, kMathCost);
+    } else {
+      UnaryMap(ctx.pool(), x.data<C>(), out, x.numel(), gelu, kMathCost);
+    }
+  });
+  if (half) NarrowFromFloat(y, y0);
 }
 ONEFLOW_KERNEL(MsFastGelu, BiasedGeluKernel<true>);
 ONEFLOW_KERNEL(MsBiasGelu, BiasedGeluKernel<false>);
