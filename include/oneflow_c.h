@@ -67,8 +67,9 @@ extern "C" {
 /* The ABI version this header describes: 1 inference; 2 model saving and the native format,
  * training, global-tensor plans; 3 struct sizes passed by the caller (`*_init_sized`, behind the
  * `*_init` macros), CUDA devices and device sessions, the distributed trainer, the inference
- * server. Bumped when declarations are added. */
-#define ONEFLOW_API_VERSION 3
+ * server; 4 the narrow storage dtypes (oneflow_dtype_t 17 to 26). Bumped when declarations or
+ * enum values are added. */
+#define ONEFLOW_API_VERSION 4
 
 /* Marks an exported function with the ABI version that added it. */
 #define ONEFLOW_API_SINCE(abi_version) ONEFLOW_API
@@ -123,7 +124,21 @@ typedef enum oneflow_dtype_t { /* ABI 1 */
   ONEFLOW_DTYPE_F64 = 11,
   ONEFLOW_DTYPE_U32 = 12,
   ONEFLOW_DTYPE_U64 = 13,
-  ONEFLOW_DTYPE_BF16 = 16
+  ONEFLOW_DTYPE_BF16 = 16,
+  /* ABI 4. Narrow storage types: no arithmetic, only casts, (de)quantization and data movement. In
+   * tensors they take ONE BYTE PER ELEMENT, as numpy's ml_dtypes holds them: a 4- or 2-bit integer
+   * is its value in an int8/uint8 byte, a float4e2m1 its code in the low nibble (only ONNX files
+   * pack them). A library older than ABI 4 reports oneflow_dtype_size() == 0 for them. */
+  ONEFLOW_DTYPE_F8E4M3FN = 17,
+  ONEFLOW_DTYPE_F8E4M3FNUZ = 18,
+  ONEFLOW_DTYPE_F8E5M2 = 19,
+  ONEFLOW_DTYPE_F8E5M2FNUZ = 20,
+  ONEFLOW_DTYPE_U4 = 21,
+  ONEFLOW_DTYPE_I4 = 22,
+  ONEFLOW_DTYPE_F4E2M1 = 23,
+  ONEFLOW_DTYPE_F8E8M0 = 24,
+  ONEFLOW_DTYPE_U2 = 25,
+  ONEFLOW_DTYPE_I2 = 26
 } oneflow_dtype_t;
 
 /* Bytes per element; 0 for an unknown dtype. */

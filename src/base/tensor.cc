@@ -1,10 +1,14 @@
 // Tensor and Storage implementation.
 #include "base/tensor.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <new>
+
+#include "base/narrow_types.h"
 
 namespace oneflow {
 
@@ -103,6 +107,7 @@ Tensor Tensor::Clone() const {
 
 double Tensor::GetAsDouble(int64_t i) const {
   OF_ASSERT(i >= 0 && i < numel_);
+  if (IsNarrowDType(dtype_)) return NarrowToDouble(dtype_, static_cast<const uint8_t*>(raw())[i]);
   return DispatchAll(dtype_, [&](auto tag) -> double {
     using T = typename decltype(tag)::type;
     return CastToDouble<T>(data<T>()[i]);
@@ -111,6 +116,10 @@ double Tensor::GetAsDouble(int64_t i) const {
 
 int64_t Tensor::GetAsInt64(int64_t i) const {
   OF_ASSERT(i >= 0 && i < numel_);
+  if (IsNarrowDType(dtype_)) {
+    const double v = NarrowToDouble(dtype_, static_cast<const uint8_t*>(raw())[i]);  // at most 2^127
+    return std::isnan(v) ? 0 : static_cast<int64_t>(std::clamp(v, -9.2e18, 9.2e18));
+  }
   return DispatchAll(dtype_, [&](auto tag) -> int64_t {
     using T = typename decltype(tag)::type;
     if constexpr (kIsHalfType<T>) return static_cast<int64_t>(static_cast<float>(data<T>()[i]));

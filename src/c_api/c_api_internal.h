@@ -103,6 +103,10 @@ struct oneflow_session_s {
 
 static_assert(static_cast<int>(ErrorCode::kInternal) == ONEFLOW_INTERNAL, "error codes must match the ABI");
 static_assert(static_cast<int>(DType::kBFloat16) == ONEFLOW_DTYPE_BF16, "dtypes must match the ABI");
+static_assert(static_cast<int>(DType::kFloat8E4M3FN) == ONEFLOW_DTYPE_F8E4M3FN &&
+                  static_cast<int>(DType::kFloat4E2M1) == ONEFLOW_DTYPE_F4E2M1 &&
+                  static_cast<int>(DType::kInt2) == ONEFLOW_DTYPE_I2,
+              "dtypes must match the ABI");
 
 namespace oneflow::capi {
 

@@ -14,6 +14,7 @@ void OptimizeForDevice(Graph& g, int level, ThreadPool& pool, DeviceType device,
   options.level = level;
   options.channels_last = device == DeviceType::kCpu;
   options.fuse_attention = device == DeviceType::kCuda;
+  options.fuse_qdq = device == DeviceType::kCpu;  // the integer kernels are the CPU's
   options.fuse_elementwise = fuse_elementwise;
   OptimizeGraph(g, options, pool, EvaluateOnCpu);
 }

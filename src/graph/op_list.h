@@ -40,7 +40,7 @@
   P(X, BitwiseAnd, Onnx) P(X, BitwiseNot, Onnx) P(X, BlackmanWindow, Onnx) P(X, BitwiseOr, Onnx) P(X, BitwiseXor, Onnx) \
   P(X, Cast, Onnx) P(X, CastLike, Onnx) P(X, CenterCropPad, Onnx) P(X, Col2Im, Onnx) \
   P(X, Compress, Onnx) P(X, Concat, Onnx) P(X, Constant, Onnx) P(X, ConstantOfShape, Onnx) \
-  P(X, Conv, Onnx) P(X, ConvTranspose, Onnx) P(X, CumProd, Onnx) P(X, CumSum, Onnx) \
+  P(X, CausalConvWithState, Onnx) P(X, Conv, Onnx) P(X, ConvInteger, Onnx) P(X, ConvTranspose, Onnx) P(X, CumProd, Onnx) P(X, CumSum, Onnx) \
   P(X, DepthToSpace, Onnx) P(X, Det, Onnx) P(X, DequantizeLinear, Onnx) P(X, Dropout, Onnx) \
   P(X, DynamicQuantizeLinear, Onnx) P(X, Einsum, Onnx) \
   P(X, Equal, Onnx) P(X, Expand, Onnx) P(X, EyeLike, Onnx) P(X, Flatten, Onnx) P(X, Gather, Onnx) \
@@ -54,17 +54,20 @@
   P(X, MatMul, Onnx) P(X, MatMulInteger, Onnx) P(X, MaxPool, Onnx) P(X, MaxUnpool, Onnx) P(X, Mean, Onnx) \
   P(X, MeanVarianceNormalization, Onnx) P(X, Mod, Onnx) P(X, NegativeLogLikelihoodLoss, Onnx) P(X, NonMaxSuppression, Onnx) \
   P(X, NonZero, Onnx) P(X, Not, Onnx) P(X, OneHot, Onnx) P(X, Or, Onnx) P(X, PRelu, Onnx) \
-  P(X, Pad, Onnx) P(X, QLinearMatMul, Onnx) P(X, QuantizeLinear, Onnx) P(X, RMSNormalization, Onnx) P(X, RNN, Onnx) P(X, Range, Onnx) P(X, ReduceL1, Onnx) \
+  P(X, Pad, Onnx) P(X, QLinearConv, Onnx) P(X, QLinearMatMul, Onnx) P(X, QuantizeLinear, Onnx) P(X, RMSNormalization, Onnx) P(X, RNN, Onnx) P(X, Range, Onnx) P(X, ReduceL1, Onnx) \
   P(X, ReduceL2, Onnx) P(X, ReduceLogSum, Onnx) P(X, ReduceLogSumExp, Onnx) P(X, ReduceMax, Onnx) \
   P(X, ReduceMean, Onnx) P(X, ReduceMin, Onnx) P(X, ReduceProd, Onnx) P(X, ReduceSum, Onnx) \
   P(X, ReduceSumSquare, Onnx) P(X, Reshape, Onnx) P(X, Resize, Onnx) P(X, ReverseSequence, Onnx) P(X, RotaryEmbedding, Onnx) \
   P(X, ScatterElements, Onnx) P(X, ScatterND, Onnx) P(X, Shape, Onnx) P(X, Shrink, Onnx) \
   P(X, Size, Onnx) P(X, Slice, Onnx) P(X, Softmax, Onnx) P(X, SoftmaxCrossEntropyLoss, Onnx) \
-  P(X, SpaceToDepth, Onnx) P(X, Split, Onnx) P(X, Squeeze, Onnx) P(X, Sum, Onnx) P(X, TensorScatter, Onnx) P(X, Tile, Onnx) \
+  P(X, SpaceToDepth, Onnx) P(X, Split, Onnx) P(X, Squeeze, Onnx) P(X, Sum, Onnx) P(X, SwiGLU, Onnx) P(X, TensorScatter, Onnx) P(X, Tile, Onnx) \
   P(X, TopK, Onnx) P(X, Transpose, Onnx) P(X, Trilu, Onnx) P(X, Unique, Onnx) \
   P(X, Unsqueeze, Onnx) P(X, Where, Onnx) P(X, Xor, Onnx) P(X, SimplifiedLayerNormalization, Onnx) \
   P(X, MsBiasGelu, Microsoft) P(X, MsFastGelu, Microsoft) P(X, MsFusedMatMul, Microsoft) \
   P(X, MsSkipLayerNormalization, Microsoft) P(X, MsSkipSimplifiedLayerNormalization, Microsoft) \
+  P(X, MsDynamicQuantizeMatMul, Microsoft) P(X, MsMatMulIntegerToFloat, Microsoft) P(X, MsQLinearAdd, Microsoft) \
+  P(X, MsQLinearMul, Microsoft) P(X, MsQLinearSigmoid, Microsoft) P(X, MsQLinearLeakyRelu, Microsoft) \
+  P(X, MsQLinearConcat, Microsoft) P(X, MsQLinearGlobalAveragePool, Microsoft) \
   P(X, AveragePoolGrad, Oneflow) \
   P(X, BatchNormalizationGrad, Oneflow) P(X, Boxing, Oneflow) P(X, ConvGradBias, Oneflow) \
   P(X, ConvGradData, Oneflow) P(X, ConvGradFilter, Oneflow) P(X, ConvTransposeGradData, Oneflow) \

@@ -6,32 +6,14 @@
 #include "graph/op_schema.h"
 #include "graph/ops/binary_ops.h"
 #include "graph/ops/unary_ops.h"
+#include "passes/pass_util.h"
 #include "passes/passes.h"
 
 namespace oneflow {
 
 namespace {
 
-struct Uses {
-  std::vector<int> consumers;  // per value: number of node inputs reading it
-  std::vector<int> consumer;   // per value: the (last) consuming node
-  std::vector<char> is_output;
-};
-
-Uses CountUses(const Graph& g) {
-  Uses u;
-  u.consumers.assign(g.values.size(), 0);
-  u.consumer.assign(g.values.size(), kNoValue);
-  u.is_output.assign(g.values.size(), 0);
-  for (size_t n = 0; n < g.nodes.size(); ++n)
-    for (int v : g.nodes[n].inputs)
-      if (v != kNoValue) {
-        ++u.consumers[static_cast<size_t>(v)];
-        u.consumer[static_cast<size_t>(v)] = static_cast<int>(n);
-      }
-  for (int v : g.outputs) u.is_output[static_cast<size_t>(v)] = 1;
-  return u;
-}
+using Uses = ValueUses;  // passes/pass_util.h
 
 bool IsOp(const Node& n, const char* op, const char* domain = "") { return n.op_type == op && n.domain == domain; }
 
@@ -295,7 +277,7 @@ int FuseOps(Graph& g) {
                         FuseActivation};
   for (Rule rule : rules) {
     for (;;) {
-      Uses u = CountUses(g);
+      Uses u = CountValueUses(g);
       std::vector<char> removed(g.nodes.size(), 0);
       int changed = 0;
       for (size_t i = 0; i < g.nodes.size(); ++i) {

@@ -48,6 +48,13 @@ int FuseAttention(Graph& g);
 // and re-infers shapes.
 int FuseElementwise(Graph& g);
 
+// QDQ fusion (passes/qdq_fusion.cc): DequantizeLinear -> Conv / MatMul / Add / GlobalAveragePool
+// -> QuantizeLinear groups become QLinearConv, QLinearMatMul, com.microsoft QLinearAdd and
+// QLinearGlobalAveragePool; quantize_dynamic's MatMuls become com.microsoft DynamicQuantizeMatMul.
+// Returns the number of rewrites; the caller re-resolves schemas and
+// re-infers shapes.
+int FuseQdq(Graph& g);
+
 // Layout pass (passes/layout.cc): 2-D f32 convs run NHWC (FusedConv layout "NHWC") with
 // explicit transposes pushed through layout-free ops and cancelled in pairs. Returns the number
 // of rewrites; the caller re-resolves schemas and re-infers shapes after it.

@@ -4,6 +4,7 @@ namespace oneflow {
 
 void OptimizeGraph(Graph& g, const PipelineOptions& options, ThreadPool& pool, const NodeEvaluator& evaluate) {
   if (options.level <= 0) return;
+  if (options.level >= 2 && options.fuse_qdq && FuseQdq(g) > 0) PrepareGraph(g);
   FoldConstants(g, pool, evaluate);
   if (options.level >= 2) {
     if (FuseOps(g) > 0) {

@@ -16,6 +16,9 @@ struct PipelineOptions {
   bool channels_last = true;
   // Level 2: FuseAttention, for a device with a fused attention kernel (CUDA's flash kernel).
   bool fuse_attention = false;
+  // Level 2: FuseQdq, first (before constant folding turns DequantizeLinear of weights into
+  // floats), for a device with the integer kernels it targets (the CPU's).
+  bool fuse_qdq = true;
   // Level 2: FuseElementwise, last, after the layout pass has pushed transposes through single ops.
   bool fuse_elementwise = true;
 };

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "base/file_util.h"
+#include "base/narrow_types.h"
 #include "graph/op_schema.h"
 #include "onnx.pb.h"
 
@@ -75,6 +76,12 @@ void FillTensorHeader(const Tensor& t, const std::string& name, onnx::TensorProt
 
 void FillTensorInline(const Tensor& t, const std::string& name, onnx::TensorProto* tp) {
   FillTensorHeader(t, name, tp);
+  if (NarrowBitWidth(t.dtype()) < 8) {  // ONNX packs the sub-byte types; memory holds a byte each
+    std::string packed(PackedByteCount(t.dtype(), t.numel()), '\0');
+    PackSubByte(t.dtype(), static_cast<const uint8_t*>(t.raw()), t.numel(), reinterpret_cast<uint8_t*>(packed.data()));
+    tp->set_raw_data(std::move(packed));
+    return;
+  }
   tp->set_raw_data(t.raw(), t.nbytes());
 }
 
@@ -150,8 +157,10 @@ void PlaceExternal(const Graph& g, const OnnxExportOptions& options, TensorPlan&
   if (!use) return;
   uint64_t end = 0;
   for (size_t i = 0; i < plan.initializers.size(); ++i) {
-    uint64_t bytes = g.values[static_cast<size_t>(plan.initializers[i])].constant.nbytes();
-    if (bytes < options.min_external_tensor_bytes) continue;
+    const Tensor& t = g.values[static_cast<size_t>(plan.initializers[i])].constant;
+    uint64_t bytes = t.nbytes();
+    // Sub-byte tensors stay inline, packed (FillTensorInline): the data file holds memory's bytes.
+    if (bytes < options.min_external_tensor_bytes || NarrowBitWidth(t.dtype()) < 8) continue;
     end = (end + kExternalAlignment - 1) / kExternalAlignment * kExternalAlignment;
     plan.external[i] = true;
     plan.offset[i] = end;

@@ -1,6 +1,7 @@
 // ONNX import. Protobuf classes come from the installed onnx package's onnx.proto, generated at
 // build time (see CMakeLists.txt); nothing generated is committed.
 #include "serialize/onnx_import.h"
+
 #include "serialize/onnx_legacy.h"
 
 #include <climits>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <set>
 
+#include "base/narrow_types.h"
 #include "graph/op_schema.h"
 #include "onnx.pb.h"
 
@@ -116,6 +118,30 @@ int TypedFieldSize(const onnx::TensorProto& tp, DType dtype) {
   }
 }
 
+// int4/uint4/int2/uint2/float4e2m1: ONNX packs two 4-bit or four 2-bit elements per byte (first
+// element in the low bits), in raw_data, external data, or int32_data (one packed byte per entry);
+// in memory each element takes a byte (base/narrow_types.h).
+Tensor SubByteTensorFromProto(const onnx::TensorProto& tp, const ImportContext& ctx, DType dtype, const Shape& shape) {
+  const std::string& name = tp.name();
+  const int64_t numel = NumElements(shape);
+  const size_t packed_bytes = PackedByteCount(dtype, numel);
+  std::string packed;
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
+    packed = ReadExternalData(ctx, tp, packed_bytes);
+  } else if (tp.has_raw_data()) {
+    packed = tp.raw_data();
+  } else {
+    packed.resize(static_cast<size_t>(tp.int32_data_size()));
+    for (int i = 0; i < tp.int32_data_size(); ++i) packed[static_cast<size_t>(i)] = static_cast<char>(tp.int32_data(i));
+  }
+  OF_CHECK(packed.size() == packed_bytes, kInvalidModel, "tensor '", name, "' has ", packed.size(), " bytes of packed ",
+           DTypeName(dtype), " data; shape ", ShapeToString(shape), " needs ", packed_bytes, " (",
+           8 / NarrowBitWidth(dtype), " elements per byte)");
+  Tensor t = Tensor::Uninitialized(dtype, shape);
+  UnpackSubByte(dtype, reinterpret_cast<const uint8_t*>(packed.data()), numel, static_cast<uint8_t*>(t.raw()));
+  return t;
+}
+
 }  // namespace
 
 Tensor TensorFromProto(const onnx::TensorProto& tp, const ImportContext& ctx) {
@@ -136,6 +162,7 @@ Tensor TensorFromProto(const onnx::TensorProto& tp, const ImportContext& ctx) {
   OF_CHECK(elem == 0 || static_cast<uint64_t>(numel) <= SIZE_MAX / elem, kInvalidModel, "tensor '", name,
            "' has shape ", ShapeToString(shape), ", which is too large");
   const size_t nbytes = static_cast<size_t>(numel) * elem;
+  if (NarrowBitWidth(dtype) < 8) return SubByteTensorFromProto(tp, ctx, dtype, shape);
   if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string bytes = ReadExternalData(ctx, tp, nbytes);
     OF_CHECK(bytes.size() == nbytes, kInvalidModel, "external data of tensor '", name, "' has ", bytes.size(),
@@ -171,6 +198,16 @@ Tensor TensorFromProto(const onnx::TensorProto& tp, const ImportContext& ctx) {
     case DType::kUInt16: CopyTypedField<uint16_t>(tp.int32_data(), t, name); break;
     case DType::kUInt8: CopyTypedField<uint8_t>(tp.int32_data(), t, name); break;
     case DType::kBool: CopyTypedField<bool>(tp.int32_data(), t, name); break;
+    case DType::kFloat8E4M3FN:
+    case DType::kFloat8E4M3FNUZ:
+    case DType::kFloat8E5M2:
+    case DType::kFloat8E5M2FNUZ:
+    case DType::kFloat8E8M0: {
+      // 8-bit floats: one bit pattern per int32_data entry.
+      uint8_t* dst = static_cast<uint8_t*>(t.raw());
+      for (int i = 0; i < tp.int32_data_size(); ++i) dst[i] = static_cast<uint8_t>(tp.int32_data(i));
+      break;
+    }
     case DType::kFloat16:
     case DType::kBFloat16: {
       // 16-bit floats are stored as their bit patterns in int32_data.

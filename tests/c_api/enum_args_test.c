@@ -20,8 +20,8 @@ static const char* g_dir = ".";
 static const int32_t kBad[] = {7, -1, 42};
 #define NUM_BAD (sizeof kBad / sizeof kBad[0])
 /* Not oneflow_dtype_t values (7 is I64): far past the end, negative, the gap at 8 (ONNX's string),
- * just past BF16 (16). */
-static const int32_t kBadDType[] = {42, -1, 8, 17};
+ * the gap at 14 (ONNX's complex64), just past I2 (26, the last narrow type). */
+static const int32_t kBadDType[] = {42, -1, 8, 14, 27};
 #define NUM_BAD_DTYPE (sizeof kBadDType / sizeof kBadDType[0])
 /* Not oneflow_code_t values (7 is RUNTIME): far past the end, negative, just past INTERNAL (8). */
 static const int32_t kBadCode[] = {42, -1, 9};
@@ -71,6 +71,12 @@ static void test_queries(void) {
   EXPECT(oneflow_dtype_size(ONEFLOW_DTYPE_UNDEFINED) == 0, "oneflow_dtype_size(UNDEFINED)");
   EXPECT(oneflow_dtype_size(ONEFLOW_DTYPE_I64) == 8 && oneflow_dtype_size(ONEFLOW_DTYPE_BF16) == 2,
          "oneflow_dtype_size(I64 / BF16)");
+  /* The narrow storage types: one byte per element, sub-byte ones included (ABI 4). */
+  EXPECT(oneflow_dtype_size(ONEFLOW_DTYPE_F8E4M3FN) == 1 && oneflow_dtype_size(ONEFLOW_DTYPE_I4) == 1 &&
+             oneflow_dtype_size(ONEFLOW_DTYPE_I2) == 1,
+         "oneflow_dtype_size(F8E4M3FN / I4 / I2)");
+  EXPECT(strcmp(oneflow_dtype_name(ONEFLOW_DTYPE_F4E2M1), "float4e2m1") == 0, "oneflow_dtype_name(F4E2M1) = %s",
+         oneflow_dtype_name(ONEFLOW_DTYPE_F4E2M1));
   EXPECT(strcmp(oneflow_code_name(ONEFLOW_INTERNAL), "INTERNAL") == 0, "oneflow_code_name(INTERNAL)");
 }
 

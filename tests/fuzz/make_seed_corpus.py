@@ -6,6 +6,7 @@ import base64
 import os
 import sys
 
+import ml_dtypes
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
@@ -142,6 +143,44 @@ def main(out):
                 ("x", np.linspace(-2, 2, 8, dtype=np.float32).reshape(1, 2, 4)), ("s", np.ones((2, 4), np.float32)),
                 ("g", np.ones(4, np.float32)), ("b", np.zeros(4, np.float32)), ("bias", np.full(4, 0.1, np.float32)),
                 ("w", np.eye(4, dtype=np.float32))]],
+            extra_imports=[helper.make_opsetid("com.microsoft", 1)]),
+        # Narrow types: packed int4 and uint2 initializers (odd counts: half-used last bytes), float8
+        # casts, a blocked int4 DequantizeLinear and a float4 QuantizeLinear, folded at load.
+        "narrow_types_folded": model(
+            [helper.make_node("DequantizeLinear", ["w4", "s4"], ["d4"], axis=0, block_size=2),
+             helper.make_node("Cast", ["d4"], ["f8"], to=TensorProto.FLOAT8E4M3FN, saturate=0),
+             helper.make_node("Cast", ["f8"], ["back"], to=TensorProto.FLOAT),
+             helper.make_node("QuantizeLinear", ["back", "sq", "zq"], ["q4"]),
+             helper.make_node("Cast", ["q4"], ["y"], to=TensorProto.FLOAT),
+             helper.make_node("Cast", ["w2"], ["y2"], to=TensorProto.FLOAT8E8M0, round_mode="nearest")],
+            [], [vi("y", f, None), vi("y2", TensorProto.FLOAT8E8M0, None)],
+            [numpy_helper.from_array(np.array([-8, 7, 3, -1, 0], ml_dtypes.int4).reshape(5, 1), "w4"),
+             numpy_helper.from_array(np.array([[0.5], [2.0], [0.25]], np.float32), "s4"),
+             numpy_helper.from_array(np.array(0.75, np.float32), "sq"),
+             numpy_helper.from_array(np.array(0.0, ml_dtypes.float4_e2m1fn), "zq"),
+             numpy_helper.from_array(np.array([0, 1, 2, 3, 1, 2, 3], ml_dtypes.uint2), "w2")], opset=25),
+        # Quantized convolution and ONNX Runtime's quantized ops on constants (folded at load), and
+        # a QDQ group the QDQ pass turns into QLinearConv.
+        "quantized_ops_folded": model(
+            [helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["c"], pads=[1, 0, 0, 1],
+                              strides=[2, 1], group=2),
+             helper.make_node("QLinearAdd", ["c", "ys", "yz", "c", "ys", "yz", "ys", "yz"], ["a"], domain="com.microsoft"),
+             helper.make_node("QLinearGlobalAveragePool", ["a", "ys", "yz", "ys", "yz"], ["p"], domain="com.microsoft"),
+             helper.make_node("DequantizeLinear", ["p", "ys", "yz"], ["y"]),
+             helper.make_node("DynamicQuantizeMatMul", ["m", "w8", "ws8"], ["y2"], domain="com.microsoft"),
+             helper.make_node("DequantizeLinear", ["x", "xs", "xz"], ["dx"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["dw"], axis=0),
+             helper.make_node("Conv", ["dx", "dw"], ["cf"], group=2),
+             helper.make_node("QuantizeLinear", ["cf", "ys", "yz"], ["y3"])],
+            [vi("m", f, [2, 3])], [vi("y", f, None), vi("y2", f, None), vi("y3", TensorProto.UINT8, None)],
+            [numpy_helper.from_array(a, n) for n, a in [
+                ("x", np.arange(1 * 4 * 3 * 3, dtype=np.uint8).reshape(1, 4, 3, 3) * 7),
+                ("xs", np.array(0.1, np.float32)), ("xz", np.array(128, np.uint8)),
+                ("w", np.array([-3, 1, 7, -128, 127, 0, 5, -5] * 4, np.int8).reshape(4, 2, 2, 2)),
+                ("ws", np.array([0.01, 0.02, 0.03, 0.04], np.float32)), ("wz", np.zeros(4, np.int8)),
+                ("ys", np.array(0.2, np.float32)), ("yz", np.array(10, np.uint8)),
+                ("b", np.array([100, -100, 5, 0], np.int32)),
+                ("w8", np.array([[1, -2], [3, 4], [-128, 127]], np.int8)), ("ws8", np.array(0.05, np.float32))]],
             extra_imports=[helper.make_opsetid("com.microsoft", 1)]),
     }
     for name, m in seeds.items():

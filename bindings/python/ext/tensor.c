@@ -25,8 +25,12 @@ PyObject* ofpy_tensor_to_numpy(ofpy_TensorObject* self) {
   oneflow_dtype_t dtype = OF(oneflow_tensor_dtype)(self->handle);
   int typenum = ofpy_numpy_type(dtype);
   if (typenum < 0) {
-    PyErr_Format(PyExc_TypeError, "numpy has no %s dtype: use Session.run_tensors() and DLPack (e.g. torch.from_dlpack)",
-                 OF(oneflow_dtype_name)(dtype));
+    if (dtype >= ONEFLOW_DTYPE_F8E4M3FN) /* the narrow storage types: DLPack has no agreed layout for them either */
+      PyErr_Format(PyExc_TypeError, "numpy has no %s dtype: Cast the value to float32 (or int8) in the model to read it",
+                   OF(oneflow_dtype_name)(dtype));
+    else
+      PyErr_Format(PyExc_TypeError, "numpy has no %s dtype: use Session.run_tensors() and DLPack (e.g. torch.from_dlpack)",
+                   OF(oneflow_dtype_name)(dtype));
     return NULL;
   }
   size_t rank = OF(oneflow_tensor_rank)(self->handle);

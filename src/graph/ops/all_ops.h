@@ -22,6 +22,8 @@ void RegisterAttentionOps(OpRegistry& r);      // ops/attention.cc: Attention (2
 void RegisterSignalOps(OpRegistry& r);         // ops/signal.cc: Hann/Hamming/BlackmanWindow
 void RegisterDetectionOps(OpRegistry& r);      // ops/detection.cc: NonMaxSuppression
 void RegisterContribOps(OpRegistry& r);        // ops/contrib.cc: ONNX Runtime's FastGelu, SkipLayerNormalization, ...
+void RegisterContribQuantizationOps(OpRegistry& r);  // ops/contrib_quantization.cc: QLinearAdd, DynamicQuantizeMatMul, ...
+void RegisterLlmBlockOps(OpRegistry& r);       // ops/llm_blocks.cc: SwiGLU, CausalConvWithState
 void AttachSbpRules(OpRegistry& r);            // ops/sbp_rules.cc: SBP signatures of the families above
 
 inline void RegisterAllOps(OpRegistry& r) {
@@ -42,6 +44,8 @@ inline void RegisterAllOps(OpRegistry& r) {
   RegisterSignalOps(r);
   RegisterDetectionOps(r);
   RegisterContribOps(r);
+  RegisterContribQuantizationOps(r);
+  RegisterLlmBlockOps(r);
   AttachSbpRules(r);
 }
 

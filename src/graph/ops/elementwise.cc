@@ -55,12 +55,16 @@ DType CastTarget(const InferContext& ctx, int64_t code) {
   OF_CHECK(code >= INT32_MIN && code <= INT32_MAX && IsKnownDType(static_cast<int32_t>(code)) &&
                code != static_cast<int64_t>(DType::kString),
            kUnsupported, ctx.node(), ": cast to element type ", code,
-           " is not supported (string, float8 and 4-bit types are not implemented)");
+           " is not supported (string and float6 types are not implemented)");
+  const std::string& round_mode = ctx.attrs().GetString("round_mode", "up");
+  if (round_mode != "up" && round_mode != "down" && round_mode != "nearest")
+    ctx.Error("round_mode must be \"up\", \"down\" or \"nearest\", got \"", round_mode, "\"");
   return static_cast<DType>(code);
 }
 
 void InferCast(InferContext& ctx) {
   TensorType t = ctx.input_type(0);
+  if (t.dtype == DType::kString) Fail(ErrorCode::kUnsupported, ctx.node(), ": casts from string are not supported");
   t.dtype = CastTarget(ctx, ctx.attrs().GetInt("to"));
   ctx.set_output(0, t);
 }

@@ -12,26 +12,48 @@
 
 #include "graph/op_schema.h"
 #include "graph/ops/all_ops.h"
+#include "graph/ops/conv_shape.h"
 #include "graph/ops/nn_infer.h"
 
 namespace oneflow {
 namespace {
 
-// The integer types a quantized tensor may have at `opset` (int32 only on DequantizeLinear's side).
+// The types a quantized tensor may have at `opset` (int32 only on DequantizeLinear's side): 8-bit
+// integers from 10, the float8 types from 19, 16- and 4-bit integers from 21, float4e2m1 from 23,
+// 2-bit integers from 25.
 bool IsQuantizedDType(DType t, int opset) {
   switch (t) {
     case DType::kInt8:
     case DType::kUInt8:
       return true;
+    case DType::kFloat8E4M3FN:
+    case DType::kFloat8E4M3FNUZ:
+    case DType::kFloat8E5M2:
+    case DType::kFloat8E5M2FNUZ:
+      return opset >= 19;
     case DType::kInt16:
     case DType::kUInt16:
+    case DType::kInt4:
+    case DType::kUInt4:
       return opset >= 21;
+    case DType::kFloat4E2M1:
+      return opset >= 23;
+    case DType::kInt2:
+    case DType::kUInt2:
+      return opset >= 25;
     default:
       return false;
   }
 }
 
-const char* QuantizedTypesAt(int opset) { return opset >= 21 ? "int8, uint8, int16, uint16" : "int8, uint8"; }
+std::string QuantizedTypesAt(int opset) {
+  std::string s = "int8, uint8";
+  if (opset >= 19) s += ", float8e4m3fn, float8e4m3fnuz, float8e5m2, float8e5m2fnuz";
+  if (opset >= 21) s += ", int16, uint16, int4, uint4";
+  if (opset >= 23) s += ", float4e2m1";
+  if (opset >= 25) s += ", int2, uint2";
+  return s;
+}
 
 bool IsScaleDType(DType t, int opset) {
   return t == DType::kFloat32 || (opset >= 19 && (t == DType::kFloat16 || t == DType::kBFloat16));
@@ -75,7 +97,10 @@ void CheckScaleShape(InferContext& ctx, const TensorType& x, int scale_index, co
   const size_t zp_index = static_cast<size_t>(scale_index) + 1;
   if (ctx.has_input(zp_index)) {
     const TensorType& zp = ctx.input_type(zp_index);
-    if (zp.has_rank && zp.rank() != scale.rank())
+    auto single = [](const TensorType& t) {  // a scalar or [1]: both mean per tensor
+      return t.has_rank && (t.rank() == 0 || (t.rank() == 1 && t.dims[0].known() && t.dims[0].value == 1));
+    };
+    if (zp.has_rank && zp.rank() != scale.rank() && !(single(zp) && single(scale)))
       ctx.Error(zero_point_name, " ", zp.ToString(), " must have ", scale_name, "'s shape ", scale.ToString());
   }
 }
@@ -86,17 +111,25 @@ void InferDequantizeLinear(InferContext& ctx) {
   const int opset = ctx.opset();
   if (!IsQuantizedDType(x.dtype, opset) && x.dtype != DType::kInt32)
     ctx.Error("DequantizeLinear-", opset, " takes x of ", QuantizedTypesAt(opset), ", int32, got ", DTypeName(x.dtype));
-  if (!IsScaleDType(scale.dtype, opset))
+  if (!IsScaleDType(scale.dtype, opset) && !(opset >= 23 && scale.dtype == DType::kFloat8E8M0))
     ctx.Error("DequantizeLinear-", opset, " takes x_scale of float32", opset >= 19 ? ", float16, bfloat16" : "",
-              ", got ", DTypeName(scale.dtype));
+              opset >= 23 ? ", float8e8m0" : "", ", got ", DTypeName(scale.dtype));
   if (ctx.has_input(2) && ctx.input_type(2).dtype != x.dtype)
     ctx.Error("x_zero_point must have x's type ", DTypeName(x.dtype), ", got ", DTypeName(ctx.input_type(2).dtype));
+  // A float8e8m0 scale (microscaling, opset 23+) needs output_dtype to name the float output;
+  // any other scale's type is the output's.
   const int64_t output_dtype = ctx.attrs().GetInt("output_dtype", 0);
-  if (output_dtype != 0 && output_dtype != static_cast<int64_t>(scale.dtype))
+  DType y = scale.dtype;
+  if (scale.dtype == DType::kFloat8E8M0) {
+    y = static_cast<DType>(output_dtype);
+    if (!IsScaleDType(y, opset))
+      ctx.Error("a float8e8m0 x_scale needs output_dtype float32, float16 or bfloat16, got ", output_dtype);
+  } else if (output_dtype != 0 && output_dtype != static_cast<int64_t>(scale.dtype)) {
     ctx.Error("output_dtype ", output_dtype, " differs from x_scale's type ", DTypeName(scale.dtype),
-              " (only a float8e8m0 scale may differ, and that type is not supported)");
+              " (only a float8e8m0 scale may differ)");
+  }
   CheckScaleShape(ctx, x, 1, "x_scale", "x_zero_point");
-  ctx.set_output(0, x.has_rank ? TensorType::Of(scale.dtype, x.dims) : TensorType::UnknownShape(scale.dtype));
+  ctx.set_output(0, x.has_rank ? TensorType::Of(y, x.dims) : TensorType::UnknownShape(y));
 }
 
 // The output type: the zero point's when given, else output_dtype (opset 21+), else uint8.
@@ -107,14 +140,12 @@ DType QuantizeOutputType(InferContext& ctx) {
   if (output_dtype != 0) {
     y = static_cast<DType>(output_dtype);
     if (!IsQuantizedDType(y, opset))
-      ctx.Error("output_dtype ", output_dtype, " is not one of ", QuantizedTypesAt(opset),
-                " (int4, uint4 and the float8 types are not supported)");
+      ctx.Error("output_dtype ", output_dtype, " is not one of ", QuantizedTypesAt(opset), " at opset ", opset);
   }
   if (ctx.has_input(2)) {
     const DType zp = ctx.input_type(2).dtype;
     if (!IsQuantizedDType(zp, opset))
-      ctx.Error("QuantizeLinear-", opset, " takes y_zero_point of ", QuantizedTypesAt(opset), ", got ", DTypeName(zp),
-                zp == DType::kUndefined ? "" : " (int4, uint4 and the float8 types are not supported)");
+      ctx.Error("QuantizeLinear-", opset, " takes y_zero_point of ", QuantizedTypesAt(opset), ", got ", DTypeName(zp));
     if (output_dtype != 0 && zp != y)
       ctx.Error("output_dtype ", DTypeName(y), " differs from y_zero_point's type ", DTypeName(zp));
     y = zp;
@@ -208,6 +239,61 @@ void InferQLinearMatMul(InferContext& ctx) {
   ctx.set_output(0, TensorType::Of(y, MatMulDims(ctx, a, b)));
 }
 
+int64_t DimValue(const Dim& d) { return d.known() ? d.value : -1; }
+
+// ConvInteger (X at 0, W at 1) and QLinearConv (X at 0, W at 3): Conv's geometry on 8-bit X and
+// W, the output int32 (ConvInteger) or y_zero_point's type (QLinearConv).
+void InferQuantizedConv(InferContext& ctx, size_t w_index, DType y) {
+  const TensorType& x = ctx.input_type(0);
+  const TensorType& w = ctx.input_type(w_index);
+  auto is_8bit = [](DType t) { return t == DType::kInt8 || t == DType::kUInt8; };
+  if (!is_8bit(x.dtype)) ctx.Error("x must be int8 or uint8, got ", DTypeName(x.dtype));
+  if (!is_8bit(w.dtype)) ctx.Error("w must be int8 or uint8, got ", DTypeName(w.dtype));
+  if (!x.has_rank || !w.has_rank) return ctx.set_output(0, TensorType::UnknownShape(y));
+  if (x.rank() < 3 || x.rank() > 5 || x.rank() != w.rank())
+    ctx.Error("x ", x.ToString(), " and w ", w.ToString(), " must be [N, C, spatial...] and [M, C/group, kernel...] ",
+              "with 1 to 3 spatial dims");
+  std::vector<int64_t> in, wk;
+  for (size_t i = 2; i < x.dims.size(); ++i) {
+    in.push_back(DimValue(x.dims[i]));
+    wk.push_back(DimValue(w.dims[i]));
+  }
+  const ConvGeometry g = ResolveConvGeometry(ctx.attrs(), in, wk, ctx.node());
+  const int64_t c = DimValue(x.dims[1]), m = DimValue(w.dims[0]), wc = DimValue(w.dims[1]);
+  if (c >= 0 && wc >= 0 && c != wc * g.group)
+    ctx.Error("x has ", c, " channels but w ", w.ToString(), " with group ", g.group, " expects ", wc * g.group);
+  if (m >= 0 && m % g.group != 0) ctx.Error("output channels ", m, " are not divisible by group ", g.group);
+  std::vector<Dim> out = {x.dims[0], w.dims[0]};
+  for (int64_t o : g.out) out.push_back(o >= 0 ? Dim::Known(o) : Dim::Unknown());
+  ctx.set_output(0, TensorType::Of(y, out));
+}
+
+void InferConvInteger(InferContext& ctx) {
+  for (size_t i : {size_t{2}, size_t{3}})
+    if (ctx.has_input(i) && ctx.input_dtype(i) != ctx.input_dtype(i - 2))
+      ctx.Error(i == 2 ? "x_zero_point" : "w_zero_point", " must have ", i == 2 ? "x" : "w", "'s type");
+  InferQuantizedConv(ctx, 1, DType::kInt32);
+}
+
+// QLinearConv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B?):
+// scales float32 (w_scale per tensor or per output channel), B int32 per output channel.
+void InferQLinearConv(InferContext& ctx) {
+  for (size_t i : {size_t{1}, size_t{4}, size_t{6}})
+    if (ctx.input_dtype(i) != DType::kFloat32) ctx.Error("input ", i, " (a scale) must be float32, got ", DTypeName(ctx.input_dtype(i)));
+  if (ctx.input_dtype(2) != ctx.input_dtype(0)) ctx.Error("x_zero_point must have x's type");
+  if (ctx.input_dtype(5) != ctx.input_dtype(3)) ctx.Error("w_zero_point must have w's type");
+  const DType y = ctx.input_dtype(7);
+  if (y != DType::kInt8 && y != DType::kUInt8) ctx.Error("y_zero_point must be int8 or uint8, got ", DTypeName(y));
+  if (ctx.has_input(8) && ctx.input_dtype(8) != DType::kInt32) ctx.Error("B must be int32, got ", DTypeName(ctx.input_dtype(8)));
+  InferQuantizedConv(ctx, 3, y);
+}
+
+OpSchema QuantizedConv(OpId op, InferFn infer) {
+  return std::move(OpSchema(op).Since(10).Attr("auto_pad", Attribute::String("NOTSET")).OptionalAttr("dilations", AttrKind::kInts)
+                       .Attr("group", Attribute::Int(1)).OptionalAttr("kernel_shape", AttrKind::kInts)
+                       .OptionalAttr("pads", AttrKind::kInts).OptionalAttr("strides", AttrKind::kInts).Infer(std::move(infer)));
+}
+
 OpSchema DequantizeLinear(int since) {
   return std::move(OpSchema(op::kDequantizeLinear)
                        .Since(since)
@@ -236,7 +322,7 @@ void RegisterQuantizationOps(OpRegistry& r) {
   r.Register(DequantizeLinear(10).Until(20));
   r.Register(DequantizeLinear(21).Until(22).Attr("block_size", Attribute::Int(0)));
   r.Register(DequantizeLinear(23).Attr("block_size", Attribute::Int(0)).Attr("output_dtype", Attribute::Int(0)));
-  // saturate matters only for the float8 outputs (not supported): integer outputs always saturate.
+  // saturate matters only for the float8 outputs: integer outputs always saturate.
   r.Register(QuantizeLinear(10).Until(18));
   r.Register(QuantizeLinear(19).Until(20).Attr("saturate", Attribute::Int(1)));
   r.Register(QuantizeLinear(21).Until(22).Attr("saturate", Attribute::Int(1)).Attr("block_size", Attribute::Int(0))
@@ -249,6 +335,11 @@ void RegisterQuantizationOps(OpRegistry& r) {
     r.Register(OpSchema(op::kQLinearMatMul).Since(since).Until(since == 10 ? 20 : INT_MAX).Input("a")
                    .Input("a_scale").Input("a_zero_point").Input("b").Input("b_scale").Input("b_zero_point")
                    .Input("y_scale").Input("y_zero_point").Output("y").Infer(InferQLinearMatMul));
+  r.Register(QuantizedConv(OpId::kConvInteger, InferConvInteger).Input("x").Input("w").OptionalInput("x_zero_point")
+                 .OptionalInput("w_zero_point").Output("y"));
+  r.Register(QuantizedConv(OpId::kQLinearConv, InferQLinearConv).Input("x").Input("x_scale").Input("x_zero_point")
+                 .Input("w").Input("w_scale").Input("w_zero_point").Input("y_scale").Input("y_zero_point")
+                 .OptionalInput("B").Output("y"));
   r.Register(OpSchema(op::kMatMulInteger).Since(10).Input("A").Input("B").OptionalInput("a_zero_point")
                  .OptionalInput("b_zero_point").Output("Y").Infer(InferMatMulInteger));
 }

@@ -1,7 +1,10 @@
 // CPU kernels: Cast, CastLike, Identity (a view) and inference-mode Dropout.
 #include <cstring>
 #include <limits>
+#include <string>
+#include <type_traits>
 
+#include "base/narrow_types.h"
 #include "kernels/cpu/elementwise_util.h"
 #include "kernels/kernel.h"
 #include "kernels/cpu/isa_region.h"
@@ -32,7 +35,15 @@ D ConvertValue(S s) {
 void CheckCastable(const KernelContext& ctx, DType t) {
   OF_CHECK(IsKnownDType(static_cast<int32_t>(t)) && t != DType::kString && t != DType::kUndefined, kUnsupported,
            ctx.node_desc(), ": cast to/from dtype code ", static_cast<int>(t),
-           " is not supported (string, float8 and 4-bit types are not implemented)");
+           " is not supported (string and float6 types are not implemented)");
+}
+
+NarrowCastOptions CastOptions(const KernelContext& ctx) {
+  NarrowCastOptions o;
+  o.saturate = ctx.attrs().GetInt("saturate", 1) != 0;
+  const std::string& mode = ctx.attrs().GetString("round_mode", "up");  // inference checked the spelling
+  o.e8m0_rounding = mode == "down" ? E8M0Rounding::kDown : mode == "nearest" ? E8M0Rounding::kNearest : E8M0Rounding::kUp;
+  return o;
 }
 
 void CastKernel(KernelContext& ctx) {
@@ -40,7 +51,7 @@ void CastKernel(KernelContext& ctx) {
   Tensor& y = ctx.output(0);
   CheckCastable(ctx, x.dtype());
   CheckCastable(ctx, y.dtype());
-  CastInto(ctx.pool(), x, y);
+  CastInto(ctx.pool(), x, y, CastOptions(ctx));
 }
 ONEFLOW_KERNEL(Cast, CastKernel);
 ONEFLOW_KERNEL(CastLike, CastKernel);  // output dtype comes from inference (target_type's dtype)
@@ -77,14 +88,51 @@ void DropoutKernel(KernelContext& ctx) {
 }
 ONEFLOW_KERNEL(Dropout, DropoutKernel);
 
+// A cast with a narrow type on either side (base/narrow_types.h): every element through its
+// exact value. A double holds every narrow value exactly, so a narrow source converts as its value
+// does; a floating source rounds once, into the narrow target; an integer or bool source keeps its
+// low bits into a narrow integer (ONNX's fixed-point narrowing) and converts by value into a float.
+void CastNarrow(ThreadPool& pool, const Tensor& src, Tensor& dst, const NarrowCastOptions& o) {
+  const DType from = src.dtype(), to = dst.dtype();
+  auto for_each = [&](auto&& convert) {
+    pool.ParallelFor(src.numel(), 4.0, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) convert(i);
+    });
+  };
+  if (IsNarrowDType(from) && IsNarrowDType(to)) {
+    const uint8_t* in = static_cast<const uint8_t*>(src.raw());
+    uint8_t* out = static_cast<uint8_t*>(dst.raw());
+    for_each([&](int64_t i) { out[i] = NarrowFromDouble(to, NarrowToDouble(from, in[i]), o); });
+  } else if (IsNarrowDType(from)) {
+    const uint8_t* in = static_cast<const uint8_t*>(src.raw());
+    DispatchAll(to, [&](auto tag) {
+      using D = typename decltype(tag)::type;
+      D* out = dst.data<D>();
+      for_each([&](int64_t i) { out[i] = ConvertValue<D>(NarrowToDouble(from, in[i])); });
+    });
+  } else {
+    uint8_t* out = static_cast<uint8_t*>(dst.raw());
+    DispatchAll(from, [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      const S* in = src.data<S>();
+      if constexpr (std::is_integral_v<S>) {  // bool included: 0 or 1
+        for_each([&](int64_t i) { out[i] = NarrowFromInt64(to, static_cast<int64_t>(in[i]), o); });
+      } else {
+        for_each([&](int64_t i) { out[i] = NarrowFromDouble(to, CastToDouble(in[i]), o); });
+      }
+    });
+  }
+}
+
 }  // namespace
 
-void CastInto(ThreadPool& pool, const Tensor& src, Tensor& dst) {
+void CastInto(ThreadPool& pool, const Tensor& src, Tensor& dst, const NarrowCastOptions& options) {
   OF_ASSERT(src.numel() == dst.numel());
   if (src.dtype() == dst.dtype()) {
     if (src.raw() != dst.raw() && src.nbytes() > 0) std::memcpy(dst.raw(), src.raw(), src.nbytes());
     return;
   }
+  if (IsNarrowDType(src.dtype()) || IsNarrowDType(dst.dtype())) return CastNarrow(pool, src, dst, options);
   DispatchAll(src.dtype(), [&](auto stag) {
     using S = typename decltype(stag)::type;
     DispatchAll(dst.dtype(), [&](auto dtag) {

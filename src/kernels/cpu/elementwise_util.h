@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "base/narrow_types.h"
 #include "base/tensor.h"
 #include "base/thread_pool.h"
 #include "graph/attribute.h"
@@ -166,8 +167,9 @@ D SaturatingCast(C v) {
   return static_cast<D>(v);  // v in (lowest, max + 1): its truncation fits
 }
 
-// Converts every element of `src` into `dst` (same numel; any numeric/bool/f16/bf16 pair).
-void CastInto(ThreadPool& pool, const Tensor& src, Tensor& dst);
+// Converts every element of `src` into `dst` (same numel; any pair of types but string). The
+// options matter only for float8 and float8e8m0 targets (base/narrow_types.h).
+void CastInto(ThreadPool& pool, const Tensor& src, Tensor& dst, const NarrowCastOptions& options = {});
 
 ONEFLOW_CPU_ISA_END
 }  // namespace oneflow

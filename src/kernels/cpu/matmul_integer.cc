@@ -1,22 +1,23 @@
-// CPU kernel: MatMulInteger (graph/ops/quantization.cc): Y = (A - a_zero_point) x (B - b_zero_point)
-// in int32, numpy matmul batching; a_zero_point per tensor or per row of A, b_zero_point per
-// tensor or per column of B.
-//
-// Differences of 8-bit values fit int16, so both operands are widened once with their zero points
-// subtracted, which makes every type pair (u8/s8 x u8/s8) and every zero point one code path, and
-// multiplied as int16 pairs into int32 (x86's multiply-add-pairs: two products per 32-bit lane).
-// B is packed as panels of kPanel columns, K taken two at a time: panel[k / 2][column][k % 2], so a
-// broadcast pair of A values times one panel row gives kPanel column sums. A constant B (with a
-// constant or absent zero point), the weights of a quantized model, is packed once per node. Sums
-// cannot overflow int32 for K < 2^15 (|a - za| * |b - zb| <= 255 * 255). Where the CPU has
-// AVX-512 VNNI, uint8 x int8 (what dynamic quantization writes) takes a byte path instead (below).
+// CPU kernels of the integer matmuls, all on the 8-bit GEMM of integer_gemm.h:
+//   MatMulInteger          Y(int32) = (A - za) x (B - zb), numpy batching; za per tensor or per row
+//                          of A, zb per tensor or per column of B (graph/ops/quantization.cc);
+//   QLinearMatMul          Y = saturate(round_half_even((A - za)(B - zb) * a_scale * b_scale / y_scale)
+//                          + zy), scales and zero points per tensor, or A's per row and B's per column;
+//   MatMulIntegerToFloat   com.microsoft: Y(float) = (A - za)(B - zb) * a_scale * b_scale + bias;
+//   DynamicQuantizeMatMul  com.microsoft: A (float) quantized as DynamicQuantizeLinear does, then
+//                          the same (graph/ops/contrib.cc).
+// A constant B (the weights of a quantized model) with a constant or absent zero point is packed
+// once per node; otherwise per run, once per distinct batch of B.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
-
+#include "kernels/cpu/integer_gemm.h"
 #include "kernels/cpu/matmul_shape.h"
+#include "kernels/cpu/quantize_util.h"
 #include "kernels/kernel.h"
 #include "kernels/cpu/isa_region.h"
 
@@ -24,325 +25,242 @@ namespace oneflow {
 ONEFLOW_CPU_ISA_BEGIN
 namespace {
 
-constexpr int64_t kPanel = 64;  // columns of B per packed panel
-constexpr int64_t kMaxRows = 4;  // rows of A per micro-tile
+using integer_gemm::PackedB;
+using integer_gemm::ZeroPointEntries;
 
-// B - zero point, widened and packed: ceil(N / kPanel) panels of [ceil(K / 2)][kPanel][2] int16,
-// zero-padded past N and K.
-struct PackedB {
-  int64_t k = 0, n = 0, k_pairs = 0, panels = 0;
-  std::vector<int16_t> data;
-  const int16_t* Panel(int64_t p) const { return data.data() + p * k_pairs * kPanel * 2; }
+// Where an integer matmul's operands sit among the node's inputs (-1: the op has no such input).
+struct IntegerMatMulSlots {
+  int a, b, a_zero_point, b_zero_point;
 };
 
-// Writes value(k, n) for the K x N matrix into zero-padded panels of kPanel columns with kGroup
-// consecutive k per column: panel[k / kGroup][column][k % kGroup]. Returns ceil(K / kGroup).
-template <int kGroup, typename Out, typename F>
-int64_t PackPanels(int64_t K, int64_t N, std::vector<Out>& out, F value) {
-  const int64_t groups = (K + kGroup - 1) / kGroup, panels = (N + kPanel - 1) / kPanel;
-  out.assign(static_cast<size_t>(panels * groups * kPanel * kGroup), Out(0));
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t n = 0; n < N; ++n)
-      out[static_cast<size_t>((((n / kPanel) * groups + k / kGroup) * kPanel + n % kPanel) * kGroup + k % kGroup)] =
-          value(k, n);
-  return groups;
-}
-
-template <typename TB>
-void PackB(const TB* b, const std::vector<int16_t>& zb, int64_t K, int64_t N, PackedB& out) {
-  out.k = K;
-  out.n = N;
-  out.panels = (N + kPanel - 1) / kPanel;
-  out.k_pairs = PackPanels<2>(K, N, out.data, [&](int64_t k, int64_t n) {
-    return static_cast<int16_t>(static_cast<int16_t>(b[k * N + n]) - zb[static_cast<size_t>(n)]);
-  });
-}
-
-#if ONEFLOW_ISA_AVX512
-// The AVX-512 loop both paths share: kRows rows x kPanel columns in 4 x kRows accumulators. A step
-// broadcasts 4 bytes of each A row (an int16 pair, or four uint8) against the panel's next 256
-// bytes (64 columns of an int16 pair, or of four int8): mac(acc, a, b) adds their products.
-template <int kRows, typename Mac>
-void Accumulate512(const uint8_t* a, int64_t lda_bytes, const uint8_t* panel, int64_t steps, __m512i (&s)[kRows][4],
-                   Mac mac) {
-  for (int r = 0; r < kRows; ++r)
-    for (int q = 0; q < 4; ++q) s[r][q] = _mm512_setzero_si512();
-  for (int64_t step = 0; step < steps; ++step, panel += 256) {
-    __m512i b[4];
-    for (int q = 0; q < 4; ++q) b[q] = _mm512_loadu_si512(panel + q * 64);
-    for (int r = 0; r < kRows; ++r) {
-      int32_t group;
-      std::memcpy(&group, a + r * lda_bytes + 4 * step, 4);
-      const __m512i av = _mm512_set1_epi32(group);
-      for (int q = 0; q < 4; ++q) s[r][q] = mac(s[r][q], av, b[q]);
-    }
+// (A - za) x (B - zb) into int32, for the node's A and B at `slots`; A may also come from the
+// caller (DynamicQuantizeMatMul's quantized copy), with its type and a per-tensor zero point.
+class IntegerMatMul {
+ public:
+  IntegerMatMul(const KernelInitContext& init, IntegerMatMulSlots slots, DType a_type) : slots_(slots) {
+    const Tensor* b = init.constant_input(static_cast<size_t>(slots.b));
+    const bool zb_known = slots.b_zero_point < 0 || !init.has_input(static_cast<size_t>(slots.b_zero_point)) ||
+                          init.constant_input(static_cast<size_t>(slots.b_zero_point)) != nullptr;
+    if (!b || b->rank() != 2 || !zb_known || a_type == DType::kUndefined) return;
+    const int64_t K = b->dim(0), N = b->dim(1);
+    const Tensor* zb = slots.b_zero_point < 0 ? nullptr : init.constant_input(static_cast<size_t>(slots.b_zero_point));
+    const std::vector<int16_t> zbs = ZeroPointEntries(zb, init.node().Describe(), "b_zero_point", N);
+    constant_b_.Pack(b->raw(), b->dtype(), N, zbs.data(), K, N, a_type);
+    has_constant_b_ = true;
+    constant_a_type_ = a_type;
   }
-}
-#endif
 
-// Y[r][0..cols) (row stride ldy) = sum over k of a[r][k] * panel, for `rows` <= kMaxRows rows of
-// widened A (row stride lda, zero-padded to an even K).
-template <int kRows>
-void MicroTile(const int16_t* a, int64_t lda, const int16_t* panel, int64_t k_pairs, int32_t* y, int64_t ldy,
-               int64_t cols) {
-  alignas(64) int32_t acc[kRows][kPanel];
-#if ONEFLOW_ISA_AVX512
-  __m512i s[kRows][4];
-  Accumulate512<kRows>(reinterpret_cast<const uint8_t*>(a), lda * 2, reinterpret_cast<const uint8_t*>(panel), k_pairs,
-                       s, [](__m512i acc, __m512i x, __m512i y) {
-#if ONEFLOW_ISA_AVX512VNNI
-                         return _mm512_dpwssd_epi32(acc, x, y);  // VNNI fuses the multiply-add-pairs and the add
-#else
-                         return _mm512_add_epi32(acc, _mm512_madd_epi16(x, y));
-#endif
-                       });
-  for (int r = 0; r < kRows; ++r)
-    for (int q = 0; q < 4; ++q) _mm512_store_si512(acc[r] + q * 16, s[r][q]);
-#elif ONEFLOW_ISA_AVX2
-  for (int quarter = 0; quarter < 4; ++quarter) {  // 8 accumulators of the 16 registers, four times
-    __m256i s[kRows][2];
-    for (int r = 0; r < kRows; ++r) s[r][0] = s[r][1] = _mm256_setzero_si256();
-    for (int64_t kp = 0; kp < k_pairs; ++kp) {
-      const int16_t* bp = panel + kp * kPanel * 2 + quarter * 32;
-      const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp));
-      const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + 16));
-      for (int r = 0; r < kRows; ++r) {
-        int32_t pair;
-        std::memcpy(&pair, a + r * lda + 2 * kp, 4);
-        const __m256i av = _mm256_set1_epi32(pair);
-        s[r][0] = _mm256_add_epi32(s[r][0], _mm256_madd_epi16(av, b0));
-        s[r][1] = _mm256_add_epi32(s[r][1], _mm256_madd_epi16(av, b1));
+  // Runs the product of `a` (the node's A, or a stand-in of the same shape) with the node's B into
+  // y (M x N per batch). `a_zero_points`: M entries, one per row of A.
+  void Run(KernelContext& ctx, const Tensor& a, const std::vector<int16_t>& a_zero_points, int32_t* y) const {
+    const Tensor& b = ctx.input(static_cast<size_t>(slots_.b));
+    const MatMulShape s = AnalyzeMatMul(a.shape(), b.shape());
+    OF_CHECK(s.K < integer_gemm::kMaxK, kUnsupported, ctx.node_desc(), ": K = ", s.K,
+             " could overflow the int32 accumulator (at most ", integer_gemm::kMaxK - 1, ")");
+    const bool use_constant = has_constant_b_ && a.dtype() == constant_a_type_;
+    PackedB per_run;
+    int64_t packed_offset = -1;
+    std::vector<int16_t> zb;
+    if (!use_constant) {
+      const bool has_zb = slots_.b_zero_point >= 0 && ctx.has_input(static_cast<size_t>(slots_.b_zero_point));
+      zb = ZeroPointEntries(has_zb ? &ctx.input(static_cast<size_t>(slots_.b_zero_point)) : nullptr, ctx.node_desc(),
+                            "b_zero_point", s.N);
+    }
+    const size_t b_elem = DTypeSize(b.dtype()), a_elem = DTypeSize(a.dtype());
+    OF_REQUIRE(a_elem == 1 && b_elem == 1, ctx.node_desc(), ": integer matmul of ", DTypeName(a.dtype()), " x ",
+               DTypeName(b.dtype()), " (int8 or uint8 only)");
+    for (int64_t batch = 0; batch < s.BatchCount(); ++batch) {
+      int64_t a_off = 0, b_off = 0;
+      BatchOffsets(s, batch, a_off, b_off);
+      const PackedB* packed = &constant_b_;
+      if (!use_constant) {
+        if (b_off != packed_offset) {  // a broadcast B is packed once
+          per_run.Pack(static_cast<const uint8_t*>(b.raw()) + b_off, b.dtype(), s.N, zb.data(), s.K, s.N, a.dtype());
+          packed_offset = b_off;
+        }
+        packed = &per_run;
       }
-    }
-    for (int r = 0; r < kRows; ++r) {
-      _mm256_store_si256(reinterpret_cast<__m256i*>(acc[r] + quarter * 16), s[r][0]);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(acc[r] + quarter * 16 + 8), s[r][1]);
+      packed->Multiply(ctx.pool(), static_cast<const uint8_t*>(a.raw()) + a_off, s.M, s.K, a_zero_points.data(),
+                       y + batch * s.M * s.N, s.N);
     }
   }
-#else
-  for (int r = 0; r < kRows; ++r) std::fill(acc[r], acc[r] + kPanel, 0);
-  for (int64_t kp = 0; kp < k_pairs; ++kp) {
-    const int16_t* bp = panel + kp * kPanel * 2;
-    for (int r = 0; r < kRows; ++r) {
-      const int32_t a0 = a[r * lda + 2 * kp], a1 = a[r * lda + 2 * kp + 1];
-      for (int64_t c = 0; c < kPanel; ++c) acc[r][c] += a0 * bp[2 * c] + a1 * bp[2 * c + 1];
-    }
+
+  // The node's a_zero_point as one entry per row of A (M rows).
+  std::vector<int16_t> NodeAZeroPoints(KernelContext& ctx, int64_t M) const {
+    const bool has = slots_.a_zero_point >= 0 && ctx.has_input(static_cast<size_t>(slots_.a_zero_point));
+    return ZeroPointEntries(has ? &ctx.input(static_cast<size_t>(slots_.a_zero_point)) : nullptr, ctx.node_desc(),
+                            "a_zero_point", M);
   }
-#endif
-  for (int r = 0; r < kRows; ++r) std::memcpy(y + r * ldy, acc[r], static_cast<size_t>(cols) * sizeof(int32_t));
-}
 
-using MicroTileFn = void (*)(const int16_t*, int64_t, const int16_t*, int64_t, int32_t*, int64_t, int64_t);
-constexpr MicroTileFn kMicroTiles[kMaxRows + 1] = {nullptr, MicroTile<1>, MicroTile<2>, MicroTile<3>, MicroTile<4>};
-
-#if ONEFLOW_ISA_AVX512VNNI
-// The VNNI path for uint8 A x int8 B, the pair onnxruntime's dynamic quantizer writes: vpdpbusd
-// multiplies four unsigned bytes of A by four signed bytes of B into each int32 lane, twice the
-// products of the int16 path per instruction. Zero points come after, from the sums:
-//   sum (a - za)(b - zb) = sum ab - zb * sum a - za * sum b + K * za * zb.
-// B is packed as panels of [ceil(K / 4)][kPanel][4] int8 with its column sums.
-struct PackedB8 {
-  int64_t k = 0, n = 0, k_quads = 0, panels = 0;
-  std::vector<int8_t> data;
-  std::vector<int32_t> column_sums, zero_points;
-  const int8_t* Panel(int64_t p) const { return data.data() + p * k_quads * kPanel * 4; }
+ private:
+  IntegerMatMulSlots slots_;
+  bool has_constant_b_ = false;
+  DType constant_a_type_ = DType::kUndefined;
+  PackedB constant_b_;
 };
 
-void PackB8(const int8_t* b, const std::vector<int16_t>& zb, int64_t K, int64_t N, PackedB8& out) {
-  out.k = K;
-  out.n = N;
-  out.panels = (N + kPanel - 1) / kPanel;
-  out.k_quads = PackPanels<4>(K, N, out.data, [&](int64_t k, int64_t n) { return b[k * N + n]; });
-  out.column_sums.assign(static_cast<size_t>(N), 0);
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t n = 0; n < N; ++n) out.column_sums[static_cast<size_t>(n)] += b[k * N + n];
-  out.zero_points.assign(zb.begin(), zb.end());
-}
+// The rows of A (its second-to-last dim; 1 for a vector).
+int64_t RowsOf(const Tensor& a) { return a.rank() >= 2 ? a.dim(a.rank() - 2) : 1; }
 
-// Y[r][c] for `kRows` rows of raw A (row stride lda, zero-padded to a multiple of 4) against one
-// panel of columns [n0, n0 + cols), zero points applied.
-template <int kRows>
-void MicroTileU8S8(const uint8_t* a, int64_t lda, const int32_t* row_sums, const int32_t* za, const PackedB8& b,
-                   int64_t panel, int32_t* y, int64_t ldy, int64_t cols) {
-  __m512i s[kRows][4];
-  Accumulate512<kRows>(a, lda, reinterpret_cast<const uint8_t*>(b.Panel(panel)), b.k_quads, s,
-                       [](__m512i acc, __m512i x, __m512i y) { return _mm512_dpbusd_epi32(acc, x, y); });
-  alignas(64) int32_t acc[kPanel];
-  const int64_t n0 = panel * kPanel;
-  for (int r = 0; r < kRows; ++r) {
-    for (int q = 0; q < 4; ++q) _mm512_store_si512(acc + q * 16, s[r][q]);
-    for (int64_t c = 0; c < cols; ++c) {
-      const int32_t zb = b.zero_points[static_cast<size_t>(n0 + c)];
-      y[r * ldy + c] = acc[c] - zb * row_sums[r] - za[r] * b.column_sums[static_cast<size_t>(n0 + c)] +
-                       static_cast<int32_t>(b.k) * za[r] * zb;
-    }
-  }
-}
-
-using MicroTileU8S8Fn = void (*)(const uint8_t*, int64_t, const int32_t*, const int32_t*, const PackedB8&, int64_t,
-                                 int32_t*, int64_t, int64_t);
-constexpr MicroTileU8S8Fn kMicroTilesU8S8[kMaxRows + 1] = {nullptr, MicroTileU8S8<1>, MicroTileU8S8<2>,
-                                                           MicroTileU8S8<3>, MicroTileU8S8<4>};
-#endif  // ONEFLOW_ISA_AVX512VNNI
-
-// The zero point of input `index` as `count` int16 entries: one repeated, or one per row/column.
-template <typename T>
-std::vector<int16_t> ZeroPoints(const Tensor* t, const std::string& node, const char* name, int64_t count) {
-  std::vector<int16_t> zp(static_cast<size_t>(count), 0);
-  if (!t) return zp;
-  OF_REQUIRE(t->rank() <= 1 && (t->numel() == 1 || t->numel() == count), node, ": ", name, " ",
-             ShapeToString(t->shape()), " must be a scalar or have ", count, " entries");
-  const T* p = t->data<T>();
-  for (int64_t i = 0; i < count; ++i) zp[static_cast<size_t>(i)] = static_cast<int16_t>(p[t->numel() == 1 ? 0 : i]);
-  return zp;
-}
-
-template <typename Fn>
-void DispatchByte(DType t, Fn&& fn) {
-  if (t == DType::kInt8) return fn(TypeTag<int8_t>{});
-  if (t == DType::kUInt8) return fn(TypeTag<uint8_t>{});
-  Fail(ErrorCode::kUnsupported, "MatMulInteger of ", DTypeName(t), " (int8 or uint8 only)");
+DType ConstantType(const KernelInitContext& init, size_t i) {
+  return init.has_input(i) ? init.input_type(i).dtype : DType::kUndefined;
 }
 
 class MatMulIntegerKernel final : public OpKernel {
  public:
-  explicit MatMulIntegerKernel(const KernelInitContext& init) {
-    const Tensor* b = init.constant_input(1);
-    const bool zb_known = !init.has_input(3) || init.constant_input(3) != nullptr;
-    if (!b || b->rank() != 2 || !zb_known) return;
-#if ONEFLOW_ISA_AVX512VNNI
-    if (init.has_input(0) && init.input_type(0).dtype == DType::kUInt8 && b->dtype() == DType::kInt8) {
-      const int64_t K = b->dim(0), N = b->dim(1);
-      PackB8(b->data<int8_t>(), ZeroPoints<int8_t>(init.constant_input(3), init.node().Describe(), "b_zero_point", N),
-             K, N, packed_b8_);
-      has_packed_b8_ = true;
-      return;
-    }
-#endif
-    DispatchByte(b->dtype(), [&](auto tag) {
-      using TB = typename decltype(tag)::type;
-      const int64_t K = b->dim(0), N = b->dim(1);
-      PackB(b->data<TB>(), ZeroPoints<TB>(init.constant_input(3), init.node().Describe(), "b_zero_point", N), K, N,
-            packed_b_);
-    });
-    has_packed_b_ = true;
+  explicit MatMulIntegerKernel(const KernelInitContext& init) : mm_(init, {0, 1, 2, 3}, ConstantType(init, 0)) {}
+  void Compute(KernelContext& ctx) override {
+    const Tensor& a = ctx.input(0);
+    mm_.Run(ctx, a, mm_.NodeAZeroPoints(ctx, RowsOf(a)), ctx.output(0).data<int32_t>());
   }
 
+ private:
+  IntegerMatMul mm_;
+};
+ONEFLOW_KERNEL_CLASS(MatMulInteger, MatMulIntegerKernel);
+
+// QLinearMatMul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point).
+class QLinearMatMulKernel final : public OpKernel {
+ public:
+  explicit QLinearMatMulKernel(const KernelInitContext& init) : mm_(init, {0, 3, 2, 5}, ConstantType(init, 0)) {}
   void Compute(KernelContext& ctx) override {
-#if ONEFLOW_ISA_AVX512VNNI
-    if (has_packed_b8_ && ctx.input(0).dtype() == DType::kUInt8) return RunU8S8(ctx);
-#endif
-    DispatchByte(ctx.input(0).dtype(), [&](auto ta) {
-      DispatchByte(ctx.input(1).dtype(), [&](auto tb) {
-        Run<typename decltype(ta)::type, typename decltype(tb)::type>(ctx);
-      });
+    const std::string& node = ctx.node_desc();
+    const Tensor& a = ctx.input(0);
+    Tensor& y = ctx.output(0);
+    const int64_t rows = RowsOf(a), cols = y.rank() ? y.dim(y.rank() - 1) : 1;
+    auto per = [&](size_t i, int64_t n, const char* what) {
+      const Tensor& t = ctx.input(i);
+      OF_REQUIRE(t.numel() == 1 || (t.rank() == 1 && t.numel() == n), node, ": ", what, " ", ShapeToString(t.shape()),
+                 " must be a scalar or have ", n, " entries");
+      std::vector<double> v(static_cast<size_t>(n));
+      for (int64_t j = 0; j < n; ++j) v[static_cast<size_t>(j)] = t.GetAsDouble(t.numel() == 1 ? 0 : j);
+      return v;
+    };
+    const std::vector<double> sa = per(1, rows, "a_scale"), sb = per(4, cols, "b_scale"), sy = per(6, 1, "y_scale");
+    const std::vector<double> zy = per(7, 1, "y_zero_point");
+    for (const std::vector<double>* s : {&sa, &sb, &sy})
+      for (double v : *s) OF_REQUIRE(v > 0.0 && std::isfinite(v), node, ": scales must be positive and finite, got ", v);
+    // a_scale * b_scale / y_scale, each step rounded to the scales' type as the reference computes it.
+    const DType scale_type = ctx.input(1).dtype();
+    auto in_scale_type = [scale_type](double v) {
+      switch (scale_type) {
+        case DType::kFloat16: return CastToDouble(CastFromDouble<Float16>(v));
+        case DType::kBFloat16: return CastToDouble(CastFromDouble<BFloat16>(v));
+        default: return static_cast<double>(static_cast<float>(v));
+      }
+    };
+    std::vector<double> multiplier(static_cast<size_t>(rows * cols));
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        multiplier[static_cast<size_t>(i * cols + j)] =
+            in_scale_type(in_scale_type(sa[static_cast<size_t>(i)] * sb[static_cast<size_t>(j)]) / sy[0]);
+    std::vector<int32_t> acc(static_cast<size_t>(y.numel()));
+    mm_.Run(ctx, a, mm_.NodeAZeroPoints(ctx, rows), acc.data());
+    const bool is_signed = y.dtype() == DType::kInt8;
+    const int32_t lo = is_signed ? -128 : 0, hi = is_signed ? 127 : 255, z = static_cast<int32_t>(zy[0]);
+    uint8_t* out = static_cast<uint8_t*>(y.raw());
+    const int64_t per_matrix = rows * cols;
+    ctx.pool().ParallelFor(y.numel(), 4.0, [&](int64_t begin, int64_t end) {
+      for (int64_t e = begin; e < end; ++e)  // int8's two's complement byte for a negative result
+        out[e] = static_cast<uint8_t>(QuantizeToRange(static_cast<double>(acc[static_cast<size_t>(e)]) *
+                                                          multiplier[static_cast<size_t>(e % per_matrix)], z, lo, hi));
     });
   }
 
  private:
-  template <typename TA, typename TB>
-  void Run(KernelContext& ctx) {
-    const Tensor& a = ctx.input(0);
-    const Tensor& b = ctx.input(1);
-    const MatMulShape s = AnalyzeMatMul(a.shape(), b.shape());
-    OF_CHECK(s.K < (int64_t{1} << 15), kUnsupported, ctx.node_desc(), ": K = ", s.K,
-             " could overflow the int32 accumulator (at most 32767)");
-    const std::vector<int16_t> za =
-        ZeroPoints<TA>(ctx.has_input(2) ? &ctx.input(2) : nullptr, ctx.node_desc(), "a_zero_point", s.M);
-    const int64_t M = s.M, K = s.K, N = s.N, k_even = (K + 1) / 2 * 2;
-    const TA* pa = a.data<TA>();
-    const TB* pb = b.data<TB>();
-    int32_t* py = ctx.output(0).data<int32_t>();
-    PackedB per_run;
-    const PackedB* packed = has_packed_b_ ? &packed_b_ : &per_run;
-    int64_t packed_offset = has_packed_b_ ? 0 : -1;
-    const std::vector<int16_t> zb =
-        has_packed_b_ ? std::vector<int16_t>()
-                      : ZeroPoints<TB>(ctx.has_input(3) ? &ctx.input(3) : nullptr, ctx.node_desc(), "b_zero_point", N);
-    const int64_t row_blocks = (M + kMaxRows - 1) / kMaxRows;
-    for (int64_t batch = 0; batch < s.BatchCount(); ++batch) {
-      int64_t a_off = 0, b_off = 0;
-      BatchOffsets(s, batch, a_off, b_off);
-      if (!has_packed_b_ && b_off != packed_offset) {  // a broadcast B is packed once
-        PackB(pb + b_off, zb, K, N, per_run);
-        packed_offset = b_off;
-      }
-      int32_t* y = py + batch * M * N;
-      // Row blocks times panels, split across the pool; each task widens its own rows of A.
-      ctx.pool().ParallelFor(row_blocks * packed->panels, static_cast<double>(kMaxRows * kPanel * K),
-                             [&](int64_t begin, int64_t end) {
-        std::vector<int16_t> rows(static_cast<size_t>(kMaxRows * k_even), 0);
-        int64_t widened_block = -1;
-        for (int64_t t = begin; t < end; ++t) {
-          const int64_t rb = t / packed->panels, p = t % packed->panels;
-          const int64_t m0 = rb * kMaxRows, mr = std::min(kMaxRows, M - m0);
-          if (rb != widened_block) {
-            for (int64_t r = 0; r < mr; ++r) {
-              const TA* src = pa + a_off + (m0 + r) * K;
-              const int16_t z = za[static_cast<size_t>(m0 + r)];
-              int16_t* dst = rows.data() + r * k_even;
-              for (int64_t k = 0; k < K; ++k) dst[k] = static_cast<int16_t>(static_cast<int16_t>(src[k]) - z);
-            }
-            widened_block = rb;
-          }
-          const int64_t n0 = p * kPanel;
-          kMicroTiles[mr](rows.data(), k_even, packed->Panel(p), packed->k_pairs, y + m0 * N + n0, N,
-                          std::min(kPanel, N - n0));
-        }
-      });
-    }
-  }
-
-#if ONEFLOW_ISA_AVX512VNNI
-  void RunU8S8(KernelContext& ctx) {
-    const Tensor& a = ctx.input(0);
-    const MatMulShape s = AnalyzeMatMul(a.shape(), ctx.input(1).shape());
-    OF_CHECK(s.K < (int64_t{1} << 15), kUnsupported, ctx.node_desc(), ": K = ", s.K,
-             " could overflow the int32 accumulator (at most 32767)");
-    const std::vector<int16_t> za16 =
-        ZeroPoints<uint8_t>(ctx.has_input(2) ? &ctx.input(2) : nullptr, ctx.node_desc(), "a_zero_point", s.M);
-    const std::vector<int32_t> za(za16.begin(), za16.end());
-    const int64_t M = s.M, K = s.K, N = s.N, k4 = (K + 3) / 4 * 4;
-    const uint8_t* pa = a.data<uint8_t>();
-    int32_t* py = ctx.output(0).data<int32_t>();
-    const PackedB8& b = packed_b8_;
-    const int64_t row_blocks = (M + kMaxRows - 1) / kMaxRows;
-    for (int64_t batch = 0; batch < s.BatchCount(); ++batch) {
-      int64_t a_off = 0, b_off = 0;
-      BatchOffsets(s, batch, a_off, b_off);
-      int32_t* y = py + batch * M * N;
-      ctx.pool().ParallelFor(row_blocks * b.panels, static_cast<double>(kMaxRows * kPanel * K),
-                             [&](int64_t begin, int64_t end) {
-        std::vector<uint8_t> rows(static_cast<size_t>(kMaxRows * k4), 0);
-        int32_t row_sums[kMaxRows] = {};
-        int64_t copied_block = -1;
-        for (int64_t t = begin; t < end; ++t) {
-          const int64_t rb = t / b.panels, p = t % b.panels;
-          const int64_t m0 = rb * kMaxRows, mr = std::min(kMaxRows, M - m0);
-          if (rb != copied_block) {
-            for (int64_t r = 0; r < mr; ++r) {
-              const uint8_t* src = pa + a_off + (m0 + r) * K;
-              std::memcpy(rows.data() + r * k4, src, static_cast<size_t>(K));
-              int32_t sum = 0;
-              for (int64_t k = 0; k < K; ++k) sum += src[k];
-              row_sums[r] = sum;
-            }
-            copied_block = rb;
-          }
-          kMicroTilesU8S8[mr](rows.data(), k4, row_sums, za.data() + m0, b, p, y + m0 * N + p * kPanel, N,
-                              std::min(kPanel, N - p * kPanel));
-        }
-      });
-    }
-  }
-
-  bool has_packed_b8_ = false;
-  PackedB8 packed_b8_;
-#endif
-  bool has_packed_b_ = false;
-  PackedB packed_b_;
+  IntegerMatMul mm_;
 };
-ONEFLOW_KERNEL_CLASS(MatMulInteger, MatMulIntegerKernel);
+ONEFLOW_KERNEL_CLASS(QLinearMatMul, QLinearMatMulKernel);
+
+// A per-tensor or per-column (N entries) float scale.
+std::vector<float> ColumnScales(const Tensor& t, int64_t n, const std::string& node, const char* name) {
+  OF_REQUIRE(t.dtype() == DType::kFloat32, node, ": ", name, " must be float32, got ", DTypeName(t.dtype()));
+  OF_REQUIRE(t.numel() == 1 || (t.rank() == 1 && t.numel() == n), node, ": ", name, " ", ShapeToString(t.shape()),
+             " must be a scalar or have ", n, " entries (one per column of B)");
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) v[static_cast<size_t>(j)] = t.data<float>()[t.numel() == 1 ? 0 : j];
+  return v;
+}
+
+// y = acc * (a_scale * b_scale[column]) + bias[column], over rows of N columns, as onnxruntime
+// computes it (the two scales multiplied first, in float).
+void ScaleToFloat(KernelContext& ctx, const int32_t* acc, float a_scale, const std::vector<float>& b_scales,
+                  const Tensor* bias, float* y, int64_t rows, int64_t n) {
+  std::vector<float> multiplier(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) multiplier[static_cast<size_t>(j)] = a_scale * b_scales[static_cast<size_t>(j)];
+  if (bias) {
+    OF_REQUIRE(bias->dtype() == DType::kFloat32 && bias->rank() == 1 && bias->numel() == n, ctx.node_desc(),
+               ": bias must be a float32 vector of ", n, " entries, got ", DTypeName(bias->dtype()),
+               ShapeToString(bias->shape()));
+  }
+  const float* b = bias ? bias->data<float>() : nullptr;
+  ctx.pool().ParallelFor(rows, static_cast<double>(n), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int32_t* in = acc + r * n;
+      float* out = y + r * n;
+      for (int64_t j = 0; j < n; ++j) out[j] = static_cast<float>(in[j]) * multiplier[static_cast<size_t>(j)] + (b ? b[j] : 0.0f);
+    }
+  });
+}
+
+float ScalarScale(const Tensor& t, const std::string& node, const char* name) {
+  OF_REQUIRE(t.dtype() == DType::kFloat32 && t.numel() == 1, node, ": ", name, " must be a float32 scalar, got ",
+             DTypeName(t.dtype()), ShapeToString(t.shape()), " (per-tensor quantization of A only)");
+  return t.data<float>()[0];
+}
+
+// MatMulIntegerToFloat: A, B, a_scale, b_scale, a_zero_point?, b_zero_point?, bias?.
+class MatMulIntegerToFloatKernel final : public OpKernel {
+ public:
+  explicit MatMulIntegerToFloatKernel(const KernelInitContext& init)
+      : mm_(init, {0, 1, 4, 5}, ConstantType(init, 0)) {}
+  void Compute(KernelContext& ctx) override {
+    const Tensor& a = ctx.input(0);
+    Tensor& y = ctx.output(0);
+    const int64_t n = y.rank() ? y.dim(y.rank() - 1) : 1;
+    const float a_scale = ScalarScale(ctx.input(2), ctx.node_desc(), "a_scale");
+    if (ctx.has_input(4))
+      OF_REQUIRE(ctx.input(4).numel() == 1, ctx.node_desc(), ": a_zero_point must be a scalar (per-tensor A)");
+    const std::vector<float> b_scales = ColumnScales(ctx.input(3), n, ctx.node_desc(), "b_scale");
+    std::vector<int32_t> acc(static_cast<size_t>(y.numel()));
+    mm_.Run(ctx, a, mm_.NodeAZeroPoints(ctx, RowsOf(a)), acc.data());
+    ScaleToFloat(ctx, acc.data(), a_scale, b_scales, ctx.has_input(6) ? &ctx.input(6) : nullptr, y.data<float>(),
+                 y.numel() / std::max<int64_t>(n, 1), n);
+  }
+
+ private:
+  IntegerMatMul mm_;
+};
+ONEFLOW_KERNEL_CLASS(MsMatMulIntegerToFloat, MatMulIntegerToFloatKernel);
+
+// DynamicQuantizeMatMul: A (float), B, b_scale, b_zero_point?, bias?. A becomes uint8 with the
+// per-tensor scale and zero point DynamicQuantizeLinear would give it.
+class DynamicQuantizeMatMulKernel final : public OpKernel {
+ public:
+  explicit DynamicQuantizeMatMulKernel(const KernelInitContext& init) : mm_(init, {0, 1, -1, 3}, DType::kUInt8) {}
+  void Compute(KernelContext& ctx) override {
+    const Tensor& a = ctx.input(0);
+    Tensor& y = ctx.output(0);
+    OF_REQUIRE(a.dtype() == DType::kFloat32, ctx.node_desc(), ": A must be float32, got ", DTypeName(a.dtype()));
+    const int64_t n = y.rank() ? y.dim(y.rank() - 1) : 1;
+    const std::vector<float> b_scales = ColumnScales(ctx.input(2), n, ctx.node_desc(), "b_scale");
+    const float* xs = a.data<float>();
+    const DynamicQuantization q = DynamicQuantizationOf(xs, a.numel());
+    Tensor quantized = Tensor::Uninitialized(DType::kUInt8, a.shape());
+    uint8_t* qs = quantized.data<uint8_t>();
+    ctx.pool().ParallelFor(a.numel(), 4.0, [xs, qs, q](int64_t begin, int64_t end) {
+      QuantizeUInt8(xs, qs, begin, end, q.scale, q.zero_point);
+    });
+    std::vector<int32_t> acc(static_cast<size_t>(y.numel()));
+    mm_.Run(ctx, quantized, std::vector<int16_t>(static_cast<size_t>(RowsOf(a)), q.zero_point), acc.data());
+    ScaleToFloat(ctx, acc.data(), q.scale, b_scales, ctx.has_input(4) ? &ctx.input(4) : nullptr, y.data<float>(),
+                 y.numel() / std::max<int64_t>(n, 1), n);
+  }
+
+ private:
+  IntegerMatMul mm_;
+};
+ONEFLOW_KERNEL_CLASS(MsDynamicQuantizeMatMul, DynamicQuantizeMatMulKernel);
 
 }  // namespace
 ONEFLOW_CPU_ISA_END

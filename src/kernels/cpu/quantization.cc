@@ -1,4 +1,5 @@
 // CPU kernels: QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear (graph/ops/quantization.cc).
+// The integer matmuls and convs are in matmul_integer.cc and quantized_conv.cc.
 //
 // Where an element finds its scale and zero point: with x viewed as [outer, D, inner] around
 // `axis`, element (o, a, i) reads entry
@@ -22,7 +23,9 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "base/narrow_types.h"
 #include "kernels/cpu/matmul_shape.h"
+#include "kernels/cpu/quantize_util.h"
 #include "kernels/kernel.h"
 #include "kernels/cpu/isa_region.h"
 
@@ -38,7 +41,9 @@ struct ScaleMap {
 // The map for x of shape `s` and its scale; checks what inference could not (symbolic dims).
 ScaleMap MapScale(KernelContext& ctx, const Shape& s, const Tensor& scale, const Tensor* zero_point,
                   const char* scale_name) {
-  OF_REQUIRE(!zero_point || zero_point->shape() == scale.shape(), ctx.node_desc(), ": the zero point ",
+  // A scalar and a [1] zero point both mean per tensor (the node suite pairs them).
+  OF_REQUIRE(!zero_point || zero_point->shape() == scale.shape() || (zero_point->numel() == 1 && scale.numel() == 1),
+             ctx.node_desc(), ": the zero point ",
              ShapeToString(zero_point ? zero_point->shape() : Shape{}), " must have ", scale_name, "'s shape ",
              ShapeToString(scale.shape()));
   ScaleMap m;
@@ -75,6 +80,12 @@ ScaleMap MapScale(KernelContext& ctx, const Shape& s, const Tensor& scale, const
 // f(element, scale entry) for every element of x, rows split across the pool.
 template <typename F>
 void ForEachScaled(ThreadPool& pool, const ScaleMap& m, F f) {
+  if (m.outer_stride == 0 && m.axis_stride == 0 && m.inner_stride == 0) {  // per tensor: one flat loop
+    pool.ParallelFor(m.outer * m.d * m.inner, 2.0, [&](int64_t begin, int64_t end) {
+      for (int64_t e = begin; e < end; ++e) f(e, int64_t{0});
+    });
+    return;
+  }
   pool.ParallelFor(m.outer * m.d, static_cast<double>(m.inner) * 2.0, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {  // row = o * d + a
       const int64_t o = row / m.d, a = row % m.d;
@@ -84,22 +95,49 @@ void ForEachScaled(ThreadPool& pool, const ScaleMap& m, F f) {
   });
 }
 
+// Calls fn(scale_at) where scale_at(q) is scale entry q as S, the output type: the scale's own type,
+// or for a float8e8m0 scale (DequantizeLinear-23's microscaling form) output_dtype's.
+template <typename Fn>
+void WithScale(const Tensor& scale, DType output, Fn&& fn) {
+  DispatchFloating(output, [&](auto otag) {
+    using S = typename decltype(otag)::type;
+    if (scale.dtype() == DType::kFloat8E8M0) {
+      const uint8_t* codes = static_cast<const uint8_t*>(scale.raw());
+      fn(otag, [codes](int64_t q) { return static_cast<float>(NarrowToDouble(DType::kFloat8E8M0, codes[q])); });
+    } else {
+      const S* ss = scale.data<S>();
+      fn(otag, [ss](int64_t q) { return static_cast<float>(CastToDouble(ss[q])); });
+    }
+  });
+}
+
 void DequantizeLinearKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& scale = ctx.input(1);
   const Tensor* zero_point = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  Tensor& y = ctx.output(0);
   const ScaleMap m = MapScale(ctx, x.shape(), scale, zero_point, "x_scale");
-  DispatchInteger(x.dtype(), [&](auto xtag) {
-    using X = typename decltype(xtag)::type;
-    DispatchFloating(scale.dtype(), [&](auto stag) {
-      using S = typename decltype(stag)::type;
+  WithScale(scale, y.dtype(), [&](auto otag, auto scale_at) {
+    using S = typename decltype(otag)::type;
+    S* out = y.data<S>();
+    if (IsNarrowDType(x.dtype())) {
+      // float8, float4e2m1 and 4/2-bit integers: (x - zero_point) in float, their values being exact there.
+      const DType t = x.dtype();
+      const uint8_t* xs = static_cast<const uint8_t*>(x.raw());
+      const uint8_t* zs = zero_point ? static_cast<const uint8_t*>(zero_point->raw()) : nullptr;
+      ForEachScaled(ctx.pool(), m, [&](int64_t e, int64_t q) {
+        const float diff = static_cast<float>(NarrowToDouble(t, xs[e])) - (zs ? static_cast<float>(NarrowToDouble(t, zs[q])) : 0.0f);
+        out[e] = CastFromDouble<S>(diff * scale_at(q));
+      });
+      return;
+    }
+    DispatchInteger(x.dtype(), [&](auto xtag) {
+      using X = typename decltype(xtag)::type;
       const X* xs = x.data<X>();
       const X* zs = zero_point ? zero_point->data<X>() : nullptr;
-      const S* ss = scale.data<S>();
-      S* out = ctx.output(0).data<S>();
       ForEachScaled(ctx.pool(), m, [&](int64_t e, int64_t q) {
         const int64_t diff = static_cast<int64_t>(xs[e]) - (zs ? static_cast<int64_t>(zs[q]) : 0);
-        out[e] = CastFromDouble<S>(static_cast<float>(diff) * static_cast<float>(CastToDouble(ss[q])));
+        out[e] = CastFromDouble<S>(static_cast<float>(diff) * scale_at(q));
       });
     });
   });
@@ -130,21 +168,6 @@ void DispatchQuantized(DType t, Fn&& fn) {
   }
 }
 
-// round_half_even(v) + zero_point saturated to Y; NaN gives Y's minimum. Clamping to the
-// integers [lo - zp, hi - zp] first and rounding after gives the same result (integers are fixed
-// points of rounding, which is monotonic), and keeps |v| < 2^22, where adding and subtracting
-// 1.5 * 2^23 (2^52 for double) rounds half to even in the default rounding mode: selects and
-// arithmetic only, so loops of it vectorize.
-template <typename Y, typename F>
-Y QuantizeValue(F v, int32_t zero_point) {
-  const F lo = static_cast<F>(static_cast<int32_t>(std::numeric_limits<Y>::lowest()) - zero_point);
-  const F hi = static_cast<F>(static_cast<int32_t>(std::numeric_limits<Y>::max()) - zero_point);
-  v = v >= lo ? v : lo;  // NaN compares false: lo
-  v = v <= hi ? v : hi;
-  const F kRound = sizeof(F) == 4 ? static_cast<F>(12582912.0) : static_cast<F>(6755399441055744.0);  // 1.5 * 2^23 or 2^52
-  return static_cast<Y>(static_cast<int32_t>((v + kRound) - kRound) + zero_point);
-}
-
 // The type x / y_scale is computed in. Opset 23 says: `precision`, by default y_scale's type.
 // Before it the spec is silent; onnxruntime divides in float32 (double for an int32 x, as
 // onnx.reference does), and models of those opsets are checked against it, so we do the same.
@@ -153,6 +176,18 @@ DType QuotientType(int opset, DType x, DType scale, int64_t precision) {
   if (precision != 0) return static_cast<DType>(precision);
   if (opset >= 23) return scale;
   return x == DType::kInt32 ? DType::kFloat64 : DType::kFloat32;
+}
+
+// x / y_scale in the `quotient` type (QuotientType).
+template <typename X, typename S>
+double Quotient(X x, S scale, DType quotient) {
+  if (quotient == DType::kFloat64) return CastToDouble(x) / CastToDouble(scale);
+  const float f = static_cast<float>(CastToDouble(x)) / static_cast<float>(CastToDouble(scale));
+  // A float16/bfloat16 quotient: the float one rounded once into it (float carries more than twice
+  // their bits, so this is the correctly rounded narrow division).
+  if (quotient == DType::kFloat16) return CastToDouble(CastFromDouble<Float16>(f));
+  if (quotient == DType::kBFloat16) return CastToDouble(CastFromDouble<BFloat16>(f));
+  return f;
 }
 
 void QuantizeLinearKernel(KernelContext& ctx) {
@@ -169,26 +204,37 @@ void QuantizeLinearKernel(KernelContext& ctx) {
     using X = typename decltype(xtag)::type;
     DispatchFloating(scale.dtype(), [&](auto stag) {
       using S = typename decltype(stag)::type;
-      DispatchQuantized(y.dtype(), [&](auto ytag) {
+      const X* xs = x.data<X>();
+      const S* ss = scale.data<S>();
+      const DType t = y.dtype();
+      if (IsNarrowIntegerDType(t)) {  // 4/2-bit integers: saturate to the type's range
+        const int32_t lo = NarrowIntegerMin(t), hi = NarrowIntegerMax(t);
+        const uint8_t* zs = zero_point ? static_cast<const uint8_t*>(zero_point->raw()) : nullptr;
+        uint8_t* out = static_cast<uint8_t*>(y.raw());
+        ForEachScaled(ctx.pool(), m, [&](int64_t e, int64_t q) {
+          const int32_t zp = zs ? static_cast<int32_t>(NarrowToDouble(t, zs[q])) : 0;
+          out[e] = NarrowFromInt64(t, QuantizeToRange(Quotient(xs[e], ss[q], quotient), zp, lo, hi));
+        });
+        return;
+      }
+      if (IsNarrowFloatDType(t)) {  // float8/float4: x / scale + zero_point rounded once into the type
+        NarrowCastOptions o;
+        o.saturate = ctx.attrs().GetInt("saturate", 1) != 0;
+        const uint8_t* zs = zero_point ? static_cast<const uint8_t*>(zero_point->raw()) : nullptr;
+        uint8_t* out = static_cast<uint8_t*>(y.raw());
+        ForEachScaled(ctx.pool(), m, [&](int64_t e, int64_t q) {
+          const double zp = zs ? NarrowToDouble(t, zs[q]) : 0.0;
+          out[e] = NarrowFromDouble(t, Quotient(xs[e], ss[q], quotient) + zp, o);
+        });
+        return;
+      }
+      DispatchQuantized(t, [&](auto ytag) {
         using Y = typename decltype(ytag)::type;
-        const X* xs = x.data<X>();
-        const S* ss = scale.data<S>();
         const Y* zs = zero_point ? zero_point->data<Y>() : nullptr;
         Y* out = y.data<Y>();
         ForEachScaled(ctx.pool(), m, [&](int64_t e, int64_t q) {
           const int32_t zp = zs ? static_cast<int32_t>(zs[q]) : 0;
-          double v;
-          if (quotient == DType::kFloat64) {
-            v = CastToDouble(xs[e]) / CastToDouble(ss[q]);
-          } else {
-            const float f = static_cast<float>(CastToDouble(xs[e])) / static_cast<float>(CastToDouble(ss[q]));
-            // A float16/bfloat16 quotient: the float one rounded once into it (float carries more
-            // than twice their bits, so this is the correctly rounded narrow division).
-            if (quotient == DType::kFloat16) v = CastToDouble(CastFromDouble<Float16>(f));
-            else if (quotient == DType::kBFloat16) v = CastToDouble(CastFromDouble<BFloat16>(f));
-            else v = f;
-          }
-          out[e] = QuantizeValue<Y>(v, zp);
+          out[e] = QuantizeValue<Y>(Quotient(xs[e], ss[q], quotient), zp);
         });
       });
     });
@@ -196,113 +242,20 @@ void QuantizeLinearKernel(KernelContext& ctx) {
 }
 ONEFLOW_KERNEL(QuantizeLinear, QuantizeLinearKernel);
 
-// uint8 with a scale and zero point from x's range widened to include 0, as onnxruntime computes
-// them; an all-zero x (an empty range) gets scale 1, where the ONNX formula would divide by zero.
-// NaNs do not widen the range.
+// uint8 with a scale and zero point from x's range (quantize_util.h).
 void DynamicQuantizeLinearKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const float* xs = x.data<float>();
-  const int64_t n = x.numel();
-  // The range in 16 lanes, so that the loop vectorizes (a float min/max reduction does not
-  // without -ffast-math); selects keep NaNs out.
-  constexpr int kLanes = 16;
-  float lows[kLanes] = {}, highs[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) {
-      const float v = xs[i + j];
-      lows[j] = v < lows[j] ? v : lows[j];
-      highs[j] = v > highs[j] ? v : highs[j];
-    }
-  for (; i < n; ++i) {
-    lows[0] = xs[i] < lows[0] ? xs[i] : lows[0];
-    highs[0] = xs[i] > highs[0] ? xs[i] : highs[0];
-  }
-  float lo = 0.0f, hi = 0.0f;
-  for (int j = 0; j < kLanes; ++j) {
-    lo = std::min(lo, lows[j]);
-    hi = std::max(hi, highs[j]);
-  }
-  const float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
-  const float zp_real = std::clamp(0.0f - lo / scale, 0.0f, 255.0f);
-  const uint8_t zp = static_cast<uint8_t>(std::nearbyint(zp_real));
+  const DynamicQuantization q = DynamicQuantizationOf(xs, x.numel());
   uint8_t* out = ctx.output(0).data<uint8_t>();
-  ctx.pool().ParallelFor(n, 4.0, [xs, out, scale, zp](int64_t begin, int64_t end) {
-    // By value: a uint8_t store may alias anything, so captured references would be reloaded
-    // after every store and the loop would not vectorize.
-    const float* __restrict in = xs;
-    uint8_t* __restrict o = out;
-    for (int64_t k = begin; k < end; ++k) o[k] = QuantizeValue<uint8_t>(in[k] / scale, zp);
+  ctx.pool().ParallelFor(x.numel(), 4.0, [xs, out, q](int64_t begin, int64_t end) {
+    QuantizeUInt8(xs, out, begin, end, q.scale, q.zero_point);
   });
-  ctx.output(1).data<float>()[0] = scale;
-  ctx.output(2).data<uint8_t>()[0] = zp;
+  ctx.output(1).data<float>()[0] = q.scale;
+  ctx.output(2).data<uint8_t>()[0] = q.zero_point;
 }
 ONEFLOW_KERNEL(DynamicQuantizeLinear, DynamicQuantizeLinearKernel);
 
-// QLinearMatMul: Y = saturate(round_half_even((A - za)(B - zb) * a_scale * b_scale / y_scale) + zy),
-// the product summed in int32 (exact: |a - za| |b - zb| <= 255^2, so K < 2^15 cannot overflow),
-// numpy batching; a_scale / a_zero_point per tensor or per row of A, b's per tensor or per column.
-void QLinearMatMulKernel(KernelContext& ctx) {
-  const std::string& node = ctx.node_desc();
-  const Tensor& a = ctx.input(0);
-  const Tensor& b = ctx.input(3);
-  const MatMulShape m = AnalyzeMatMul(a.shape(), b.shape());
-  OF_REQUIRE(m.K < (int64_t{1} << 15), node, ": K = ", m.K, " could overflow the int32 sums");
-  auto per = [&](size_t i, int64_t n, const char* what) {
-    const Tensor& t = ctx.input(i);
-    OF_REQUIRE(t.numel() == 1 || (t.rank() == 1 && t.numel() == n), node, ": ", what, " ", ShapeToString(t.shape()),
-               " must be a scalar or have ", n, " entries");
-    std::vector<double> v(static_cast<size_t>(n));
-    for (int64_t j = 0; j < n; ++j) v[static_cast<size_t>(j)] = t.GetAsDouble(t.numel() == 1 ? 0 : j);
-    return v;
-  };
-  const std::vector<double> sa = per(1, m.M, "a_scale"), za = per(2, m.M, "a_zero_point");
-  const std::vector<double> sb = per(4, m.N, "b_scale"), zb = per(5, m.N, "b_zero_point");
-  const std::vector<double> sy = per(6, 1, "y_scale"), zy = per(7, 1, "y_zero_point");
-  for (const std::vector<double>* s : {&sa, &sb, &sy})
-    for (double v : *s) OF_REQUIRE(v > 0.0 && std::isfinite(v), node, ": scales must be positive and finite, got ", v);
-  // a_scale * b_scale / y_scale, each step rounded to the scales' type as the reference computes it.
-  const DType scale_type = ctx.input(1).dtype();
-  auto in_scale_type = [&](double v) {
-    switch (scale_type) {
-      case DType::kFloat16: return CastToDouble(CastFromDouble<Float16>(v));
-      case DType::kBFloat16: return CastToDouble(CastFromDouble<BFloat16>(v));
-      default: return static_cast<double>(static_cast<float>(v));
-    }
-  };
-  auto ScaleProduct = [&](double a_s, double b_s, double y_s) { return in_scale_type(in_scale_type(a_s * b_s) / y_s); };
-  Tensor& y = ctx.output(0);
-  const bool y_signed = y.dtype() == DType::kInt8;
-  const double lo = y_signed ? -128.0 : 0.0, hi = y_signed ? 127.0 : 255.0;
-  std::vector<int32_t> av(static_cast<size_t>(a.numel())), bv(static_cast<size_t>(b.numel()));
-  for (int64_t i = 0; i < a.numel(); ++i) av[static_cast<size_t>(i)] = static_cast<int32_t>(a.GetAsInt64(i));
-  for (int64_t i = 0; i < b.numel(); ++i) bv[static_cast<size_t>(i)] = static_cast<int32_t>(b.GetAsInt64(i));
-  ctx.pool().ParallelFor(m.BatchCount() * m.M, static_cast<double>(m.N * m.K), [&](int64_t begin, int64_t end) {
-    std::vector<int32_t> acc(static_cast<size_t>(m.N));
-    for (int64_t row = begin; row < end; ++row) {
-      const int64_t batch = row / m.M, i = row % m.M;
-      int64_t ao = 0, bo = 0;
-      BatchOffsets(m, batch, ao, bo);
-      std::fill(acc.begin(), acc.end(), 0);
-      const int32_t za_i = static_cast<int32_t>(za[static_cast<size_t>(i)]);
-      for (int64_t k = 0; k < m.K; ++k) {
-        const int32_t x = av[static_cast<size_t>(ao + i * m.K + k)] - za_i;
-        if (x == 0) continue;
-        const int32_t* brow = bv.data() + bo + k * m.N;
-        for (int64_t j = 0; j < m.N; ++j) acc[static_cast<size_t>(j)] += x * (brow[j] - static_cast<int32_t>(zb[static_cast<size_t>(j)]));
-      }
-      for (int64_t j = 0; j < m.N; ++j) {
-        const double mult = ScaleProduct(sa[static_cast<size_t>(i)], sb[static_cast<size_t>(j)], sy[0]);
-        const double v = std::nearbyint(static_cast<double>(acc[static_cast<size_t>(j)]) * mult) + zy[0];
-        const double q = std::min(std::max(v, lo), hi);
-        const int64_t out = row * m.N + j;
-        if (y_signed) y.data<int8_t>()[out] = static_cast<int8_t>(q);
-        else y.data<uint8_t>()[out] = static_cast<uint8_t>(q);
-      }
-    }
-  });
-}
-ONEFLOW_KERNEL(QLinearMatMul, QLinearMatMulKernel);
 
 }  // namespace
 ONEFLOW_CPU_ISA_END
