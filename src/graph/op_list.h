@@ -50,7 +50,7 @@
   P(X, HannWindow, Onnx) \
   P(X, Hardmax, Onnx) P(X, Identity, Onnx) P(X, InstanceNormalization, Onnx) P(X, IsInf, Onnx) \
   P(X, IsNaN, Onnx) P(X, LRN, Onnx) P(X, LayerNormalization, Onnx) P(X, Less, Onnx) \
-  P(X, LessOrEqual, Onnx) P(X, LogSoftmax, Onnx) P(X, LSTM, Onnx) P(X, LpNormalization, Onnx) P(X, LpPool, Onnx) \
+  P(X, LessOrEqual, Onnx) P(X, LinearAttention, Onnx) P(X, LogSoftmax, Onnx) P(X, LSTM, Onnx) P(X, LpNormalization, Onnx) P(X, LpPool, Onnx) \
   P(X, MatMul, Onnx) P(X, MatMulInteger, Onnx) P(X, MaxPool, Onnx) P(X, MaxUnpool, Onnx) P(X, Mean, Onnx) \
   P(X, MeanVarianceNormalization, Onnx) P(X, Mod, Onnx) P(X, NegativeLogLikelihoodLoss, Onnx) P(X, NonMaxSuppression, Onnx) \
   P(X, NonZero, Onnx) P(X, Not, Onnx) P(X, OneHot, Onnx) P(X, Or, Onnx) P(X, PRelu, Onnx) \

@@ -23,7 +23,7 @@ void RegisterSignalOps(OpRegistry& r);         // ops/signal.cc: Hann/Hamming/Bl
 void RegisterDetectionOps(OpRegistry& r);      // ops/detection.cc: NonMaxSuppression
 void RegisterContribOps(OpRegistry& r);        // ops/contrib.cc: ONNX Runtime's FastGelu, SkipLayerNormalization, ...
 void RegisterContribQuantizationOps(OpRegistry& r);  // ops/contrib_quantization.cc: QLinearAdd, DynamicQuantizeMatMul, ...
-void RegisterLlmBlockOps(OpRegistry& r);       // ops/llm_blocks.cc: SwiGLU, CausalConvWithState
+void RegisterLlmBlockOps(OpRegistry& r);       // ops/llm_blocks.cc: SwiGLU, CausalConvWithState, LinearAttention
 void AttachSbpRules(OpRegistry& r);            // ops/sbp_rules.cc: SBP signatures of the families above
 
 inline void RegisterAllOps(OpRegistry& r) {

@@ -8,6 +8,14 @@
 //                                     when absent), optional fused SiLU; present_state is the
 //                                     last k - 1 positions of the padded input: the short conv
 //                                     of Mamba and Gated DeltaNet, carried across decode steps
+//   LinearAttention(query, key, value, past_state?, decay?, beta?) -> output, present_state
+//                                     the recurrent form of linear attention over [B, T, H*D]
+//                                     inputs: per step the [d_k, d_v] state per key/value head is
+//                                     decayed by exp(decay) ("gated"), corrected toward v by beta
+//                                     ("delta": v' = beta (v - S^T k)), updated by k v'^T, and
+//                                     read by each query head of its group: scale q^T S. The
+//                                     update rules "linear", "gated", "delta", "gated_delta"
+//                                     (default) need decay/beta exactly as named
 #include <string>
 
 #include "graph/infer_util.h"
@@ -63,9 +71,52 @@ void InferCausalConvWithState(InferContext& ctx) {
   ctx.set_output(1, TensorType::Of(x.dtype, {x.dims[0], x.dims[1], k_minus_1}));
 }
 
+void InferLinearAttention(InferContext& ctx) {
+  const std::string& rule = ctx.attrs().GetString("update_rule", "gated_delta");
+  if (rule != "linear" && rule != "gated" && rule != "delta" && rule != "gated_delta")
+    ctx.Error("update_rule must be \"linear\", \"gated\", \"delta\" or \"gated_delta\", got \"", rule, "\"");
+  const bool gated = rule == "gated" || rule == "gated_delta", delta = rule == "delta" || rule == "gated_delta";
+  if (gated != ctx.has_input(4))
+    ctx.Error("update_rule \"", rule, "\" ", gated ? "needs" : "takes no", " decay input");
+  if (delta != ctx.has_input(5))
+    ctx.Error("update_rule \"", rule, "\" ", delta ? "needs" : "takes no", " beta input");
+  const int64_t hq = ctx.attrs().GetInt("q_num_heads"), hkv = ctx.attrs().GetInt("kv_num_heads");
+  if (hq <= 0 || hkv <= 0 || hq % hkv != 0)
+    ctx.Error("q_num_heads (", hq, ") must be a positive multiple of kv_num_heads (", hkv, ")");
+  const TensorType& q = ctx.input_type(0);
+  const TensorType& k = ctx.input_type(1);
+  const TensorType& v = ctx.input_type(2);
+  if (!IsFloatDType(q.dtype) || q.dtype == DType::kFloat64) ctx.Error("query must be float32, float16 or bfloat16");
+  if (k.dtype != q.dtype || v.dtype != q.dtype) ctx.Error("key and value must have query's type ", DTypeName(q.dtype));
+  for (const TensorType* t : {&q, &k, &v})
+    if (t->has_rank && t->rank() != 3) ctx.Error("query, key and value must be [batch, time, heads * dim], got ", t->ToString());
+  auto last = [](const TensorType& t) { return t.has_rank && t.dims[2].known() ? t.dims[2].value : -1; };
+  if (last(q) >= 0 && last(q) % hq != 0) ctx.Error("query's last dim ", last(q), " is not divisible by q_num_heads ", hq);
+  if (last(v) >= 0 && last(v) % hkv != 0) ctx.Error("value's last dim ", last(v), " is not divisible by kv_num_heads ", hkv);
+  const int64_t dk = last(q) >= 0 ? last(q) / hq : -1, dv = last(v) >= 0 ? last(v) / hkv : -1;
+  if (last(k) >= 0 && dk >= 0 && last(k) != hkv * dk)
+    ctx.Error("key's last dim ", last(k), " must be kv_num_heads * d_k = ", hkv * dk);
+  const DType state_type = ctx.has_input(3) ? ctx.input_dtype(3) : q.dtype;
+  if (!IsFloatDType(state_type) || state_type == DType::kFloat64) ctx.Error("past_state must be float32, float16 or bfloat16");
+  auto known = [](int64_t n) { return n >= 0 ? Dim::Known(n) : Dim::Unknown(); };
+  const Dim batch = q.has_rank ? q.dims[0] : Dim::Unknown();
+  if (ctx.has_input(3)) {
+    const TensorType& past = ctx.input_type(3);
+    if (past.has_rank && past.rank() != 4) ctx.Error("past_state must be [batch, kv_num_heads, d_k, d_v], got ", past.ToString());
+  }
+  ctx.set_output(0, q.has_rank ? TensorType::Of(q.dtype, {q.dims[0], q.dims[1], known(dv >= 0 ? hq * dv : -1)})
+                               : TensorType::UnknownShape(q.dtype));
+  ctx.set_output(1, TensorType::Of(state_type, {batch, Dim::Known(hkv), known(dk), known(dv)}));
+}
+
 }  // namespace
 
 void RegisterLlmBlockOps(OpRegistry& r) {
+  r.Register(OpSchema(OpId::kLinearAttention).Since(27).Input("query").Input("key").Input("value")
+                 .OptionalInput("past_state").OptionalInput("decay").OptionalInput("beta").Output("output")
+                 .Output("present_state").Attr("chunk_size", Attribute::Int(64)).RequiredAttr("kv_num_heads", AttrKind::kInt)
+                 .RequiredAttr("q_num_heads", AttrKind::kInt).Attr("scale", Attribute::Float(0.0f))
+                 .Attr("update_rule", Attribute::String("gated_delta")).Infer(InferLinearAttention));
   r.Register(OpSchema(OpId::kSwiGLU).Since(28).Input("A").Input("B").Output("Y").Attr("alpha", Attribute::Float(1.0f))
                  .Infer(InferSwiGLU));
   r.Register(OpSchema(OpId::kCausalConvWithState).Since(27).Input("input").Input("weight").OptionalInput("bias")

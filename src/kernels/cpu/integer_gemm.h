@@ -266,52 +266,52 @@ class PackedB {
     const int64_t K = k_, N = n_;
 #if ONEFLOW_ISA_AVX512VNNI
     if (bytes_) {
+      // A as the microkernel reads it: rows of a multiple of 4 bytes (a padded copy only when K is
+      // not), with its zero points and, where B has nonzero zero points, its row sums.
       const int64_t k4 = k_groups_ * 4;
+      std::vector<uint8_t> padded;
+      const uint8_t* rows = static_cast<const uint8_t*>(a);
+      int64_t row_stride = lda;
+      if (k4 != K) {
+        padded.assign(static_cast<size_t>(M * k4), 0);
+        for (int64_t m = 0; m < M; ++m) std::memcpy(padded.data() + m * k4, rows + m * lda, static_cast<size_t>(K));
+        rows = padded.data();
+        row_stride = k4;
+      }
+      std::vector<int32_t> zas(static_cast<size_t>(row_blocks * kMaxRows), 0), sums(zas.size(), 0);
+      for (int64_t m = 0; m < M; ++m) {
+        zas[static_cast<size_t>(m)] = za[m];
+        if (!zb_all_zero_)  // only B's zero points use the row sums: symmetric weights (all 0) skip them
+          for (int64_t k = 0; k < K; ++k) sums[static_cast<size_t>(m)] += rows[m * row_stride + k];
+      }
+      // Row-block major: a thread's consecutive tiles share their rows of A. (Grouping row blocks
+      // to reuse each panel of B across them measured slower on 2 threads.)
       pool.ParallelFor(row_blocks * panels_, static_cast<double>(kMaxRows * kPanel * K), [&](int64_t begin, int64_t end) {
-        std::vector<uint8_t> rows(static_cast<size_t>(kMaxRows * k4), 0);
-        int32_t row_sums[kMaxRows] = {}, zas[kMaxRows] = {};
-        int64_t copied_block = -1;
         for (int64_t t = begin; t < end; ++t) {
           const int64_t rb = t / panels_, p = t % panels_;
-          const int64_t m0 = rb * kMaxRows, mr = std::min(kMaxRows, M - m0);
-          if (rb != copied_block) {
-            for (int64_t r = 0; r < mr; ++r) {
-              const uint8_t* src = static_cast<const uint8_t*>(a) + (m0 + r) * lda;
-              std::memcpy(rows.data() + r * k4, src, static_cast<size_t>(K));
-              int32_t sum = 0;  // only B's zero points use it: symmetric weights (all 0) skip it
-              if (!zb_all_zero_)
-                for (int64_t k = 0; k < K; ++k) sum += src[k];
-              row_sums[r] = sum;
-              zas[r] = za[m0 + r];
-            }
-            copied_block = rb;
-          }
-          const int64_t n0 = p * kPanel;
-          kMicroTilesU8S8[mr](rows.data(), k4, row_sums, zas, bytes_data_.data() + p * k_groups_ * kPanel * 4,
-                              k_groups_, K, column_sums_.data() + n0, zero_points_.data() + n0, y + m0 * ldy + n0,
-                              ldy, std::min(kPanel, N - n0));
+          const int64_t m0 = rb * kMaxRows, mr = std::min(kMaxRows, M - m0), n0 = p * kPanel;
+          kMicroTilesU8S8[mr](rows + m0 * row_stride, row_stride, sums.data() + m0, zas.data() + m0,
+                              bytes_data_.data() + p * k_groups_ * kPanel * 4, k_groups_, K, column_sums_.data() + n0,
+                              zero_points_.data() + n0, y + m0 * ldy + n0, ldy, std::min(kPanel, N - n0));
         }
       });
       return;
     }
 #endif
+    // A - za widened to int16 once, rows zero-padded to an even K.
     const int64_t k_even = k_groups_ * 2;
+    std::vector<int16_t> rows(static_cast<size_t>(M * k_even), 0);
+    pool.ParallelFor(M, static_cast<double>(K), [&](int64_t m_begin, int64_t m_end) {
+      for (int64_t m = m_begin; m < m_end; ++m) {
+        if (a_type_ == DType::kInt8) WidenRow(static_cast<const int8_t*>(a) + m * lda, K, za[m], rows.data() + m * k_even);
+        else WidenRow(static_cast<const uint8_t*>(a) + m * lda, K, za[m], rows.data() + m * k_even);
+      }
+    });
     pool.ParallelFor(row_blocks * panels_, static_cast<double>(kMaxRows * kPanel * K), [&](int64_t begin, int64_t end) {
-      std::vector<int16_t> rows(static_cast<size_t>(kMaxRows * k_even), 0);
-      int64_t widened_block = -1;
       for (int64_t t = begin; t < end; ++t) {
         const int64_t rb = t / panels_, p = t % panels_;
-        const int64_t m0 = rb * kMaxRows, mr = std::min(kMaxRows, M - m0);
-        if (rb != widened_block) {
-          for (int64_t r = 0; r < mr; ++r) {
-            const int64_t first = (m0 + r) * lda;
-            if (a_type_ == DType::kInt8) WidenRow(static_cast<const int8_t*>(a) + first, K, za[m0 + r], rows.data() + r * k_even);
-            else WidenRow(static_cast<const uint8_t*>(a) + first, K, za[m0 + r], rows.data() + r * k_even);
-          }
-          widened_block = rb;
-        }
-        const int64_t n0 = p * kPanel;
-        kMicroTiles[mr](rows.data(), k_even, pairs_data_.data() + p * k_groups_ * kPanel * 2, k_groups_,
+        const int64_t m0 = rb * kMaxRows, mr = std::min(kMaxRows, M - m0), n0 = p * kPanel;
+        kMicroTiles[mr](rows.data() + m0 * k_even, k_even, pairs_data_.data() + p * k_groups_ * kPanel * 2, k_groups_,
                         y + m0 * ldy + n0, ldy, std::min(kPanel, N - n0));
       }
     });

@@ -1,6 +1,7 @@
-// CPU kernels: SwiGLU and CausalConvWithState (graph/ops/llm_blocks.cc). float16/bfloat16 are
+// CPU kernels: SwiGLU, CausalConvWithState and LinearAttention (graph/ops/llm_blocks.cc). float16/bfloat16 are
 // computed in float and rounded once at the end; the sigmoids are fastmath's vectorizable form.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -98,6 +99,99 @@ void CausalConvWithStateKernel(KernelContext& ctx) {
   });
 }
 ONEFLOW_KERNEL(CausalConvWithState, CausalConvWithStateKernel);
+
+// A float32 tensor as it is, a 16-bit one widened.
+Tensor AsFloat(const Tensor& t) { return t.dtype() == DType::kFloat32 ? t : WidenToFloat(t); }
+
+// LinearAttention: per batch and key/value head, the [d_k, d_v] state is kept in float through the
+// steps (as the reference does); heads run in parallel.
+void LinearAttentionKernel(KernelContext& ctx) {
+  const std::string& node = ctx.node_desc();
+  const std::string& rule = ctx.attrs().GetString("update_rule", "gated_delta");
+  const bool gated = rule == "gated" || rule == "gated_delta", delta = rule == "delta" || rule == "gated_delta";
+  const int64_t hq = ctx.attrs().GetInt("q_num_heads"), hkv = ctx.attrs().GetInt("kv_num_heads");
+  const Tensor q = AsFloat(ctx.input(0)), k = AsFloat(ctx.input(1)), v = AsFloat(ctx.input(2));
+  OF_REQUIRE(q.rank() == 3 && k.rank() == 3 && v.rank() == 3, node, ": query, key and value must be rank 3");
+  const int64_t batch = q.dim(0), steps = q.dim(1), dk = q.dim(2) / hq, dv = v.dim(2) / hkv, group = hq / hkv;
+  OF_REQUIRE(k.dim(0) == batch && v.dim(0) == batch && k.dim(1) == steps && v.dim(1) == steps && k.dim(2) == hkv * dk &&
+                 q.dim(2) == hq * dk && v.dim(2) == hkv * dv,
+             node, ": query ", ShapeToString(q.shape()), ", key ", ShapeToString(k.shape()), " and value ",
+             ShapeToString(v.shape()), " do not match ", hq, " query and ", hkv, " key/value heads");
+  Tensor decay, beta, past;
+  bool decay_per_dim = false;
+  if (gated) {
+    decay = AsFloat(ctx.input(4));
+    OF_REQUIRE(decay.rank() == 3 && decay.dim(0) == batch && decay.dim(1) == steps &&
+                   (decay.dim(2) == hkv || decay.dim(2) == hkv * dk),
+               node, ": decay ", ShapeToString(decay.shape()), " must be [", batch, ", ", steps, ", ", hkv, " or ",
+               hkv * dk, "]");
+    decay_per_dim = decay.dim(2) == hkv * dk && dk != 1;
+  }
+  if (delta) {
+    beta = AsFloat(ctx.input(5));
+    OF_REQUIRE(beta.rank() == 3 && beta.dim(0) == batch && beta.dim(1) == steps && (beta.dim(2) == hkv || beta.dim(2) == 1),
+               node, ": beta ", ShapeToString(beta.shape()), " must be [", batch, ", ", steps, ", ", hkv, " or 1]");
+  }
+  if (ctx.has_input(3)) {
+    past = AsFloat(ctx.input(3));
+    OF_REQUIRE(past.shape() == (Shape{batch, hkv, dk, dv}), node, ": past_state ", ShapeToString(past.shape()),
+               " must be ", ShapeToString(Shape{batch, hkv, dk, dv}));
+  }
+  const float attr_scale = ctx.attrs().GetFloat("scale", 0.0f);
+  const float scale = attr_scale == 0.0f ? 1.0f / std::sqrt(static_cast<float>(dk)) : attr_scale;
+  Tensor out = Tensor::Uninitialized(DType::kFloat32, {batch, steps, hq * dv});
+  Tensor state = Tensor::Uninitialized(DType::kFloat32, {batch, hkv, dk, dv});
+  const float* qs = q.data<float>();
+  const float* ks = k.data<float>();
+  const float* vs = v.data<float>();
+  ctx.pool().ParallelFor(batch * hkv, static_cast<double>(steps * dk * dv * (group + 2)), [&](int64_t begin, int64_t end) {
+    std::vector<float> corrected(static_cast<size_t>(dv));
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t b = bh / hkv, h = bh % hkv;
+      float* S = state.data<float>() + bh * dk * dv;
+      if (past.defined()) std::memcpy(S, past.data<float>() + bh * dk * dv, static_cast<size_t>(dk * dv) * sizeof(float));
+      else std::fill(S, S + dk * dv, 0.0f);
+      for (int64_t t = 0; t < steps; ++t) {
+        const float* kt = ks + (b * steps + t) * hkv * dk + h * dk;
+        const float* vt = vs + (b * steps + t) * hkv * dv + h * dv;
+        if (gated) {
+          const float* g = decay.data<float>() + (b * steps + t) * decay.dim(2) + h * (decay_per_dim ? dk : 1);
+          for (int64_t i = 0; i < dk; ++i) {
+            const float f = std::exp(g[decay_per_dim ? i : 0]);
+            for (int64_t j = 0; j < dv; ++j) S[i * dv + j] *= f;
+          }
+        }
+        const float* update = vt;
+        if (delta) {  // v' = beta (v - S^T k)
+          const float bt = beta.data<float>()[(b * steps + t) * beta.dim(2) + (beta.dim(2) == 1 ? 0 : h)];
+          for (int64_t j = 0; j < dv; ++j) corrected[static_cast<size_t>(j)] = 0.0f;
+          for (int64_t i = 0; i < dk; ++i)
+            for (int64_t j = 0; j < dv; ++j) corrected[static_cast<size_t>(j)] += S[i * dv + j] * kt[i];
+          for (int64_t j = 0; j < dv; ++j) corrected[static_cast<size_t>(j)] = bt * (vt[j] - corrected[static_cast<size_t>(j)]);
+          update = corrected.data();
+        }
+        for (int64_t i = 0; i < dk; ++i)
+          for (int64_t j = 0; j < dv; ++j) S[i * dv + j] += kt[i] * update[j];
+        for (int64_t g = 0; g < group; ++g) {  // the query heads reading this key/value head
+          const int64_t head = h * group + g;
+          const float* qt = qs + (b * steps + t) * hq * dk + head * dk;
+          float* o = out.data<float>() + (b * steps + t) * hq * dv + head * dv;
+          for (int64_t j = 0; j < dv; ++j) o[j] = 0.0f;
+          for (int64_t i = 0; i < dk; ++i)
+            for (int64_t j = 0; j < dv; ++j) o[j] += qt[i] * S[i * dv + j];
+          for (int64_t j = 0; j < dv; ++j) o[j] *= scale;
+        }
+      }
+    }
+  });
+  Tensor& y = ctx.output(0);
+  if (y.dtype() == DType::kFloat32) std::memcpy(y.raw(), out.raw(), out.nbytes());
+  else NarrowFromFloat(out, y);
+  Tensor& present = ctx.output(1);
+  if (present.dtype() == DType::kFloat32) std::memcpy(present.raw(), state.raw(), state.nbytes());
+  else NarrowFromFloat(state, present);
+}
+ONEFLOW_KERNEL(LinearAttention, LinearAttentionKernel);
 
 }  // namespace
 ONEFLOW_CPU_ISA_END

@@ -43,17 +43,41 @@ struct DynamicQuantization {
 // onnxruntime computes them; an all-zero x (an empty range) gets scale 1, where the ONNX formula
 // would divide by zero. NaNs do not widen the range.
 inline DynamicQuantization DynamicQuantizationOf(const float* xs, int64_t n) {
-  // The range in 16 lanes, so that the loop vectorizes (a float min/max reduction does not
-  // without -ffast-math); selects keep NaNs out.
+  // The range in 16 lanes (a float min/max reduction does not vectorize without -ffast-math,
+  // nor, in GCC 12, these selects: hence the intrinsics). min(v, low) / max(v, high) return the
+  // second operand when v is NaN, as the selects do, which keeps NaNs out.
   constexpr int kLanes = 16;
-  float lows[kLanes] = {}, highs[kLanes] = {};
+  alignas(64) float lows[kLanes] = {}, highs[kLanes] = {};
   int64_t i = 0;
+#if ONEFLOW_ISA_AVX512
+  __m512 lo16 = _mm512_setzero_ps(), hi16 = _mm512_setzero_ps();
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m512 v = _mm512_loadu_ps(xs + i);
+    lo16 = _mm512_min_ps(v, lo16);
+    hi16 = _mm512_max_ps(v, hi16);
+  }
+  _mm512_store_ps(lows, lo16);
+  _mm512_store_ps(highs, hi16);
+#elif ONEFLOW_ISA_AVX2
+  __m256 lo8[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()}, hi8[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (; i + kLanes <= n; i += kLanes)
+    for (int h = 0; h < 2; ++h) {
+      const __m256 v = _mm256_loadu_ps(xs + i + 8 * h);
+      lo8[h] = _mm256_min_ps(v, lo8[h]);
+      hi8[h] = _mm256_max_ps(v, hi8[h]);
+    }
+  for (int h = 0; h < 2; ++h) {
+    _mm256_store_ps(lows + 8 * h, lo8[h]);
+    _mm256_store_ps(highs + 8 * h, hi8[h]);
+  }
+#else
   for (; i + kLanes <= n; i += kLanes)
     for (int j = 0; j < kLanes; ++j) {
       const float v = xs[i + j];
       lows[j] = v < lows[j] ? v : lows[j];
       highs[j] = v > highs[j] ? v : highs[j];
     }
+#endif
   for (; i < n; ++i) {
     lows[0] = xs[i] < lows[0] ? xs[i] : lows[0];
     highs[0] = xs[i] > highs[0] ? xs[i] : highs[0];
