@@ -26,6 +26,19 @@ const (
 	Uint32    DType = C.ONEFLOW_DTYPE_U32
 	Uint64    DType = C.ONEFLOW_DTYPE_U64
 	BFloat16  DType = C.ONEFLOW_DTYPE_BF16
+	// The narrow storage types (ABI 4): one byte per element, sub-byte ones included (a 4- or
+	// 2-bit integer is its value in a byte, a float4e2m1 its code in the low nibble). Use
+	// NewTensorBytes and Tensor.Bytes.
+	Float8E4M3FN   DType = C.ONEFLOW_DTYPE_F8E4M3FN
+	Float8E4M3FNUZ DType = C.ONEFLOW_DTYPE_F8E4M3FNUZ
+	Float8E5M2     DType = C.ONEFLOW_DTYPE_F8E5M2
+	Float8E5M2FNUZ DType = C.ONEFLOW_DTYPE_F8E5M2FNUZ
+	Uint4          DType = C.ONEFLOW_DTYPE_U4
+	Int4           DType = C.ONEFLOW_DTYPE_I4
+	Float4E2M1     DType = C.ONEFLOW_DTYPE_F4E2M1
+	Float8E8M0     DType = C.ONEFLOW_DTYPE_F8E8M0
+	Uint2          DType = C.ONEFLOW_DTYPE_U2
+	Int2           DType = C.ONEFLOW_DTYPE_I2
 )
 
 // String is the engine's name for the type, e.g. "float32".

@@ -64,6 +64,9 @@ func TestVersion(t *testing.T) {
 	if Float32.String() != "float32" || Float64.Size() != 8 || BFloat16.Size() != 2 {
 		t.Fatalf("dtype facts: %s %d %d", Float32, Float64.Size(), BFloat16.Size())
 	}
+	if Int4.Size() != 1 || Float8E4M3FN.String() != "float8e4m3fn" || Int2.String() != "int2" {
+		t.Fatalf("narrow dtype facts: %d %s %s", Int4.Size(), Float8E4M3FN, Int2)
+	}
 	if CodeNotFound.String() != "NOT_FOUND" {
 		t.Fatal(CodeNotFound.String())
 	}

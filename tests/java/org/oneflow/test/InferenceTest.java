@@ -47,6 +47,9 @@ class InferenceTest {
     assertEquals("float32", DType.FLOAT32.engineName());
     assertEquals(8, DType.FLOAT64.byteSize());
     assertEquals(2, DType.BFLOAT16.byteSize());
+    assertEquals(1, DType.INT4.byteSize());  // the narrow types: one byte per element in tensors
+    assertEquals("float8e4m3fn", DType.FLOAT8E4M3FN.engineName());
+    assertEquals(DType.INT2, DType.of(26));
   }
 
   @Test

@@ -17,7 +17,19 @@ public enum DType {
   FLOAT64(11),
   UINT32(12),
   UINT64(13),
-  BFLOAT16(16);
+  BFLOAT16(16),
+  // The narrow storage types (ABI 4): one byte per element, sub-byte ones included (a 4- or 2-bit
+  // integer is its value in a byte, a float4e2m1 its code in the low nibble); raw bytes only.
+  FLOAT8E4M3FN(17),
+  FLOAT8E4M3FNUZ(18),
+  FLOAT8E5M2(19),
+  FLOAT8E5M2FNUZ(20),
+  UINT4(21),
+  INT4(22),
+  FLOAT4E2M1(23),
+  FLOAT8E8M0(24),
+  UINT2(25),
+  INT2(26);
 
   private final int code;
 
