@@ -296,8 +296,11 @@ class QLinearConvKernel final : public QuantizedConvKernel {
             const int32_t* b = bias_or_zero.data() + first_channel + m0;
             for (int64_t i = 0; i < pn; ++i) {
               const int32_t* a = acc + (p0 + i) * mg + m0;
-              for (int64_t j = 0; j < mn; ++j)  // int8's two's complement byte for a negative result
-                tile[i][j] = static_cast<uint8_t>(QuantizeToRange(static_cast<float>(a[j] + b[j]) * mult[j], z, low, high));
+              // The sum in 64 bits: a model's bias may be anything an int32 holds. The result goes to
+              // int8's two's complement byte when negative.
+              for (int64_t j = 0; j < mn; ++j)
+                tile[i][j] = static_cast<uint8_t>(QuantizeToRange(
+                    static_cast<float>(static_cast<int64_t>(a[j]) + b[j]) * mult[j], z, low, high));
             }
             for (int64_t j = 0; j < mn; ++j) {
               uint8_t* row = out + out_offset + (m0 + j) * positions + p0;
