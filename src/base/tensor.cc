@@ -13,11 +13,18 @@
 namespace oneflow {
 
 int64_t NumElements(const Shape& shape) {
-  int64_t n = 1;
+  // The product of the non-zero dims must fit too: kernels take partial products of a shape
+  // (ShapeProduct, outer/inner extents), and an empty tensor of [0, 2^40, 2^40] would overflow them.
+  int64_t n = 1, nonzero = 1;
   for (int64_t d : shape) {
     OF_REQUIRE(d >= 0, "negative dimension ", d, " in shape ", ShapeToString(shape));
-    OF_REQUIRE(d == 0 || n <= std::numeric_limits<int64_t>::max() / d,
-               "shape ", ShapeToString(shape), " has too many elements");
+    if (d == 0) {
+      n = 0;
+      continue;
+    }
+    OF_REQUIRE(nonzero <= std::numeric_limits<int64_t>::max() / d, "shape ", ShapeToString(shape),
+               " has too many elements");
+    nonzero *= d;
     n *= d;
   }
   return n;

@@ -63,6 +63,18 @@ void CheckSameDType(const InferContext& ctx) {
   }
 }
 
+int64_t CheckedAdd(int64_t a, int64_t b, const std::string& who, const char* what) {
+  int64_t r;
+  OF_REQUIRE(!__builtin_add_overflow(a, b, &r), who, ": ", what, " overflows int64 (", a, " + ", b, ")");
+  return r;
+}
+
+int64_t CheckedMul(int64_t a, int64_t b, const std::string& who, const char* what) {
+  int64_t r;
+  OF_REQUIRE(!__builtin_mul_overflow(a, b, &r), who, ": ", what, " overflows int64 (", a, " * ", b, ")");
+  return r;
+}
+
 void InferSameAsInput0(InferContext& ctx) { ctx.set_output(0, ctx.input_type(0)); }
 
 static TensorType BroadcastAll(InferContext& ctx) {

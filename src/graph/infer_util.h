@@ -1,6 +1,7 @@
 // Shape-inference building blocks shared by op definitions.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "graph/op_schema.h"
@@ -24,5 +25,15 @@ void InferBroadcastToBool(InferContext& ctx);
 
 // Requires all present inputs to have the same dtype; fails naming the op otherwise.
 void CheckSameDType(const InferContext& ctx);
+
+// Attributes, constant inputs and a model's declared dims are untrusted: a mangled or fuzzed file
+// can hold any int64, and signed overflow is undefined behaviour. Sizes computed from them go
+// through these, which fail with kInvalidArgument ("<who>: <what> overflows int64") instead.
+int64_t CheckedAdd(int64_t a, int64_t b, const std::string& who, const char* what);
+int64_t CheckedMul(int64_t a, int64_t b, const std::string& who, const char* what);
+
+// Bound for window-like attributes (kernel sizes, strides, dilations, pads, block sizes): far
+// beyond any real model, and the product of two such values stays far from int64 overflow.
+constexpr int64_t kMaxWindowAttr = int64_t{1} << 31;
 
 }  // namespace oneflow

@@ -173,6 +173,8 @@ def test_float64():
     ({"direction": "sideways"}, "direction must be forward, reverse or bidirectional"),
     ({"clip": -1.0}, "clip must be a positive threshold"),
     ({"hidden_size": 5}, r"W must have shape \[1, 5, 4\], got float32\[1,6,4\]"),
+    # Found by the native-format fuzzer: 3 * hidden_size overflowed int64 in shape inference (UBSan).
+    ({"hidden_size": 8165870549352841218}, "hidden_size must be positive and at most 2\\^40"),
 ])
 def test_bad_attributes_are_refused(attrs, message):
     data, feeds, _ = layer_model("RNN", **attrs)

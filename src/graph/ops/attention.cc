@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/infer_util.h"
 #include "graph/op_schema.h"
 #include "graph/ops/all_ops.h"
 
@@ -19,11 +20,15 @@ namespace {
 
 enum : size_t { kQ = 0, kK = 1, kV = 2, kMask = 3, kPastKey = 4, kPastValue = 5, kNonpad = 6 };
 
-Dim Sum(const Dim& a, const Dim& b) {
-  if (a.known() && b.known()) return Dim::Known(a.value + b.value);
+// Declared dims and head-count attributes are untrusted: sums and products are checked.
+Dim Sum(const InferContext& ctx, const Dim& a, const Dim& b) {
+  if (a.known() && b.known()) return Dim::Known(CheckedAdd(a.value, b.value, ctx.node(), "past + new sequence length"));
   return Dim::Unknown();
 }
-Dim Times(const Dim& a, int64_t k) { return a.known() ? Dim::Known(a.value * k) : Dim::Unknown(); }
+Dim Times(const InferContext& ctx, const Dim& a, int64_t k) {
+  return a.known() ? Dim::Known(CheckedMul(a.value, k, ctx.node(), "q_num_heads times the value head size"))
+                   : Dim::Unknown();
+}
 Dim Over(const Dim& a, int64_t k) { return a.known() && k > 0 ? Dim::Known(a.value / k) : Dim::Unknown(); }
 
 void InferAttention(InferContext& ctx) {
@@ -84,11 +89,11 @@ void InferAttention(InferContext& ctx) {
   if (has_past) {
     const TensorType& pk = ctx.input_type(kPastKey);
     if (pk.has_rank && pk.rank() != 4) ctx.Error("past_key must be 4-D [B, kv_heads, past, head_size], got ", pk.ToString());
-    total = pk.has_rank ? Sum(pk.dims[2], kv_seq) : Dim::Unknown();
+    total = pk.has_rank ? Sum(ctx, pk.dims[2], kv_seq) : Dim::Unknown();
   }
   const Dim qh = q_heads > 0 ? Dim::Known(q_heads) : Dim::Unknown();
   const Dim kvh = kv_heads > 0 ? Dim::Known(kv_heads) : Dim::Unknown();
-  ctx.set_output(0, three_d ? TensorType::Of(q.dtype, {batch, q_seq, Times(v_head, q_heads)})
+  ctx.set_output(0, three_d ? TensorType::Of(q.dtype, {batch, q_seq, Times(ctx, v_head, q_heads)})
                             : TensorType::Of(q.dtype, {batch, qh, q_seq, v_head}));
   if (ctx.num_outputs() > 1) ctx.set_output(1, TensorType::Of(q.dtype, {batch, kvh, total, head}));
   if (ctx.num_outputs() > 2) ctx.set_output(2, TensorType::Of(v.dtype, {batch, kvh, total, v_head}));

@@ -139,7 +139,7 @@ void InferQLinearConcat(InferContext& ctx) {
   for (const TensorType* p : parts) {
     if (static_cast<int64_t>(p->rank()) != rank) ctx.Error("inputs have different ranks");
     const Dim& d = p->dims[static_cast<size_t>(axis)];
-    if (d.known()) total += d.value;
+    if (d.known()) total = CheckedAdd(total, d.value, ctx.node(), "the concatenated size");
     else total_known = false;
   }
   dims[static_cast<size_t>(axis)] = total_known ? Dim::Known(total) : Dim::Unknown();

@@ -78,9 +78,12 @@ std::vector<int64_t> NonMaxSuppressionSelect(const Tensor& boxes, const Tensor& 
     OF_REQUIRE(t->numel() == 1, node, ": ", what, " must hold one value, got ", ShapeToString(t->shape()));
     return t->GetAsDouble(0);
   };
-  const int64_t limit = max_per_class && max_per_class->numel() != 0
-                            ? std::max<int64_t>(static_cast<int64_t>(scalar(max_per_class, "max_output_boxes_per_class")), 0)
-                            : 0;
+  // Clamped before the conversion: a value near INT64_MAX rounds to 2^63 as a double, whose
+  // conversion back is undefined. No class has 2^62 boxes, so the clamp changes nothing else.
+  const int64_t limit =
+      max_per_class && max_per_class->numel() != 0
+          ? static_cast<int64_t>(std::clamp(scalar(max_per_class, "max_output_boxes_per_class"), 0.0, 0x1p62))
+          : 0;
   const double iou = iou_threshold && iou_threshold->numel() != 0 ? scalar(iou_threshold, "iou_threshold") : 0.0;
   OF_REQUIRE(iou >= 0.0 && iou <= 1.0, node, ": iou_threshold must be in [0, 1], got ", iou);
   const bool has_score_threshold = score_threshold && score_threshold->numel() != 0;

@@ -24,8 +24,10 @@ UniqueResult ComputeUnique(const Tensor& x, int64_t axis, bool sorted) {
   int64_t outer = 1, n = x.numel(), inner = 1;
   if (axis >= 0) {
     n = x.dim(axis);
-    outer = ShapeProduct(x.shape(), 0, static_cast<size_t>(axis));
-    inner = ShapeProduct(x.shape(), static_cast<size_t>(axis) + 1, x.shape().size());
+    // An empty tensor has empty slices; the products around the axis could overflow for dims
+    // beside a 0 (a constant may declare [2^40, 0, 2^40]), and are only bounded by numel otherwise.
+    outer = x.numel() == 0 ? 0 : ShapeProduct(x.shape(), 0, static_cast<size_t>(axis));
+    inner = x.numel() == 0 ? 0 : ShapeProduct(x.shape(), static_cast<size_t>(axis) + 1, x.shape().size());
   }
   // Slice i as doubles (element order: outer-major, then inner).
   std::vector<double> vals(static_cast<size_t>(x.numel()));
@@ -125,7 +127,8 @@ void InferGatherND(InferContext& ctx) {
   }
   const int64_t q = idx.rank(), last = idx.dims.back().value;
   if (b < 0 || b >= std::min(q, x.rank())) ctx.Error("batch_dims ", b, " out of range");
-  if (last < 1 || b + last > x.rank()) ctx.Error("indices last dim ", last, " too large for data rank ", x.rank());
+  // last is a declared dim (any int64): compared without forming b + last.
+  if (last < 1 || last > x.rank() - b) ctx.Error("indices last dim ", last, " too large for data rank ", x.rank());
   std::vector<Dim> out(idx.dims.begin(), idx.dims.end() - 1);
   out.insert(out.end(), x.dims.begin() + b + last, x.dims.end());
   ctx.set_output(0, TensorType::Of(x.dtype, out));

@@ -104,7 +104,9 @@ void InferLinearAttention(InferContext& ctx) {
     const TensorType& past = ctx.input_type(3);
     if (past.has_rank && past.rank() != 4) ctx.Error("past_state must be [batch, kv_num_heads, d_k, d_v], got ", past.ToString());
   }
-  ctx.set_output(0, q.has_rank ? TensorType::Of(q.dtype, {q.dims[0], q.dims[1], known(dv >= 0 ? hq * dv : -1)})
+  // hkv * dk <= last(q) above, but q_num_heads may exceed kv_num_heads by any factor: checked.
+  const int64_t out_dim = dv >= 0 ? CheckedMul(hq, dv, ctx.node(), "q_num_heads * d_v") : -1;
+  ctx.set_output(0, q.has_rank ? TensorType::Of(q.dtype, {q.dims[0], q.dims[1], known(out_dim)})
                                : TensorType::UnknownShape(q.dtype));
   ctx.set_output(1, TensorType::Of(state_type, {batch, Dim::Known(hkv), known(dk), known(dv)}));
 }

@@ -121,7 +121,7 @@ void InferConv(InferContext& ctx) {
   const int64_t c = x.has_rank ? DimValue(x.dims[1]) : -1;
   const int64_t m = w.has_rank ? DimValue(w.dims[0]) : -1;
   const int64_t wc = w.has_rank ? DimValue(w.dims[1]) : -1;
-  if (c >= 0 && wc >= 0 && c != wc * g.group)
+  if (c >= 0 && wc >= 0 && c != CheckedMul(wc, g.group, ctx.node(), "W's channels times group"))
     ctx.Error("X has ", c, " channels but W ", w.ToString(), " with group ", g.group, " expects ", wc * g.group);
   if (m >= 0 && m % g.group != 0) ctx.Error("output channels ", m, " are not divisible by group ", g.group);
   SetConvOutput(ctx, m, w.has_rank ? w.dims[0] : Dim::Unknown(), g.out);
@@ -141,7 +141,7 @@ void InferConvTranspose(InferContext& ctx) {
   const int64_t wm = w.has_rank ? DimValue(w.dims[1]) : -1;
   if (c >= 0 && wc >= 0 && c != wc) ctx.Error("X has ", c, " channels but W ", w.ToString(), " expects ", wc);
   if (c >= 0 && c % g.group != 0) ctx.Error("input channels ", c, " are not divisible by group ", g.group);
-  const int64_t m = wm >= 0 ? wm * g.group : -1;
+  const int64_t m = wm >= 0 ? CheckedMul(wm, g.group, ctx.node(), "W's output channels times group") : -1;
   SetConvOutput(ctx, m, KnownOrUnknown(m), g.out);
 }
 

@@ -10,6 +10,7 @@
 #include <climits>
 #include <string>
 
+#include "graph/infer_util.h"
 #include "graph/op_schema.h"
 #include "graph/ops/all_ops.h"
 #include "graph/ops/conv_shape.h"
@@ -65,7 +66,8 @@ void CheckScaleShape(InferContext& ctx, const TensorType& x, int scale_index, co
                      const char* zero_point_name) {
   const TensorType& scale = ctx.input_type(static_cast<size_t>(scale_index));
   const int64_t block = ctx.attrs().GetInt("block_size", 0);
-  if (block < 0) ctx.Error("block_size must be >= 0, got ", block);
+  // Bounded like the other window attributes: the kernels size their blocks from it.
+  if (block < 0 || block > kMaxWindowAttr) ctx.Error("block_size must be in [0, 2^31], got ", block);
   if (!x.has_rank || !scale.has_rank) return;
   const int64_t r = static_cast<int64_t>(x.rank());
   int64_t axis = ctx.attrs().GetInt("axis", 1);
@@ -87,7 +89,8 @@ void CheckScaleShape(InferContext& ctx, const TensorType& x, int scale_index, co
         const Dim& xs = x.dims[static_cast<size_t>(i)];
         const Dim& ss = scale.dims[static_cast<size_t>(i)];
         if (!xs.known() || !ss.known()) continue;
-        const int64_t want = i == axis ? (xs.value + block - 1) / block : xs.value;
+        // ceil(xs / block); xs + block - 1 could overflow a declared dim near INT64_MAX.
+        const int64_t want = i == axis ? xs.value / block + (xs.value % block != 0 ? 1 : 0) : xs.value;
         if (ss.value != want)
           ctx.Error(scale_name, " ", scale.ToString(), " does not block x ", x.ToString(), " by ", block, " along axis ",
                     axis, ": dim ", i, " should be ", want);
@@ -260,7 +263,7 @@ void InferQuantizedConv(InferContext& ctx, size_t w_index, DType y) {
   }
   const ConvGeometry g = ResolveConvGeometry(ctx.attrs(), in, wk, ctx.node());
   const int64_t c = DimValue(x.dims[1]), m = DimValue(w.dims[0]), wc = DimValue(w.dims[1]);
-  if (c >= 0 && wc >= 0 && c != wc * g.group)
+  if (c >= 0 && wc >= 0 && c != CheckedMul(wc, g.group, ctx.node(), "w's channels times group"))
     ctx.Error("x has ", c, " channels but w ", w.ToString(), " with group ", g.group, " expects ", wc * g.group);
   if (m >= 0 && m % g.group != 0) ctx.Error("output channels ", m, " are not divisible by group ", g.group);
   std::vector<Dim> out = {x.dims[0], w.dims[0]};

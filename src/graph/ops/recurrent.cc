@@ -72,7 +72,11 @@ RecurrentSpec ParseRecurrentSpec(RecurrentCell cell, const AttrMap& attrs, const
     error("direction must be forward, reverse or bidirectional, got '", direction, "'");
   }
   s.hidden_size = attrs.GetInt("hidden_size", 0);
-  if (s.hidden_size < 0) error("hidden_size must be positive, got ", s.hidden_size);
+  // The bound keeps gates * hidden (and twice that, B's length) far from int64 overflow; no
+  // real layer comes near it, and a mangled file must get an error, not a wrapped shape.
+  constexpr int64_t kMaxHidden = int64_t{1} << 40;
+  if (s.hidden_size < 0 || s.hidden_size > kMaxHidden)
+    error("hidden_size must be positive and at most 2^40, got ", s.hidden_size);
   s.clip = attrs.GetFloat("clip", 0.0f);
   if (attrs.has("clip") && !(s.clip > 0.0f)) error("clip must be a positive threshold, got ", s.clip);
   s.linear_before_reset = attrs.GetInt("linear_before_reset", 0) != 0;
@@ -168,6 +172,7 @@ void InferRecurrent(InferContext& ctx, RecurrentCell cell) {
   if (w_rows >= 0) {
     if (w_rows % s.gates != 0) ctx.Error("W has ", w_rows, " rows, not a multiple of ", s.gates, " gates");
     if (hidden == 0) hidden = w_rows / s.gates;
+    if (w_rows > (int64_t{1} << 42)) ctx.Error("W has ", w_rows, " rows, beyond any recurrent layer this engine runs");
   }
   if (hidden == 0) hidden = -1;  // unknown until W's shape is
   const size_t seq_axis = s.layout ? 1 : 0, batch_axis = s.layout ? 0 : 1;

@@ -123,7 +123,9 @@ void InferLRN(InferContext& ctx) {
   RequireFloatInput(ctx);
   const TensorType& x = ctx.input_type(0);
   RequireNCSpatial(ctx, x);
-  if (ctx.attrs().GetInt("size") < 1) ctx.Error("size must be positive");
+  const int64_t size = ctx.attrs().GetInt("size");
+  // Bounded so that the kernel's window arithmetic cannot overflow; wider than C is no different.
+  if (size < 1 || size > kMaxWindowAttr) ctx.Error("size must be in [1, 2^31], got ", size);
   ctx.set_output(0, x);
 }
 
@@ -153,10 +155,24 @@ void InferMaxUnpool(InferContext& ctx) {
   std::vector<int64_t> s = ctx.attrs().GetInts("strides", std::vector<int64_t>(r, 1));
   std::vector<int64_t> p = ctx.attrs().GetInts("pads", std::vector<int64_t>(2 * r, 0));
   if (k.size() != r || s.size() != r || p.size() != 2 * r) ctx.Error("kernel_shape/strides/pads do not match the input rank");
+  // Bounded like pooling's window attributes; the kernel recomputes this shape from them.
+  for (size_t i = 0; i < r; ++i) {
+    if (k[i] < 1 || s[i] < 1 || k[i] > kMaxWindowAttr || s[i] > kMaxWindowAttr)
+      ctx.Error("kernel_shape and strides must be in [1, 2^31], got ", k[i], " and ", s[i]);
+    if (p[i] < 0 || p[i + r] < 0 || p[i] > kMaxWindowAttr || p[i + r] > kMaxWindowAttr)
+      ctx.Error("pads must be in [0, 2^31], got ", p[i], " and ", p[i + r]);
+  }
   std::vector<Dim> dims = {x.dims[0], x.dims[1]};
   for (size_t i = 0; i < r; ++i) {
     const Dim& d = x.dims[i + 2];
-    dims.push_back(d.known() ? Dim::Known((d.value - 1) * s[i] - p[i] - p[i + r] + k[i]) : Dim::Unknown());
+    if (!d.known()) {
+      dims.push_back(Dim::Unknown());
+      continue;
+    }
+    const int64_t n = CheckedAdd(CheckedMul(d.value - 1, s[i], ctx.node(), "the unpooled size"), k[i] - p[i] - p[i + r],
+                                 ctx.node(), "the unpooled size");
+    if (n < 0) ctx.Error("pads make spatial dim ", i, " negative (", n, ")");
+    dims.push_back(Dim::Known(n));
   }
   ctx.set_output(0, TensorType::Of(x.dtype, dims));
 }
@@ -191,7 +207,7 @@ void InferCol2Im(InferContext& ctx) {
   int64_t prod = 1;
   for (int64_t b : blk) {
     if (b < 1) ctx.Error("block_shape must be positive");
-    prod *= b;
+    prod = CheckedMul(prod, b, ctx.node(), "prod(block_shape)");
   }
   if (x.dims[1].value % prod != 0) ctx.Error("input dim 1 (", x.dims[1].value, ") is not divisible by prod(block_shape)");
   std::vector<Dim> dims = {x.dims[0], Dim::Known(x.dims[1].value / prod)};

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "graph/attribute.h"
+#include "graph/infer_util.h"
 
 namespace oneflow {
 
@@ -51,12 +52,16 @@ inline PoolGeometry ComputePoolGeometry(const AttrMap& attrs, const std::vector<
     OF_REQUIRE(g.kernel[i] >= 1 && g.stride[i] >= 1 && g.dilation[i] >= 1, node,
                ": kernel_shape, strides and dilations must be positive");
     OF_REQUIRE(pads[i] >= 0 && pads[i + r] >= 0, node, ": pads must be non-negative");
+    // Bounded so that the window extent and the padding arithmetic below cannot overflow.
+    for (int64_t v : {g.kernel[i], g.stride[i], g.dilation[i], pads[i], pads[i + r]})
+      OF_REQUIRE(v <= kMaxWindowAttr, node, ": kernel_shape, strides, dilations and pads must be at most 2^31, got ", v);
     const int64_t ek = (g.kernel[i] - 1) * g.dilation[i] + 1;  // dilated window extent
     const int64_t n = in[i];
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       if (n < 0) continue;
-      g.out[i] = (n + g.stride[i] - 1) / g.stride[i];
-      int64_t total = std::max<int64_t>(0, (g.out[i] - 1) * g.stride[i] + ek - n);
+      // ceil(n / stride) and the padding, ordered so that no intermediate exceeds n or ek.
+      g.out[i] = n / g.stride[i] + (n % g.stride[i] != 0 ? 1 : 0);
+      int64_t total = std::max<int64_t>(0, (g.out[i] - 1) * g.stride[i] - n + ek);
       // SAME_UPPER puts the odd pixel of padding at the end, SAME_LOWER at the beginning.
       g.pad_begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
       g.pad_end[i] = total - g.pad_begin[i];
@@ -68,13 +73,15 @@ inline PoolGeometry ComputePoolGeometry(const AttrMap& attrs, const std::vector<
       g.pad_begin[i] = pads[i];
       g.pad_end[i] = pads[i + r];
       if (n < 0) continue;
-      const int64_t span = n + pads[i] + pads[i + r] - ek;
-      OF_REQUIRE(span >= 0, node, ": pooling window (", ek, ") is larger than the padded input (",
-                 n + pads[i] + pads[i + r], ")");
+      // A declared input dim may be anything up to INT64_MAX; the pads are bounded.
+      const int64_t padded = CheckedAdd(n, pads[i] + pads[i + r], node, "the padded input size");
+      const int64_t span = padded - ek;
+      OF_REQUIRE(span >= 0, node, ": pooling window (", ek, ") is larger than the padded input (", padded, ")");
       if (ceil_mode) {
-        g.out[i] = (span + g.stride[i] - 1) / g.stride[i] + 1;
+        g.out[i] = span / g.stride[i] + (span % g.stride[i] != 0 ? 1 : 0) + 1;
         // The last window must start inside the input or the leading padding, never in the tail.
-        if ((g.out[i] - 1) * g.stride[i] >= n + pads[i]) --g.out[i];
+        // (out - 1) * stride < span + stride, which passes INT64_MAX only for a dim near it.
+        if (CheckedMul(g.out[i] - 1, g.stride[i], node, "the pooled size") >= n + pads[i]) --g.out[i];
       } else {
         g.out[i] = span / g.stride[i] + 1;
       }

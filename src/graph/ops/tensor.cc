@@ -37,15 +37,19 @@ std::vector<SliceAxis> ComputeSlice(const Shape& dims, const std::vector<int64_t
     int64_t s = starts[i], e = ends[i];
     if (s < 0) s += d;
     if (e < 0) e += d;
+    // ceil(length / |step|) written as 1 + (length - 1) / |step|: steps come from the model and
+    // may be INT64_MAX or INT64_MIN, where adding |step| - 1 or negating overflows.
     int64_t count;
     if (step > 0) {
       s = std::clamp<int64_t>(s, 0, d);
       e = std::clamp<int64_t>(e, 0, d);
-      count = e > s ? (e - s + step - 1) / step : 0;
+      count = e > s ? 1 + (e - s - 1) / step : 0;
+    } else if (d == 0) {
+      count = 0;  // clamping to [0, d - 1] below would be empty, and would let one element through
     } else {
       s = std::clamp<int64_t>(s, 0, d - 1);
       e = std::clamp<int64_t>(e, -1, d - 1);
-      count = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+      count = s > e ? 1 - (s - e - 1) / step : 0;  // step < 0: the quotient is -floor(./|step|)
     }
     out[a] = {count > 0 ? s : 0, step, count};
   }
@@ -54,7 +58,7 @@ std::vector<SliceAxis> ComputeSlice(const Shape& dims, const std::vector<int64_t
 
 std::vector<int64_t> EvenSplitSizes(int64_t dim, int64_t n) {
   OF_REQUIRE(n > 0, "Split: the number of outputs must be positive");
-  const int64_t chunk = (dim + n - 1) / n;
+  const int64_t chunk = dim / n + (dim % n != 0 ? 1 : 0);  // ceil; dim + n - 1 could overflow
   std::vector<int64_t> sizes;
   int64_t left = dim;
   for (int64_t i = 0; i < n; ++i) {
@@ -104,11 +108,11 @@ int64_t Input1DLength(const InferContext& ctx, size_t i) {
 
 std::vector<Dim> UnknownDims(int64_t n) { return std::vector<Dim>(static_cast<size_t>(n), Dim::Unknown()); }
 
-Dim ProductDim(const std::vector<Dim>& dims, size_t b, size_t e) {
+Dim ProductDim(const InferContext& ctx, const std::vector<Dim>& dims, size_t b, size_t e) {
   int64_t p = 1;
   for (size_t i = b; i < e; ++i) {
     if (!dims[i].known()) return Dim::Unknown();
-    p *= dims[i].value;
+    p = CheckedMul(p, dims[i].value, ctx.node(), "the flattened size");  // declared dims are untrusted
   }
   return Dim::Known(p);
 }
@@ -149,7 +153,7 @@ void InferReshape(InferContext& ctx) {
     for (size_t i = 0; i < out.size(); ++i)
       if (static_cast<int>(i) != neg) {
         if (!out[i].known()) all_known = false;
-        else known *= out[i].value;
+        else known = CheckedMul(known, out[i].value, ctx.node(), "the product of the target shape");
       }
     if (all_known) {
       if (neg >= 0) {
@@ -174,8 +178,8 @@ void InferFlatten(InferContext& ctx) {
   const int64_t r = x.rank();
   if (axis < -r || axis > r) ctx.Error("axis ", axis, " is out of range for rank ", r);
   if (axis < 0) axis += r;
-  ctx.set_output(0, TensorType::Of(x.dtype, {ProductDim(x.dims, 0, static_cast<size_t>(axis)),
-                                             ProductDim(x.dims, static_cast<size_t>(axis), x.dims.size())}));
+  ctx.set_output(0, TensorType::Of(x.dtype, {ProductDim(ctx, x.dims, 0, static_cast<size_t>(axis)),
+                                             ProductDim(ctx, x.dims, static_cast<size_t>(axis), x.dims.size())}));
 }
 
 void InferSqueeze(InferContext& ctx) {
@@ -287,7 +291,8 @@ void InferConcat(InferContext& ctx) {
         ctx.Error("input ", i, " has dim ", k, " = ", d.value, ", expected ", out[k].value);
       if (!out[k].known() && (d.known() || out[k].symbol.empty())) out[k] = d;
     }
-    if (t.dims[static_cast<size_t>(axis)].known()) sum += t.dims[static_cast<size_t>(axis)].value;
+    if (t.dims[static_cast<size_t>(axis)].known())
+      sum = CheckedAdd(sum, t.dims[static_cast<size_t>(axis)].value, ctx.node(), "the concatenated size");
     else sum_known = false;
   }
   out[static_cast<size_t>(axis)] = sum_known ? Dim::Known(sum) : Dim::Unknown();
@@ -316,7 +321,7 @@ void InferSplit(InferContext& ctx) {
       int64_t sum = 0;
       for (int64_t s : sizes) {
         if (s < 0) ctx.Error("negative split size ", s);
-        sum += s;
+        sum = CheckedAdd(sum, s, ctx.node(), "the sum of the split sizes");
       }
       if (d.known() && sum != d.value) ctx.Error("split sizes sum to ", sum, ", but the axis has size ", d.value);
     }
@@ -415,7 +420,8 @@ void InferTile(InferContext& ctx) {
   std::vector<Dim> out;
   for (size_t k = 0; k < reps.size(); ++k) {
     if (reps[k] < 0) ctx.Error("negative repeat ", reps[k]);
-    out.push_back(x.dims[k].known() ? Dim::Known(x.dims[k].value * reps[k]) : (reps[k] == 1 ? x.dims[k] : Dim::Unknown()));
+    out.push_back(x.dims[k].known() ? Dim::Known(CheckedMul(x.dims[k].value, reps[k], ctx.node(), "a tiled dim"))
+                                    : (reps[k] == 1 ? x.dims[k] : Dim::Unknown()));
   }
   ctx.set_output(0, TensorType::Of(x.dtype, out));
 }
@@ -450,7 +456,8 @@ void InferPad(InferContext& ctx) {
       out.push_back(p[k] == 0 && p[k + r] == 0 ? x.dims[k] : Dim::Unknown());
       continue;
     }
-    int64_t d = x.dims[k].value + p[k] + p[k + r];
+    const int64_t d = CheckedAdd(CheckedAdd(x.dims[k].value, p[k], ctx.node(), "a padded dim"), p[k + r], ctx.node(),
+                                 "a padded dim");
     if (d < 0) ctx.Error("pads make dim ", k, " negative");
     if (mode != "constant" && x.dims[k].value == 0 && d > 0) ctx.Error("cannot ", mode, "-pad an empty axis");
     out.push_back(Dim::Known(d));
@@ -558,7 +565,8 @@ void InferTrilu(InferContext& ctx) {
 void InferDepthSpace(InferContext& ctx, bool to_space) {
   const TensorType& x = ctx.input_type(0);
   const int64_t b = ctx.attrs().GetInt("blocksize");
-  if (b <= 0) ctx.Error("blocksize must be positive");
+  // Bounded so that blocksize^2 (here and in the kernels) cannot overflow.
+  if (b <= 0 || b > kMaxWindowAttr) ctx.Error("blocksize must be in [1, 2^31], got ", b);
   if (!x.has_rank) {
     ctx.set_output(0, TensorType::Of(x.dtype, UnknownDims(4)));
     return;
@@ -568,7 +576,9 @@ void InferDepthSpace(InferContext& ctx, bool to_space) {
   if (mode != "DCR" && mode != "CRD") ctx.Error("unknown mode '", mode, "'");
   std::vector<Dim> o = x.dims;
   if (to_space) {
-    auto scale = [](const Dim& d, int64_t m) { return d.known() ? Dim::Known(d.value * m) : Dim::Unknown(); };
+    auto scale = [&](const Dim& d, int64_t m) {
+      return d.known() ? Dim::Known(CheckedMul(d.value, m, ctx.node(), "a spatial dim times blocksize")) : Dim::Unknown();
+    };
     if (o[1].known() && o[1].value % (b * b) != 0) ctx.Error("channels ", o[1].value, " not divisible by blocksize^2");
     o[1] = o[1].known() ? Dim::Known(o[1].value / (b * b)) : Dim::Unknown();
     o[2] = scale(o[2], b);
@@ -578,7 +588,8 @@ void InferDepthSpace(InferContext& ctx, bool to_space) {
       if (o[k].known() && o[k].value % b != 0) ctx.Error("spatial dim ", o[k].value, " not divisible by blocksize");
       o[k] = o[k].known() ? Dim::Known(o[k].value / b) : Dim::Unknown();
     }
-    o[1] = o[1].known() ? Dim::Known(o[1].value * b * b) : Dim::Unknown();
+    o[1] = o[1].known() ? Dim::Known(CheckedMul(o[1].value, b * b, ctx.node(), "channels times blocksize^2"))
+                        : Dim::Unknown();
   }
   ctx.set_output(0, TensorType::Of(x.dtype, o));
 }

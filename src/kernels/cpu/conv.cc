@@ -212,7 +212,8 @@ ConvKernel::ConvKernel(const KernelInitContext& init) : act_(ReadActivation(init
   if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3) {
     const int64_t group = init.attrs().GetInt("group", 1);
     const int64_t m = w->dim(0);
-    if (group >= 1 && m % group == 0 && !(w->dim(1) == 1 && m == group)) {
+    // m > 0: 0 % group == 0 for any group (the attribute's, up to 2^31 packs), and kdim divides by m.
+    if (group >= 1 && m > 0 && m % group == 0 && !(w->dim(1) == 1 && m == group)) {
       const int64_t mg = m / group, kdim = w->numel() / m;
       for (int64_t g = 0; g < group; ++g)
         packed_w_.push_back(PackGemmA(mg, kdim, w->data<float>() + g * mg * kdim, kdim, false));

@@ -68,7 +68,7 @@ ConvTransposeKernel::ConvTransposeKernel(const KernelInitContext& init) {
   if (w && w->dtype() == DType::kFloat32 && w->rank() >= 3 && !DnnlGemmEnabled()) {
     const int64_t group = init.attrs().GetInt("group", 1);
     const int64_t c = w->dim(0);
-    if (group >= 1 && c % group == 0) {
+    if (group >= 1 && c > 0 && c % group == 0) {  // c > 0: 0 % group == 0 for any group, and rows divides by c
       const int64_t cg = c / group, rows = w->numel() / c;  // rows = Mg * kernel_size
       for (int64_t g = 0; g < group; ++g)
         packed_w_.push_back(PackGemmA(rows, cg, w->data<float>() + g * cg * rows, rows, true));

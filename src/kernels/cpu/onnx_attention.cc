@@ -210,8 +210,9 @@ void AttentionCompute(KernelContext& ctx) {
         C bj = static_cast<C>(mask.At(b, h, i, j));
         const int64_t p = offset + i;  // the query's absolute position
         if (causal && j > p) bj = neg_inf;
-        if (left >= 0 && j < p - left) bj = neg_inf;
-        if (right >= 0 && j > p + right) bj = neg_inf;
+        // As differences of positions: p + right would overflow for a window size near INT64_MAX.
+        if (left >= 0 && p - j > left) bj = neg_inf;
+        if (right >= 0 && j - p > right) bj = neg_inf;
         if (!nonpad.empty() && j >= nonpad[static_cast<size_t>(b)]) bj = neg_inf;
         bias[j] = bj;
         bias_max = std::max(bias_max, bj);

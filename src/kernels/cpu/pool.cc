@@ -419,7 +419,14 @@ void MaxUnpoolKernel(KernelContext& ctx) {
   std::vector<int64_t> p = ctx.attrs().GetInts("pads", std::vector<int64_t>(2 * r, 0));
   OF_REQUIRE(k.size() == r && s.size() == r && p.size() == 2 * r, node, ": kernel_shape/strides/pads do not match");
   Shape inferred = {x.dim(0), x.dim(1)};
-  for (size_t d = 0; d < r; ++d) inferred.push_back((x.dim(d + 2) - 1) * s[d] - p[d] - p[d + r] + k[d]);
+  // Inference bounds these attributes only when it computes the shape itself (no output_shape).
+  for (size_t d = 0; d < r; ++d) {
+    OF_REQUIRE(k[d] >= 1 && k[d] <= kMaxWindowAttr && s[d] >= 1 && s[d] <= kMaxWindowAttr && p[d] >= 0 &&
+                   p[d] <= kMaxWindowAttr && p[d + r] >= 0 && p[d + r] <= kMaxWindowAttr,
+               node, ": kernel_shape and strides must be in [1, 2^31] and pads in [0, 2^31]");
+    inferred.push_back(CheckedAdd(CheckedMul(x.dim(d + 2) - 1, s[d], node, "the unpooled size"),
+                                  k[d] - p[d] - p[d + r], node, "the unpooled size"));
+  }
   const int64_t total = NumElements(inferred);
   const bool same = inferred == y.shape();
   std::memset(y.raw(), 0, y.nbytes());

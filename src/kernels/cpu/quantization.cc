@@ -65,7 +65,7 @@ ScaleMap MapScale(KernelContext& ctx, const Shape& s, const Tensor& scale, const
     m.axis_stride = 1;
     return m;
   }
-  const int64_t entries = (m.d + block - 1) / block;
+  const int64_t entries = m.d / block + (m.d % block != 0 ? 1 : 0);  // ceil; m.d + block - 1 could overflow
   Shape want = s;
   want[static_cast<size_t>(axis)] = entries;
   OF_REQUIRE(scale.shape() == want, ctx.node_desc(), ": ", scale_name, " ", ShapeToString(scale.shape()),

@@ -151,7 +151,8 @@ class QuantizedConvKernel : public OpKernel {
     const bool zp_known = !init.has_input(w_zp_slot) || init.constant_input(w_zp_slot) != nullptr;
     if (!w || !zp_known || w->rank() < 3 || !init.has_input(0)) return;
     const int64_t groups = init.attrs().GetInt("group", 1);
-    if (groups < 1 || w->dim(0) % groups != 0) return;  // inference reports it
+    // groups <= M: with M = 0 any groups divides it, and packed_ is sized by groups.
+    if (groups < 1 || groups > w->dim(0) || w->dim(0) % groups != 0) return;  // inference reports it
     const std::vector<int16_t> zb = ZeroPointEntries(init.has_input(w_zp_slot) ? init.constant_input(w_zp_slot) : nullptr,
                                                      init.node().Describe(), "w_zero_point", w->dim(0));
     packed_.resize(static_cast<size_t>(groups));

@@ -102,7 +102,9 @@ void EyeLikeKernel(KernelContext& ctx) {
   Tensor& y = ctx.output(0);
   const size_t esz = DTypeSize(y.dtype());
   std::memset(y.raw(), 0, y.nbytes());
-  const int64_t k = ctx.attrs().GetInt("k"), rows = y.dim(0), cols = y.dim(1);
+  const int64_t rows = y.dim(0), cols = y.dim(1);
+  // Any k outside [-rows, cols] gives all zeros; clamping keeps i + k from overflowing for a hostile k.
+  const int64_t k = std::clamp<int64_t>(ctx.attrs().GetInt("k"), -rows, cols);
   std::vector<char> one = OneBytes(y.dtype());
   char* d = static_cast<char*>(y.raw());
   for (int64_t i = 0; i < rows; ++i) {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "graph/infer_util.h"
 #include "kernels/kernel.h"
 #include "kernels/cpu/isa_region.h"
 
@@ -26,7 +27,7 @@ void LRNKernel(KernelContext& ctx) {
     using A = ComputeType<T>;  // float for f16/bf16
     const T* px = x.data<T>();
     T* py = y.data<T>();
-    ctx.pool().ParallelFor(N * C, static_cast<double>(plane * (size + 4)), [&](int64_t begin, int64_t end) {
+    ctx.pool().ParallelFor(N * C, static_cast<double>(plane) * static_cast<double>(size + 4), [&](int64_t begin, int64_t end) {
       std::vector<A> sq(static_cast<size_t>(plane));
       for (int64_t p = begin; p < end; ++p) {
         const int64_t n = p / C, c = p % C;
@@ -64,11 +65,19 @@ void Col2ImKernel(KernelContext& ctx) {
   std::vector<int64_t> nb(r);
   int64_t blocks = 1, kprod = 1;
   for (size_t d = 0; d < r; ++d) {
-    OF_REQUIRE(dil[d] >= 1 && str[d] >= 1, node, ": dilations and strides must be positive");
-    nb[d] = (img[d] + pads[d] + pads[d + r] - dil[d] * (blk[d] - 1) - 1) / str[d] + 1;
+    OF_REQUIRE(dil[d] >= 1 && str[d] >= 1 && dil[d] <= kMaxWindowAttr && str[d] <= kMaxWindowAttr, node,
+               ": dilations and strides must be in [1, 2^31]");
+    OF_REQUIRE(pads[d] >= 0 && pads[d + r] >= 0 && pads[d] <= kMaxWindowAttr && pads[d + r] <= kMaxWindowAttr, node,
+               ": pads must be in [0, 2^31]");
+    OF_REQUIRE(img[d] >= 0 && blk[d] >= 1, node, ": image_shape must be non-negative and block_shape positive");
+    // image_shape and block_shape are input data: any int64.
+    const int64_t padded = CheckedAdd(img[d], pads[d] + pads[d + r], node, "the padded image size");
+    const int64_t extent = CheckedAdd(CheckedMul(dil[d], blk[d] - 1, node, "the dilated block size"), 1, node,
+                                      "the dilated block size");
+    nb[d] = (padded - extent) / str[d] + 1;
     OF_REQUIRE(nb[d] >= 1, node, ": the blocks do not fit the padded image");
-    blocks *= nb[d];
-    kprod *= blk[d];
+    blocks = CheckedMul(blocks, nb[d], node, "the number of blocks");
+    kprod = CheckedMul(kprod, blk[d], node, "prod(block_shape)");
   }
   OF_REQUIRE(x.dim(2) == blocks, node, ": input has ", x.dim(2), " blocks, expected ", blocks);
   const int64_t N = y.dim(0), C = y.dim(1), plane = N * C > 0 ? y.numel() / (N * C) : 0;
