@@ -72,6 +72,7 @@ class Tensor {
   void* raw() const { return storage_ ? static_cast<char*>(storage_->data()) + offset_ : nullptr; }
   template <typename T> T* data() const { return static_cast<T*>(raw()); }
   const std::shared_ptr<Storage>& storage() const { return storage_; }
+  size_t byte_offset() const { return offset_; }  // where the data starts in storage()
 
   // Same storage, new shape with the same element count.
   Tensor Reshaped(Shape shape) const;
@@ -90,5 +91,10 @@ class Tensor {
   std::shared_ptr<Storage> storage_;
   size_t offset_ = 0;
 };
+
+// Whether two defined tensors view one allocation (an output aliasing an input, say).
+inline bool SameStorage(const Tensor& a, const Tensor& b) {
+  return a.defined() && b.defined() && a.storage() == b.storage();
+}
 
 }  // namespace oneflow

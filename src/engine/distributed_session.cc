@@ -86,8 +86,10 @@ void CollectTensorRanges(const Graph& g, std::vector<std::pair<uintptr_t, uintpt
   };
   for (const Value& v : g.values) add(v.constant);
   for (const Node& n : g.nodes)
-    for (const auto& [name, a] : n.attrs.all())
+    for (const auto& [name, a] : n.attrs.all()) {
       if (a.kind == AttrKind::kTensor) add(a.t);
+      if (a.kind == AttrKind::kGraph && a.graph) CollectTensorRanges(*a.graph, out);  // a subgraph's constants
+    }
 }
 
 // Gives back the file-mapped pages of `sources`' tensors that none of `kept`'s tensors view.

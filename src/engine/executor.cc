@@ -50,7 +50,7 @@ void Executor::BuildSteps(std::vector<std::unique_ptr<NodeRunner>>& device_runne
     Step step;
     const size_t ni = static_cast<size_t>(order[s]);
     if (!device_runners.empty() && placement_.node_device[ni] != DeviceType::kCpu) step.runner = std::move(device_runners[ni]);
-    else step.runner = std::make_unique<NodeRunner>(g, n);
+    else step.runner = std::make_unique<NodeRunner>(g, n, DeviceType::kCpu, pool_);
     for (int v : n.inputs)
       if (v != kNoValue) last_step_[static_cast<size_t>(root_[static_cast<size_t>(v)])] = static_cast<int>(s);
     for (size_t i = 0; i < n.outputs.size(); ++i) {
@@ -211,8 +211,6 @@ class SyncOnExit {
   RunStream& stream_;
 };
 
-bool SameStorage(const Tensor& a, const Tensor& b) { return a.defined() && b.defined() && a.storage() == b.storage(); }
-
 }  // namespace
 
 void Executor::InitSlots(Slots& slots) const {
@@ -312,7 +310,7 @@ void Executor::RunSteps(Slots& slots, const Plan* plan, const std::shared_ptr<St
       {
         std::lock_guard<std::mutex> lock(ds->mu);
         if (ds->cpu_instead[step_index].load() == nullptr) {
-          ds->cpu_kernels.push_back(std::make_unique<NodeRunner>(g, n, DeviceType::kCpu));
+          ds->cpu_kernels.push_back(std::make_unique<NodeRunner>(g, n, DeviceType::kCpu, pool_));
           ds->cpu_instead[step_index].store(ds->cpu_kernels.back().get(), std::memory_order_release);
           ds->any_cpu_instead.store(true);
           ++ds->fallbacks.runtime;

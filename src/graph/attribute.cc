@@ -12,6 +12,7 @@ const char* AttrKindName(AttrKind k) {
     case AttrKind::kFloats: return "floats";
     case AttrKind::kInts: return "ints";
     case AttrKind::kStrings: return "strings";
+    case AttrKind::kGraph: return "graph";
     default: return "undefined";
   }
 }
@@ -37,6 +38,12 @@ const std::vector<float>& AttrMap::GetFloats(const std::string& n) const { retur
 const std::vector<int64_t>& AttrMap::GetInts(const std::string& n) const { return Get(n, AttrKind::kInts).ints; }
 const std::vector<std::string>& AttrMap::GetStrings(const std::string& n) const {
   return Get(n, AttrKind::kStrings).strings;
+}
+
+const Graph& AttrMap::GetGraph(const std::string& n) const {
+  const Attribute& a = Get(n, AttrKind::kGraph);
+  OF_CHECK(a.graph != nullptr, kInvalidModel, "attribute '", n, "' holds no graph");
+  return *a.graph;
 }
 
 float AttrMap::GetFloat(const std::string& n, float fb) const { return has(n) ? GetFloat(n) : fb; }

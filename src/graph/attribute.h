@@ -1,8 +1,9 @@
-// Node attributes: a typed value per name, as in ONNX (float, int, string, tensor and lists).
+// Node attributes: a typed value per name, as in ONNX (float, int, string, tensor, subgraph and lists).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,7 +11,9 @@
 
 namespace oneflow {
 
-enum class AttrKind { kUndefined, kFloat, kInt, kString, kTensor, kFloats, kInts, kStrings };
+class Graph;
+
+enum class AttrKind { kUndefined, kFloat, kInt, kString, kTensor, kFloats, kInts, kStrings, kGraph };
 const char* AttrKindName(AttrKind k);
 
 struct Attribute {
@@ -22,6 +25,9 @@ struct Attribute {
   std::vector<float> floats;
   std::vector<int64_t> ints;
   std::vector<std::string> strings;
+  // A subgraph (If's branches, Loop's and Scan's body): shared and never edited once imported, so
+  // copying a node's attributes stays cheap; code that needs a variant copies the graph.
+  std::shared_ptr<const Graph> graph;
 
   static Attribute Float(float v) { Attribute a; a.kind = AttrKind::kFloat; a.f = v; return a; }
   static Attribute Int(int64_t v) { Attribute a; a.kind = AttrKind::kInt; a.i = v; return a; }
@@ -30,6 +36,7 @@ struct Attribute {
   static Attribute Floats(std::vector<float> v) { Attribute a; a.kind = AttrKind::kFloats; a.floats = std::move(v); return a; }
   static Attribute Ints(std::vector<int64_t> v) { Attribute a; a.kind = AttrKind::kInts; a.ints = std::move(v); return a; }
   static Attribute Strings(std::vector<std::string> v) { Attribute a; a.kind = AttrKind::kStrings; a.strings = std::move(v); return a; }
+  static Attribute Subgraph(std::shared_ptr<const Graph> g) { Attribute a; a.kind = AttrKind::kGraph; a.graph = std::move(g); return a; }
 };
 
 // Attributes of one node. After import, every attribute the op's schema declares with a default
@@ -49,6 +56,7 @@ class AttrMap {
   const std::vector<float>& GetFloats(const std::string& name) const;
   const std::vector<int64_t>& GetInts(const std::string& name) const;
   const std::vector<std::string>& GetStrings(const std::string& name) const;
+  const Graph& GetGraph(const std::string& name) const;
 
   // Getters with a fallback for attributes the schema leaves without a default.
   float GetFloat(const std::string& name, float fallback) const;

@@ -11,6 +11,13 @@ std::string Node::Describe() const {
   return s + " (opset " + std::to_string(opset) + ")";
 }
 
+size_t CapturedInputCount(const AttrMap& attrs) {
+  size_t count = 0;
+  for (const auto& [name, a] : attrs.all())
+    if (a.kind == AttrKind::kGraph && a.graph) count = std::max(count, a.graph->captured_inputs);
+  return count;
+}
+
 int Graph::AddValue(const std::string& value_name, TensorType type) {
   std::string n = value_name.empty() ? UniqueName("_v") : value_name;
   OF_CHECK(by_name_.count(n) == 0, kInvalidModel, "value name '", n, "' is defined twice");

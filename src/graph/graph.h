@@ -71,6 +71,12 @@ class Graph {
   std::string producer;
   ModelMetadata metadata;
   Placement placement;  // where the graph runs as global tensors; empty = one device
+  // Subgraphs (an If branch, a Loop or Scan body): how many of `inputs`, at the end, are values of
+  // the enclosing graphs the body reads. The importer turns each such outer-scope name into an
+  // explicit input here and into a trailing input of the node that owns the subgraph (in the same
+  // order), so passes over the outer graph see every use of a value (ONNX Runtime's "implicit
+  // inputs"). 0 for a top-level graph.
+  size_t captured_inputs = 0;
 
   // Adds a value; its name must be unique (empty names get a generated one).
   int AddValue(const std::string& name, TensorType type = {});
@@ -89,5 +95,9 @@ class Graph {
  private:
   std::unordered_map<std::string, int> by_name_;
 };
+
+// The number of trailing inputs of a node with attributes `attrs` that its subgraphs capture from
+// the enclosing scope (the same count for every subgraph attribute; 0 for a node without subgraphs).
+size_t CapturedInputCount(const AttrMap& attrs);
 
 }  // namespace oneflow

@@ -41,26 +41,26 @@
   P(X, Cast, Onnx) P(X, CastLike, Onnx) P(X, CenterCropPad, Onnx) P(X, Col2Im, Onnx) \
   P(X, Compress, Onnx) P(X, Concat, Onnx) P(X, Constant, Onnx) P(X, ConstantOfShape, Onnx) \
   P(X, CausalConvWithState, Onnx) P(X, Conv, Onnx) P(X, ConvInteger, Onnx) P(X, ConvTranspose, Onnx) P(X, CumProd, Onnx) P(X, CumSum, Onnx) \
-  P(X, DepthToSpace, Onnx) P(X, Det, Onnx) P(X, DequantizeLinear, Onnx) P(X, Dropout, Onnx) \
+  P(X, DeformConv, Onnx) P(X, DepthToSpace, Onnx) P(X, Det, Onnx) P(X, DFT, Onnx) P(X, DequantizeLinear, Onnx) P(X, Dropout, Onnx) \
   P(X, DynamicQuantizeLinear, Onnx) P(X, Einsum, Onnx) \
   P(X, Equal, Onnx) P(X, Expand, Onnx) P(X, EyeLike, Onnx) P(X, Flatten, Onnx) P(X, Gather, Onnx) \
   P(X, GatherElements, Onnx) P(X, GatherND, Onnx) P(X, Gemm, Onnx) P(X, GlobalAveragePool, Onnx) \
   P(X, GlobalLpPool, Onnx) P(X, GlobalMaxPool, Onnx) P(X, Greater, Onnx) \
   P(X, GreaterOrEqual, Onnx) P(X, GridSample, Onnx) P(X, GRU, Onnx) P(X, GroupNormalization, Onnx) P(X, HammingWindow, Onnx) \
   P(X, HannWindow, Onnx) \
-  P(X, Hardmax, Onnx) P(X, Identity, Onnx) P(X, InstanceNormalization, Onnx) P(X, IsInf, Onnx) \
+  P(X, Hardmax, Onnx) P(X, Identity, Onnx) P(X, If, Onnx) P(X, InstanceNormalization, Onnx) P(X, IsInf, Onnx) \
   P(X, IsNaN, Onnx) P(X, LRN, Onnx) P(X, LayerNormalization, Onnx) P(X, Less, Onnx) \
-  P(X, LessOrEqual, Onnx) P(X, LinearAttention, Onnx) P(X, LogSoftmax, Onnx) P(X, LSTM, Onnx) P(X, LpNormalization, Onnx) P(X, LpPool, Onnx) \
-  P(X, MatMul, Onnx) P(X, MatMulInteger, Onnx) P(X, MaxPool, Onnx) P(X, MaxUnpool, Onnx) P(X, Mean, Onnx) \
+  P(X, LessOrEqual, Onnx) P(X, LinearAttention, Onnx) P(X, LogSoftmax, Onnx) P(X, LSTM, Onnx) P(X, LpNormalization, Onnx) P(X, LpPool, Onnx) P(X, Loop, Onnx) \
+  P(X, MatMul, Onnx) P(X, MatMulInteger, Onnx) P(X, MaxPool, Onnx) P(X, MelWeightMatrix, Onnx) P(X, MaxUnpool, Onnx) P(X, Mean, Onnx) \
   P(X, MeanVarianceNormalization, Onnx) P(X, Mod, Onnx) P(X, NegativeLogLikelihoodLoss, Onnx) P(X, NonMaxSuppression, Onnx) \
   P(X, NonZero, Onnx) P(X, Not, Onnx) P(X, OneHot, Onnx) P(X, Or, Onnx) P(X, PRelu, Onnx) \
   P(X, Pad, Onnx) P(X, QLinearConv, Onnx) P(X, QLinearMatMul, Onnx) P(X, QuantizeLinear, Onnx) P(X, RMSNormalization, Onnx) P(X, RNN, Onnx) P(X, Range, Onnx) P(X, ReduceL1, Onnx) \
   P(X, ReduceL2, Onnx) P(X, ReduceLogSum, Onnx) P(X, ReduceLogSumExp, Onnx) P(X, ReduceMax, Onnx) \
   P(X, ReduceMean, Onnx) P(X, ReduceMin, Onnx) P(X, ReduceProd, Onnx) P(X, ReduceSum, Onnx) \
   P(X, ReduceSumSquare, Onnx) P(X, Reshape, Onnx) P(X, Resize, Onnx) P(X, ReverseSequence, Onnx) P(X, RotaryEmbedding, Onnx) \
-  P(X, ScatterElements, Onnx) P(X, ScatterND, Onnx) P(X, Shape, Onnx) P(X, Shrink, Onnx) \
+  P(X, Scan, Onnx) P(X, ScatterElements, Onnx) P(X, ScatterND, Onnx) P(X, Shape, Onnx) P(X, Shrink, Onnx) \
   P(X, Size, Onnx) P(X, Slice, Onnx) P(X, Softmax, Onnx) P(X, SoftmaxCrossEntropyLoss, Onnx) \
-  P(X, SpaceToDepth, Onnx) P(X, Split, Onnx) P(X, Squeeze, Onnx) P(X, Sum, Onnx) P(X, SwiGLU, Onnx) P(X, TensorScatter, Onnx) P(X, Tile, Onnx) \
+  P(X, SpaceToDepth, Onnx) P(X, Split, Onnx) P(X, STFT, Onnx) P(X, Squeeze, Onnx) P(X, Sum, Onnx) P(X, SwiGLU, Onnx) P(X, TensorScatter, Onnx) P(X, Tile, Onnx) \
   P(X, TopK, Onnx) P(X, Transpose, Onnx) P(X, Trilu, Onnx) P(X, Unique, Onnx) \
   P(X, Unsqueeze, Onnx) P(X, Where, Onnx) P(X, Xor, Onnx) P(X, SimplifiedLayerNormalization, Onnx) \
   P(X, MsBiasGelu, Microsoft) P(X, MsFastGelu, Microsoft) P(X, MsFusedMatMul, Microsoft) \

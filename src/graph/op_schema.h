@@ -129,6 +129,10 @@ struct OpSchema {
   // Output 0 is input 0's bytes under the inferred shape (Reshape, Squeeze, Identity, ...): no
   // kernel runs, on any device; the executor aliases the two and the planner counts no compute.
   bool view = false;
+  // The kernel decides its outputs' shapes, and allocates them, as it computes (If, Loop, Scan:
+  // only running the subgraph tells). NodeRunner then skips run-time inference and hands the kernel
+  // undefined output tensors to assign; static inference still says what it can.
+  bool outputs_shaped_by_kernel = false;
 
   // Builder: OpSchema(op::kRelu).Since(14).Input("X").Output("Y").Infer(SameAsInput0)
   explicit OpSchema(std::string n, std::string d = "") : name(std::move(n)), domain(std::move(d)) {}
@@ -167,6 +171,7 @@ struct OpSchema {
   OpSchema& Precision(PrecisionClass p) { precision = p; return *this; }
   OpSchema& Flops(FlopsFn fn) { flops = std::move(fn); return *this; }
   OpSchema& View() { view = true; return *this; }
+  OpSchema& OutputsShapedByKernel() { outputs_shaped_by_kernel = true; return *this; }
 
   // Whether input `i` is read for its type only (TypeOnlyInput): its bytes are never touched.
   bool ReadsOnlyTypeOf(size_t i) const {

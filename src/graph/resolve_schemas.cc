@@ -2,6 +2,9 @@
 #include "graph/op_schema.h"
 #include "graph/prepare.h"
 
+#include <map>
+#include <memory>
+
 namespace oneflow {
 
 static void CheckArity(const Node& n, const std::vector<ParamSpec>& specs, const std::vector<int>& ids,
@@ -46,7 +49,27 @@ void ResolveNodeSchema(Node& n) {
          n.opset, "; supported from opset ", ranges);
   }
   n.schema = s;
-  CheckArity(n, s->inputs, n.inputs, "input");
+  // Subgraphs resolve with their node (a copy: an imported subgraph is shared and never edited).
+  // Iterating a copy of the map: set() below replaces entries.
+  const std::map<std::string, Attribute> attrs = n.attrs.all();
+  for (const auto& [name, a] : attrs) {
+    if (a.kind != AttrKind::kGraph || !a.graph) continue;
+    bool resolved = true;
+    for (const Node& inner : a.graph->nodes) resolved &= inner.schema != nullptr;
+    if (resolved) continue;
+    auto copy = std::make_shared<Graph>(*a.graph);
+    try {
+      ResolveSchemas(*copy);
+    } catch (const Error& e) {
+      throw Error(e.code(), n.Describe() + ", subgraph '" + name + "': " + e.what());
+    }
+    n.attrs.set(name, Attribute::Subgraph(std::move(copy)));
+  }
+  // Values a subgraph reads from the enclosing scope trail the declared inputs (Graph::captured_inputs).
+  const size_t captured = CapturedInputCount(n.attrs);
+  OF_CHECK(captured <= n.inputs.size(), kInvalidModel, n.Describe(), ": its subgraphs capture ", captured,
+           " outer values but the node has ", n.inputs.size(), " inputs");
+  CheckArity(n, s->inputs, std::vector<int>(n.inputs.begin(), n.inputs.end() - static_cast<long>(captured)), "input");
   CheckArity(n, s->outputs, n.outputs, "output");
   for (const AttrSpec& spec : s->attrs) {
     const Attribute* a = n.attrs.find(spec.name);

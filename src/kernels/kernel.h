@@ -19,8 +19,12 @@ namespace oneflow {
 // What a kernel sees at creation: the node, its static input types and constant inputs.
 class KernelInitContext {
  public:
-  KernelInitContext(const Graph& graph, const Node& node) : graph_(graph), node_(node) {}
+  KernelInitContext(const Graph& graph, const Node& node, std::shared_ptr<ThreadPool> pool = nullptr)
+      : graph_(graph), node_(node), pool_(std::move(pool)) {}
   const Node& node() const { return node_; }
+  // The pool the node's runs will use, when the creator knows it (an executor's); else nullptr.
+  // Kernels that run a graph of their own (If, Loop, Scan) run it on this pool.
+  const std::shared_ptr<ThreadPool>& pool() const { return pool_; }
   const AttrMap& attrs() const { return node_.attrs; }
   int opset() const { return node_.opset; }
   bool has_input(size_t i) const { return node_.has_input(i); }
@@ -31,6 +35,7 @@ class KernelInitContext {
  private:
   const Graph& graph_;
   const Node& node_;
+  std::shared_ptr<ThreadPool> pool_;
 };
 
 // What a kernel sees on each run. Outputs arrive allocated with their inferred shapes.

@@ -64,7 +64,7 @@ void AddTraceArgs(TraceScope& trace, const Node& node, DeviceType device, const 
 
 }  // namespace
 
-NodeRunner::NodeRunner(const Graph& graph, const Node& node, DeviceType device)
+NodeRunner::NodeRunner(const Graph& graph, const Node& node, DeviceType device, std::shared_ptr<ThreadPool> pool)
     : node_(node), desc_(node.Describe()), device_(device) {
   if (node.schema != nullptr && node.schema->view) {  // OpSchema::View: no kernel, on any device
     kind_ = KernelKind::kView;
@@ -75,7 +75,7 @@ NodeRunner::NodeRunner(const Graph& graph, const Node& node, DeviceType device)
                                                 : kernels.Find(node.domain, node.op_type, device);
   OF_CHECK(def != nullptr, kUnsupported, "no ", device == DeviceType::kCpu ? "CPU" : "CUDA", " kernel for ",
            node.Describe());
-  kernel_ = def->factory(KernelInitContext(graph, node));
+  kernel_ = def->factory(KernelInitContext(graph, node, std::move(pool)));
 }
 
 std::shared_ptr<const NodeRunner::InferCache> NodeRunner::CachedOutputs(const std::vector<const Tensor*>& inputs) const {
@@ -100,6 +100,19 @@ void NodeRunner::Run(const std::vector<const Tensor*>& inputs, const std::vector
   // so the gaps between slices are the executor's own work.
   TraceScope trace("node", node_.op_type);
   const size_t num_outputs = node_.outputs.size();
+  if (node_.schema->outputs_shaped_by_kernel) {  // the kernel assigns its outputs
+    outputs.assign(num_outputs, Tensor());
+    KernelContext ctx(node_, pool, &desc_);
+    ctx.inputs() = inputs;
+    ctx.outputs().resize(num_outputs, nullptr);
+    for (size_t i = 0; i < num_outputs; ++i)
+      if (node_.outputs[i] != kNoValue) ctx.outputs()[i] = &outputs[i];
+    kernel_->Compute(ctx);
+    for (size_t i = 0; i < num_outputs; ++i)
+      OF_CHECK(node_.outputs[i] == kNoValue || outputs[i].defined(), kInternal, desc_, ": output ", i, " was not set");
+    if (trace) AddTraceArgs(trace, node_, device_, inputs, outputs);
+    return;
+  }
   std::shared_ptr<const InferCache> cache = CachedOutputs(inputs);
   if (!cache) {
     InferContext infer(node_.attrs, node_.opset, desc_, num_outputs);
@@ -164,7 +177,9 @@ void NodeRunner::Run(const std::vector<const Tensor*>& inputs, const std::vector
 
 void EvaluateOnCpu(const Graph& graph, const Node& node, const std::vector<const Tensor*>& inputs,
                    std::vector<Tensor>& outputs, ThreadPool& pool) {
-  NodeRunner(graph, node).Run(inputs, outputs, pool, nullptr);
+  // A pool that outlives this call: the node's kernel keeps it only while it runs here.
+  std::shared_ptr<ThreadPool> borrowed(std::shared_ptr<ThreadPool>(), &pool);
+  NodeRunner(graph, node, DeviceType::kCpu, borrowed).Run(inputs, outputs, pool, nullptr);
 }
 
 }  // namespace oneflow

@@ -17,7 +17,9 @@ class NodeRunner {
  public:
   // Finds and instantiates the kernel for `node` on `device` (throws kUnsupported when there is
   // none). View kernels (Reshape, Squeeze, ...) only relabel a shape, so they serve every device.
-  NodeRunner(const Graph& graph, const Node& node, DeviceType device = DeviceType::kCpu);
+  // `pool`, when given, is the pool runs will use (kernels that run subgraphs keep it).
+  NodeRunner(const Graph& graph, const Node& node, DeviceType device = DeviceType::kCpu,
+             std::shared_ptr<ThreadPool> pool = nullptr);
 
   const Node& node() const { return node_; }
   KernelKind kind() const { return kind_; }

@@ -30,6 +30,7 @@ struct Hasher {
 
 uint64_t GraphHash(const Graph& g) {
   Hasher h;
+  h.Int(static_cast<int64_t>(g.captured_inputs));
   h.Int(static_cast<int64_t>(g.values.size()));
   for (const Value& v : g.values) {
     h.Type(v.type);
@@ -54,6 +55,7 @@ uint64_t GraphHash(const Graph& g) {
       for (float x : a.floats) h.Bytes(&x, sizeof x);
       for (const std::string& x : a.strings) h.Str(x);
       if (a.t.defined()) h.Data(a.t);
+      if (a.graph) h.Int(static_cast<int64_t>(GraphHash(*a.graph)));
     }
   }
   for (int i : g.inputs) h.Int(i);

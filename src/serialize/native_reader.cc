@@ -131,7 +131,10 @@ class Reader {
   void CheckPadding() const;
   void VerifyChecksums() const;
   void MakeTensors();
-  Attribute DecodeAttribute(const ofm::Attribute& a, const std::string& where, std::vector<bool>* used) const;
+  Attribute DecodeAttribute(const ofm::Attribute& a, const std::string& where, std::vector<bool>* used,
+                            int depth) const;
+  // Values, nodes, inputs and outputs of `fg` into `g` (the main graph or a subgraph at `depth`).
+  void DecodeGraphBody(const ofm::Graph& fg, Graph& g, std::vector<bool>* used, int depth) const;
 
   Region main_;
   NativeReadOptions options_;
@@ -359,7 +362,8 @@ TensorType DecodeType(const ofm::TensorType* t, const std::string& what) {
   return out;
 }
 
-Attribute Reader::DecodeAttribute(const ofm::Attribute& a, const std::string& where, std::vector<bool>* used) const {
+Attribute Reader::DecodeAttribute(const ofm::Attribute& a, const std::string& where, std::vector<bool>* used,
+                                  int depth) const {
   const std::string name = a.name()->str();
   auto bytes = [](const flatbuffers::Vector<uint8_t>* v) {
     return v ? std::string(reinterpret_cast<const char*>(v->data()), v->size()) : std::string();
@@ -386,6 +390,12 @@ Attribute Reader::DecodeAttribute(const ofm::Attribute& a, const std::string& wh
         for (const ofm::Bytes* b : *a.strings()) list.push_back(bytes(b->data()));
       return Attribute::Strings(std::move(list));
     }
+    case ofm::AttrKind::Graph: {
+      if (!a.graph()) Bad(where, ": graph attribute '", name, "' holds no graph");
+      auto sub = std::make_shared<Graph>();
+      DecodeGraphBody(*a.graph(), *sub, used, depth + 1);
+      return Attribute::Subgraph(std::move(sub));
+    }
     default: break;
   }
   Bad(where, ": attribute '", name, "' has unknown kind ", static_cast<int>(a.kind()));
@@ -405,6 +415,16 @@ Graph Reader::BuildGraph(std::vector<bool>* used) const {
       for (const ofm::KeyValue* kv : *m->properties())
         if (kv->key()->str() != "written_by") g.metadata.metadata_props.emplace_back(kv->key()->str(), Str(kv->value()));
   }
+  DecodeGraphBody(*fg, g, used, 0);
+  DecodePlan(model_->plan(), main_.label, g);
+  return g;
+}
+
+void Reader::DecodeGraphBody(const ofm::Graph& graph, Graph& g, std::vector<bool>* used, int depth) const {
+  // The flatbuffers verifier bounds the nesting already; this names the problem.
+  if (depth > 32) Bad("subgraphs nest deeper than 32 levels");
+  const ofm::Graph* fg = &graph;
+  if (depth > 0) g.name = Str(fg->name());
   if (fg->opset_imports())
     for (const ofm::OpsetImport* o : *fg->opset_imports()) {
       if (o->version() < 1 || o->version() > INT32_MAX) Bad("opset import '", Str(o->domain()), "' has version ", o->version());
@@ -466,7 +486,7 @@ Graph Reader::BuildGraph(std::vector<bool>* used) const {
       if (fn->attributes())
         for (const ofm::Attribute* a : *fn->attributes()) {
           if (n.attrs.has(a->name()->str())) Bad(where, ": attribute '", a->name()->str(), "' appears twice");
-          n.attrs.set(a->name()->str(), DecodeAttribute(*a, where, used));
+          n.attrs.set(a->name()->str(), DecodeAttribute(*a, where, used, depth));
         }
       g.nodes.push_back(std::move(n));
     }
@@ -483,9 +503,11 @@ Graph Reader::BuildGraph(std::vector<bool>* used) const {
       check_ref(id, "a graph output", false);
       g.outputs.push_back(id);
     }
-  if (g.outputs.empty()) Bad("the graph has no outputs");
-  DecodePlan(model_->plan(), main_.label, g);
-  return g;
+  if (g.outputs.empty()) Bad(depth > 0 ? "a subgraph" : "the graph", " has no outputs");
+  if (fg->captured_inputs() < 0 || static_cast<size_t>(fg->captured_inputs()) > g.inputs.size() ||
+      (depth == 0 && fg->captured_inputs() != 0))
+    Bad("graph '", g.name, "' says ", fg->captured_inputs(), " of its ", g.inputs.size(), " inputs are captured");
+  g.captured_inputs = static_cast<size_t>(fg->captured_inputs());
 }
 
 // Reads a file or memory image into a Reader that has passed every check.

@@ -123,7 +123,7 @@ class Writer {
       opsets.push_back(ofm::CreateOpsetImport(b, b.CreateString(domain), version));
     return ofm::CreateGraph(b, b.CreateString(g.name), b.CreateVector(values), b.CreateVector(nodes),
                             b.CreateVector(g.inputs), b.CreateVector(g.outputs), b.CreateVector(opsets),
-                            b.CreateString(g.metadata.graph_doc_string));
+                            b.CreateString(g.metadata.graph_doc_string), static_cast<int32_t>(g.captured_inputs));
   }
 
   // Lays the segments out (64-byte aligned, in order) and computes their checksums.
@@ -187,6 +187,11 @@ class Writer {
         std::vector<Offset<ofm::Bytes>> list;
         for (const std::string& s : a.strings) list.push_back(ofm::CreateBytes(b, bytes(s)));
         return ofm::CreateAttribute(b, fname, ofm::AttrKind::Strings, 0, 0, 0, -1, 0, 0, b.CreateVector(list));
+      }
+      case AttrKind::kGraph: {
+        OF_REQUIRE(a.graph != nullptr, n.Describe(), ": graph attribute '", name, "' holds no graph");
+        auto sub = EncodeGraph(b, *a.graph);
+        return ofm::CreateAttribute(b, fname, ofm::AttrKind::Graph, 0, 0, 0, -1, 0, 0, 0, sub);
       }
       case AttrKind::kUndefined: break;
     }

@@ -85,7 +85,10 @@ void FillTensorInline(const Tensor& t, const std::string& name, onnx::TensorProt
   tp->set_raw_data(t.raw(), t.nbytes());
 }
 
-void FillAttribute(const std::string& name, const Attribute& a, const Node& n, onnx::AttributeProto* ap) {
+void FillSubgraph(const Graph& sub, const std::vector<std::string>& captured_names, onnx::GraphProto* gp);
+
+void FillAttribute(const std::string& name, const Attribute& a, const Node& n, const Graph& g,
+                   onnx::AttributeProto* ap) {
   ap->set_name(name);
   using AP = onnx::AttributeProto;
   switch (a.kind) {
@@ -105,9 +108,61 @@ void FillAttribute(const std::string& name, const Attribute& a, const Node& n, o
       ap->set_type(AP::STRINGS);
       for (const std::string& s : a.strings) ap->add_strings(s);
       break;
+    case AttrKind::kGraph: {
+      ap->set_type(AP::GRAPH);
+      // The subgraph reads its captured values by the names they have in `g` now (a pass may
+      // have rewired the node to another value since import).
+      std::vector<std::string> captured;
+      for (size_t i = n.inputs.size() - a.graph->captured_inputs; i < n.inputs.size(); ++i)
+        captured.push_back(g.values[static_cast<size_t>(n.inputs[i])].name);
+      FillSubgraph(*a.graph, captured, ap->mutable_g());
+      break;
+    }
     default:
       Fail(ErrorCode::kInvalidArgument, n.Describe(), ": attribute '", name, "' has no value to export");
   }
+}
+
+void FillNode(const Graph& g, const Node& n, onnx::NodeProto* np) {
+  if (!n.name.empty()) np->set_name(n.name);
+  np->set_op_type(n.op_type);
+  if (!n.domain.empty()) np->set_domain(n.domain);
+  if (!n.doc_string.empty()) np->set_doc_string(n.doc_string);
+  // Values the node's subgraphs capture are implicit in ONNX: the subgraphs name them.
+  const size_t declared = n.inputs.size() - CapturedInputCount(n.attrs);
+  for (size_t i = 0; i < declared; ++i)
+    np->add_input(n.inputs[i] == kNoValue ? "" : g.values[static_cast<size_t>(n.inputs[i])].name);
+  for (int v : n.outputs) np->add_output(v == kNoValue ? "" : g.values[static_cast<size_t>(v)].name);
+  for (const auto& [name, a] : n.attrs.all()) {
+    if (n.defaulted_attrs.count(name)) continue;
+    FillAttribute(name, a, n, g, np->add_attribute());
+  }
+}
+
+std::vector<int> ExportOrder(const Graph& g);
+
+// A subgraph as ONNX holds it: its formal inputs only, its captured values read by the names
+// `captured_names` gives them (the enclosing graph's), constants inline.
+void FillSubgraph(const Graph& sub, const std::vector<std::string>& captured_names, onnx::GraphProto* gp) {
+  Graph g = sub;
+  const size_t formal = g.inputs.size() - g.captured_inputs;
+  OF_ASSERT(captured_names.size() == g.captured_inputs);
+  for (size_t i = 0; i < captured_names.size(); ++i) {
+    Value& v = g.values[static_cast<size_t>(g.inputs[formal + i])];
+    if (v.name == captured_names[i]) continue;
+    OF_CHECK(g.FindValue(captured_names[i]) == kNoValue, kInternal, "subgraph '", g.name, "' defines '",
+             captured_names[i], "', the name of a value it captures");
+    v.name = captured_names[i];
+  }
+  g.Reindex();
+  gp->set_name(g.name);
+  std::vector<int> producer = g.Producers();
+  for (size_t v = 0; v < g.values.size(); ++v)
+    if (g.values[v].constant.defined() && producer[v] == kNoValue)
+      FillTensorInline(g.values[v].constant, g.values[v].name, gp->add_initializer());
+  for (size_t i = 0; i < formal; ++i) FillValueInfo(g.values[static_cast<size_t>(g.inputs[i])], gp->add_input());
+  for (int id : g.outputs) FillValueInfo(g.values[static_cast<size_t>(id)], gp->add_output());
+  for (int idx : ExportOrder(g)) FillNode(g, g.nodes[static_cast<size_t>(idx)], gp->add_node());
 }
 
 // Node order for the file: ONNX requires producers before consumers. The graph's own order is kept
@@ -231,20 +286,7 @@ onnx::ModelProto BuildModel(const Graph& g, const TensorPlan& plan, const std::s
     FillValueInfo(v, gp->add_value_info());
   }
 
-  for (int idx : ExportOrder(g)) {
-    const Node& n = g.nodes[static_cast<size_t>(idx)];
-    onnx::NodeProto* np = gp->add_node();
-    if (!n.name.empty()) np->set_name(n.name);
-    np->set_op_type(n.op_type);
-    if (!n.domain.empty()) np->set_domain(n.domain);
-    if (!n.doc_string.empty()) np->set_doc_string(n.doc_string);
-    for (int v : n.inputs) np->add_input(v == kNoValue ? "" : g.values[static_cast<size_t>(v)].name);
-    for (int v : n.outputs) np->add_output(v == kNoValue ? "" : g.values[static_cast<size_t>(v)].name);
-    for (const auto& [name, a] : n.attrs.all()) {
-      if (n.defaulted_attrs.count(name)) continue;
-      FillAttribute(name, a, n, np->add_attribute());
-    }
-  }
+  for (int idx : ExportOrder(g)) FillNode(g, g.nodes[static_cast<size_t>(idx)], gp->add_node());
   return model;
 }
 

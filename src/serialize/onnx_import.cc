@@ -4,12 +4,14 @@
 
 #include "serialize/onnx_legacy.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 
 #include "base/narrow_types.h"
@@ -224,6 +226,22 @@ Tensor TensorFromProto(const onnx::TensorProto& tp, const ImportContext& ctx) {
 
 namespace {
 
+// The graphs enclosing a subgraph being imported, innermost first: where a name the subgraph does
+// not define resolves (ONNX lets a subgraph read any value of an enclosing graph by name).
+struct OuterScope {
+  const Graph* graph;
+  const OuterScope* outer;
+  bool Has(const std::string& name) const {
+    return graph->FindValue(name) != kNoValue || (outer != nullptr && outer->Has(name));
+  }
+};
+
+// Deep subgraph nesting comes only from a hostile file; the limit keeps the recursion off the stack's end.
+constexpr int kMaxSubgraphDepth = 64;
+
+void ImportGraphBody(const onnx::GraphProto& gp, const ImportContext& ctx, const OuterScope* outer, int depth,
+                     Graph& g);
+
 Attribute AttributeFromProto(const onnx::AttributeProto& ap, const ImportContext& ctx, const std::string& where) {
   OF_CHECK(ap.ref_attr_name().empty(), kInvalidModel, where, ": attribute '", ap.name(),
            "' refers to a function attribute outside a function");
@@ -248,8 +266,153 @@ Attribute AttributeFromProto(const onnx::AttributeProto& ap, const ImportContext
     default:
       Fail(ErrorCode::kUnsupported, where, ": attribute '", ap.name(), "' is of kind ",
            onnx::AttributeProto_AttributeType_Name(ap.type()),
-           " (subgraphs, sparse tensors and type protos are not supported)");
+           " (sparse tensors, type protos and lists of graphs are not supported)");
   }
+}
+
+// The value `name` of `g`; a name `g` does not define but an enclosing graph does becomes a captured
+// input of `g` (appended to `captures`). Anything else is an error naming `what` reads it.
+int ResolveName(Graph& g, const OuterScope* outer, std::vector<std::string>& captures, const std::string& name,
+                const std::string& what) {
+  int id = g.FindValue(name);
+  if (id != kNoValue) return id;
+  OF_CHECK(outer != nullptr && outer->Has(name), kInvalidModel, what, " reads '", name, "', which is not ",
+           outer != nullptr ? "defined in this subgraph or an enclosing graph"
+                            : "a graph input, an initializer or the output of any node");
+  captures.push_back(name);
+  return g.AddValue(name);
+}
+
+// Imports the subgraph attributes of node `np` (in `g`, enclosed by `outer`) into `n`. Every outer
+// value any of them reads becomes a trailing input of `n`, and each subgraph gets the whole list
+// as its trailing inputs in the same order (Graph::captured_inputs), whether it reads them or not,
+// so the node's inputs mean the same to each of its subgraphs.
+void ImportSubgraphs(const onnx::NodeProto& np, const ImportContext& ctx, Graph& g, const OuterScope* outer,
+                     std::vector<std::string>& captures, int depth, Node& n) {
+  OF_CHECK(depth < kMaxSubgraphDepth, kUnsupported, n.Describe(), ": subgraphs nest deeper than ",
+           kMaxSubgraphDepth, " levels");
+  std::vector<std::pair<std::string, std::unique_ptr<Graph>>> subgraphs;
+  std::vector<std::string> read;  // outer names the subgraphs read, first use first
+  const OuterScope scope{&g, outer};
+  for (const auto& ap : np.attribute()) {
+    if (ap.type() != onnx::AttributeProto::GRAPH) continue;
+    auto sub = std::make_unique<Graph>();
+    sub->opset_imports = g.opset_imports;  // a subgraph uses the model's opsets
+    try {
+      ImportGraphBody(ap.g(), ctx, &scope, depth + 1, *sub);
+    } catch (const Error& e) {
+      throw Error(e.code(), n.Describe() + ", subgraph '" + ap.name() + "': " + e.what());
+    }
+    const size_t formal = sub->inputs.size() - sub->captured_inputs;
+    for (size_t i = formal; i < sub->inputs.size(); ++i) {
+      const std::string& name = sub->values[static_cast<size_t>(sub->inputs[i])].name;
+      if (std::find(read.begin(), read.end(), name) == read.end()) read.push_back(name);
+    }
+    subgraphs.emplace_back(ap.name(), std::move(sub));
+  }
+  for (const std::string& name : read)
+    n.inputs.push_back(ResolveName(g, outer, captures, name, n.Describe() + " (in a subgraph)"));
+  for (auto& [attr, sub] : subgraphs) {
+    const size_t formal = sub->inputs.size() - sub->captured_inputs;
+    sub->inputs.resize(formal);
+    for (const std::string& name : read) {
+      int id = sub->FindValue(name);
+      if (id == kNoValue) id = sub->AddValue(name);  // read by a sibling subgraph only
+      sub->inputs.push_back(id);
+    }
+    sub->captured_inputs = read.size();
+    n.attrs.set(attr, Attribute::Subgraph(std::shared_ptr<const Graph>(std::move(sub))));
+  }
+}
+
+// Fills `g` from `gp`: initializers, inputs, nodes, outputs. For a subgraph, `outer` holds the
+// enclosing graphs and names found there become captured inputs (Graph::captured_inputs).
+void ImportGraphBody(const onnx::GraphProto& gp, const ImportContext& ctx, const OuterScope* outer, int depth,
+                     Graph& g) {
+  g.name = gp.name();
+  OF_CHECK(gp.sparse_initializer_size() == 0, kUnsupported, "sparse initializers are not supported");
+  std::set<std::string> initializer_names;
+  for (const auto& tp : gp.initializer()) {
+    OF_CHECK(!tp.name().empty(), kInvalidModel, "an initializer has no name");
+    int id = g.AddConstant(tp.name(), TensorFromProto(tp, ctx));
+    g.values[static_cast<size_t>(id)].is_parameter = outer == nullptr;  // a subgraph's are not trained
+    initializer_names.insert(tp.name());
+  }
+  for (const auto& vi : gp.input()) {
+    // Before IR v4 initializers were also listed as inputs; they stay constants here.
+    if (initializer_names.count(vi.name())) continue;
+    OF_CHECK(!vi.name().empty(), kInvalidModel, "a graph input has no name");
+    // A subgraph's inputs may leave the type out (the node's inputs give it).
+    OF_CHECK(vi.has_type() || outer != nullptr, kInvalidModel, "graph input '", vi.name(), "' has no type");
+    TensorType type;
+    const bool untyped_subgraph_input = outer != nullptr && (!vi.has_type() || (vi.type().has_tensor_type() &&
+                                                                               !vi.type().tensor_type().has_elem_type()));
+    if (!untyped_subgraph_input) type = ToTensorType(vi.type(), "graph input '" + vi.name() + "'");
+    int id = g.AddValue(vi.name(), type);
+    g.inputs.push_back(id);
+  }
+  // Create node outputs first so nodes listed out of order still resolve.
+  for (const auto& np : gp.node()) {
+    for (const std::string& out : np.output()) {
+      if (out.empty()) continue;
+      OF_CHECK(g.FindValue(out) == kNoValue, kInvalidModel, "value '", out, "' is produced twice (by node '",
+               np.name(), "' and earlier)");
+      g.AddValue(out);
+    }
+  }
+  for (const auto& vi : gp.value_info()) {
+    int id = g.FindValue(vi.name());
+    if (id == kNoValue || !vi.has_type() || !vi.type().has_tensor_type()) continue;
+    if (!g.values[static_cast<size_t>(id)].constant.defined()) {
+      g.values[static_cast<size_t>(id)].type = ToTensorType(vi.type(), "value '" + vi.name() + "'");
+      g.metadata.annotated_values.push_back(vi.name());
+    }
+  }
+  std::vector<std::string> captures;  // outer names this graph reads, in first-use order
+  for (const auto& np : gp.node()) {
+    Node n;
+    n.name = np.name();
+    n.op_type = np.op_type();
+    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    n.doc_string = np.doc_string();
+    OF_CHECK(!n.op_type.empty(), kInvalidModel, "node '", n.name, "' has no op_type");
+    auto opset = g.opset_imports.find(n.domain);
+    OF_CHECK(opset != g.opset_imports.end(), kUnsupported, "node ", n.name.empty() ? n.op_type : "'" + n.name + "'",
+             " uses domain '", n.domain, "', which the model does not import (op '", n.op_type, "')");
+    n.opset = opset->second;
+    for (const std::string& in : np.input())
+      n.inputs.push_back(in.empty() ? kNoValue : ResolveName(g, outer, captures, in, n.Describe() + ": input"));
+    for (const std::string& out : np.output()) n.outputs.push_back(out.empty() ? kNoValue : g.FindValue(out));
+    bool has_subgraphs = false;
+    for (const auto& ap : np.attribute()) {
+      OF_CHECK(!ap.name().empty(), kInvalidModel, n.Describe(), ": an attribute has no name");
+      if (ap.type() == onnx::AttributeProto::GRAPH) {
+        has_subgraphs = true;
+        continue;
+      }
+      n.attrs.set(ap.name(), AttributeFromProto(ap, ctx, n.Describe()));
+    }
+    if (has_subgraphs) ImportSubgraphs(np, ctx, g, outer, captures, depth, n);
+    g.nodes.push_back(std::move(n));
+  }
+  for (const auto& vi : gp.output()) {
+    int id = outer == nullptr ? g.FindValue(vi.name())
+                              : ResolveName(g, outer, captures, vi.name(), "subgraph output");
+    OF_CHECK(id != kNoValue, kInvalidModel, "graph output '", vi.name(), "' is not produced by any node");
+    if (vi.has_type() && vi.type().has_tensor_type() && !g.values[static_cast<size_t>(id)].constant.defined()) {
+      TensorType declared = ToTensorType(vi.type(), "graph output '" + vi.name() + "'");
+      Value& v = g.values[static_cast<size_t>(id)];
+      if (v.type.dtype == DType::kUndefined) v.type = declared;
+    }
+    g.outputs.push_back(id);
+  }
+  OF_CHECK(!g.outputs.empty(), kInvalidModel, outer != nullptr ? "a subgraph" : "the graph", " has no outputs");
+  for (const std::string& name : captures) g.inputs.push_back(g.FindValue(name));
+  g.captured_inputs = captures.size();
+  // Opsets 7-12: the nodes in their opset-13 forms (onnx_legacy.h), so each op has one definition.
+  auto onnx_opset = g.opset_imports.find("");
+  if (onnx_opset != g.opset_imports.end() && onnx_opset->second < kMinOnnxOpset)
+    UpgradeLegacyOnnxOpset(g, onnx_opset->second);
 }
 
 Graph GraphFromModel(const onnx::ModelProto& model, const ImportContext& ctx) {
@@ -257,7 +420,6 @@ Graph GraphFromModel(const onnx::ModelProto& model, const ImportContext& ctx) {
   Graph g;
   g.producer = model.producer_name();
   const onnx::GraphProto& gp = model.graph();
-  g.name = gp.name();
   g.metadata.producer_version = model.producer_version();
   g.metadata.domain = model.domain();
   g.metadata.model_version = model.model_version();
@@ -278,79 +440,7 @@ Graph GraphFromModel(const onnx::ModelProto& model, const ImportContext& ctx) {
     OF_CHECK(onnx_opset->second <= kMaxOnnxOpset, kUnsupported, "the model uses ONNX opset ", onnx_opset->second,
              ", newer than the newest supported opset ", kMaxOnnxOpset);
   }
-  OF_CHECK(gp.sparse_initializer_size() == 0, kUnsupported, "sparse initializers are not supported");
-
-  std::set<std::string> initializer_names;
-  for (const auto& tp : gp.initializer()) {
-    OF_CHECK(!tp.name().empty(), kInvalidModel, "an initializer has no name");
-    int id = g.AddConstant(tp.name(), TensorFromProto(tp, ctx));
-    g.values[static_cast<size_t>(id)].is_parameter = true;
-    initializer_names.insert(tp.name());
-  }
-  for (const auto& vi : gp.input()) {
-    // Before IR v4 initializers were also listed as inputs; they stay constants here.
-    if (initializer_names.count(vi.name())) continue;
-    OF_CHECK(!vi.name().empty(), kInvalidModel, "a graph input has no name");
-    OF_CHECK(vi.has_type(), kInvalidModel, "graph input '", vi.name(), "' has no type");
-    int id = g.AddValue(vi.name(), ToTensorType(vi.type(), "graph input '" + vi.name() + "'"));
-    g.inputs.push_back(id);
-  }
-  // Create node outputs first so nodes listed out of order still resolve.
-  for (const auto& np : gp.node()) {
-    for (const std::string& out : np.output()) {
-      if (out.empty()) continue;
-      OF_CHECK(g.FindValue(out) == kNoValue, kInvalidModel, "value '", out, "' is produced twice (by node '",
-               np.name(), "' and earlier)");
-      g.AddValue(out);
-    }
-  }
-  for (const auto& vi : gp.value_info()) {
-    int id = g.FindValue(vi.name());
-    if (id == kNoValue || !vi.has_type() || !vi.type().has_tensor_type()) continue;
-    if (!g.values[static_cast<size_t>(id)].constant.defined()) {
-      g.values[static_cast<size_t>(id)].type = ToTensorType(vi.type(), "value '" + vi.name() + "'");
-      g.metadata.annotated_values.push_back(vi.name());
-    }
-  }
-  for (const auto& np : gp.node()) {
-    Node n;
-    n.name = np.name();
-    n.op_type = np.op_type();
-    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
-    n.doc_string = np.doc_string();
-    OF_CHECK(!n.op_type.empty(), kInvalidModel, "node '", n.name, "' has no op_type");
-    auto opset = g.opset_imports.find(n.domain);
-    OF_CHECK(opset != g.opset_imports.end(), kUnsupported, "node ", n.name.empty() ? n.op_type : "'" + n.name + "'",
-             " uses domain '", n.domain, "', which the model does not import (op '", n.op_type, "')");
-    n.opset = opset->second;
-    for (const std::string& in : np.input()) {
-      if (in.empty()) { n.inputs.push_back(kNoValue); continue; }
-      int id = g.FindValue(in);
-      OF_CHECK(id != kNoValue, kInvalidModel, n.Describe(), ": input '", in,
-               "' is not a graph input, an initializer or the output of any node");
-      n.inputs.push_back(id);
-    }
-    for (const std::string& out : np.output()) n.outputs.push_back(out.empty() ? kNoValue : g.FindValue(out));
-    for (const auto& ap : np.attribute()) {
-      OF_CHECK(!ap.name().empty(), kInvalidModel, n.Describe(), ": an attribute has no name");
-      n.attrs.set(ap.name(), AttributeFromProto(ap, ctx, n.Describe()));
-    }
-    g.nodes.push_back(std::move(n));
-  }
-  for (const auto& vi : gp.output()) {
-    int id = g.FindValue(vi.name());
-    OF_CHECK(id != kNoValue, kInvalidModel, "graph output '", vi.name(), "' is not produced by any node");
-    if (vi.has_type() && vi.type().has_tensor_type() && !g.values[static_cast<size_t>(id)].constant.defined()) {
-      TensorType declared = ToTensorType(vi.type(), "graph output '" + vi.name() + "'");
-      Value& v = g.values[static_cast<size_t>(id)];
-      if (v.type.dtype == DType::kUndefined) v.type = declared;
-    }
-    g.outputs.push_back(id);
-  }
-  OF_CHECK(!g.outputs.empty(), kInvalidModel, "the graph has no outputs");
-  // Opsets 7-12: the nodes in their opset-13 forms (onnx_legacy.h), so each op has one definition.
-  if (onnx_opset != g.opset_imports.end() && onnx_opset->second < kMinOnnxOpset)
-    UpgradeLegacyOnnxOpset(g, onnx_opset->second);
+  ImportGraphBody(gp, ctx, nullptr, 0, g);
   return g;
 }
 

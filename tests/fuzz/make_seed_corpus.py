@@ -195,6 +195,31 @@ def main(out):
                 ("b", np.array([100, -100, 5, 0], np.int32)),
                 ("w8", np.array([[1, -2], [3, 4], [-128, 127]], np.int8)), ("ws8", np.array(0.05, np.float32))]],
             extra_imports=[helper.make_opsetid("com.microsoft", 1)]),
+        # Control flow: an If inside a Loop body reading a value two graphs out, a scan output, and a
+        # Scan with axes and directions (subgraph import, captured values, the kernels' executors).
+        "control_flow": model(
+            [helper.make_node("Loop", ["M", "", "acc0"], ["acc", "steps"], body=helper.make_graph(
+                [helper.make_node("Cast", ["i"], ["i_f"], to=f),
+                 helper.make_node("Greater", ["i_f", "half"], ["late"]),
+                 helper.make_node("If", ["late"], ["acc_out"],
+                                  then_branch=helper.make_graph([helper.make_node("Add", ["acc_in", "x"], ["t"])],
+                                                                "then", [], [vi("t", f, None)]),
+                                  else_branch=helper.make_graph([helper.make_node("Sub", ["acc_in", "w"], ["e"])],
+                                                                "else", [], [vi("e", f, None)])),
+                 helper.make_node("Identity", ["c_in"], ["c_out"]),
+                 helper.make_node("Mul", ["acc_out", "i_f"], ["step"])],
+                "body", [vi("i", TensorProto.INT64, []), vi("c_in", TensorProto.BOOL, []), vi("acc_in", f, [2, 3])],
+                [vi("c_out", TensorProto.BOOL, []), vi("acc_out", f, [2, 3]), vi("step", f, [2, 3])])),
+             helper.make_node("Scan", ["s0", "steps"], ["s", "sums"], num_scan_inputs=1, scan_input_axes=[1],
+                              scan_input_directions=[1], scan_output_axes=[1], body=helper.make_graph(
+                                  [helper.make_node("Add", ["s_in", "slice"], ["s_out"]),
+                                   helper.make_node("Identity", ["s_out"], ["sum"])],
+                                  "scan_body", [vi("s_in", f, [4, 3]), vi("slice", f, [4, 3])],
+                                  [vi("s_out", f, [4, 3]), vi("sum", f, [4, 3])]))],
+            [vi("x", f, [2, 3]), vi("s0", f, [4, 3])], [vi("acc", f, [2, 3]), vi("s", f, [4, 3]), vi("sums", f, None)],
+            [numpy_helper.from_array(np.int64(4), "M"), numpy_helper.from_array(np.float32(1.5), "half"),
+             numpy_helper.from_array(np.ones((2, 3), np.float32), "acc0"),
+             numpy_helper.from_array(np.full((2, 3), 0.5, np.float32), "w")]),
     }
     for name, m in seeds.items():
         with open(os.path.join(out, name + ".onnx"), "wb") as fh:

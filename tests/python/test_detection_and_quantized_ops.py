@@ -8,31 +8,12 @@ import pytest
 
 onnx = pytest.importorskip("onnx", reason="the tests build their models with the onnx package")
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime is the reference")
-from onnx import helper, numpy_helper  # noqa: E402
+from onnx import helper  # noqa: E402
 
 import oneflow  # noqa: E402
+from single_op import both, model  # noqa: E402
 
 rng = np.random.default_rng(1011)
-
-
-def model(op, inputs, opset, stored=(), **attrs):
-    names = [n if a is not None else "" for n, a in inputs]
-    fed = [(n, a) for n, a in inputs if a is not None and n not in stored]
-    inits = [numpy_helper.from_array(a, n) for n, a in inputs if a is not None and n in stored]
-    tt = lambda a: helper.np_dtype_to_tensor_dtype(a.dtype)  # noqa: E731
-    graph = helper.make_graph([helper.make_node(op, names, ["y"], **attrs)], op,
-                              [helper.make_tensor_value_info(n, tt(a), list(a.shape)) for n, a in fed],
-                              [onnx.ValueInfoProto(name="y")], inits)
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
-    return m.SerializeToString(), dict(fed)
-
-
-def both(data, feeds):
-    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(["y"], feeds)[0]
-    with oneflow.Session(data) as s:
-        got = np.asarray(s.run(feeds)["y"])
-    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
-    return got, want
 
 
 @pytest.mark.parametrize("center", [0, 1])

@@ -24,6 +24,8 @@ void RegisterDetectionOps(OpRegistry& r);      // ops/detection.cc: NonMaxSuppre
 void RegisterContribOps(OpRegistry& r);        // ops/contrib.cc: ONNX Runtime's FastGelu, SkipLayerNormalization, ...
 void RegisterContribQuantizationOps(OpRegistry& r);  // ops/contrib_quantization.cc: QLinearAdd, DynamicQuantizeMatMul, ...
 void RegisterLlmBlockOps(OpRegistry& r);       // ops/llm_blocks.cc: SwiGLU, CausalConvWithState, LinearAttention
+void RegisterControlFlowOps(OpRegistry& r);     // ops/control_flow.cc: If, Loop, Scan
+void RegisterDeformConvOps(OpRegistry& r);      // ops/deform_conv.cc: DeformConv
 void AttachSbpRules(OpRegistry& r);            // ops/sbp_rules.cc: SBP signatures of the families above
 
 inline void RegisterAllOps(OpRegistry& r) {
@@ -46,6 +48,8 @@ inline void RegisterAllOps(OpRegistry& r) {
   RegisterContribOps(r);
   RegisterContribQuantizationOps(r);
   RegisterLlmBlockOps(r);
+  RegisterControlFlowOps(r);
+  RegisterDeformConvOps(r);
   AttachSbpRules(r);
 }
 
