@@ -1,6 +1,7 @@
 // Every op the engine knows, named once, with its domain; the names below are the only spelling of
 // an op's name in src/ (the rest of the engine writes op::kConv or OpId::kConv). A table row is
-// P(X, Name, Domain), Domain one of Onnx (""), Oneflow ("ai.oneflow"), Microsoft ("com.microsoft").
+// P(X, Name, Domain), Domain one of Onnx (""), Ml ("ai.onnx.ml"), Oneflow ("ai.oneflow"), Microsoft
+// ("com.microsoft").
 // ONNX Runtime's contrib ops reuse ONNX names (com.microsoft Gelu beside ONNX Gelu), so a
 // Microsoft row's token carries the prefix Ms, which its name drops: MsGelu is com.microsoft Gelu.
 //
@@ -57,10 +58,10 @@
   P(X, Pad, Onnx) P(X, QLinearConv, Onnx) P(X, QLinearMatMul, Onnx) P(X, QuantizeLinear, Onnx) P(X, RMSNormalization, Onnx) P(X, RNN, Onnx) P(X, Range, Onnx) P(X, ReduceL1, Onnx) \
   P(X, ReduceL2, Onnx) P(X, ReduceLogSum, Onnx) P(X, ReduceLogSumExp, Onnx) P(X, ReduceMax, Onnx) \
   P(X, ReduceMean, Onnx) P(X, ReduceMin, Onnx) P(X, ReduceProd, Onnx) P(X, ReduceSum, Onnx) \
-  P(X, ReduceSumSquare, Onnx) P(X, Reshape, Onnx) P(X, Resize, Onnx) P(X, ReverseSequence, Onnx) P(X, RotaryEmbedding, Onnx) \
+  P(X, ReduceSumSquare, Onnx) P(X, Reshape, Onnx) P(X, Resize, Onnx) P(X, ReverseSequence, Onnx) P(X, RoiAlign, Onnx) P(X, RotaryEmbedding, Onnx) \
   P(X, Scan, Onnx) P(X, ScatterElements, Onnx) P(X, ScatterND, Onnx) P(X, Shape, Onnx) P(X, Shrink, Onnx) \
   P(X, Size, Onnx) P(X, Slice, Onnx) P(X, Softmax, Onnx) P(X, SoftmaxCrossEntropyLoss, Onnx) \
-  P(X, SpaceToDepth, Onnx) P(X, Split, Onnx) P(X, STFT, Onnx) P(X, Squeeze, Onnx) P(X, Sum, Onnx) P(X, SwiGLU, Onnx) P(X, TensorScatter, Onnx) P(X, Tile, Onnx) \
+  P(X, SpaceToDepth, Onnx) P(X, Split, Onnx) P(X, STFT, Onnx) P(X, Squeeze, Onnx) P(X, Sum, Onnx) P(X, SwiGLU, Onnx) P(X, TensorScatter, Onnx) P(X, TfIdfVectorizer, Onnx) P(X, Tile, Onnx) \
   P(X, TopK, Onnx) P(X, Transpose, Onnx) P(X, Trilu, Onnx) P(X, Unique, Onnx) \
   P(X, Unsqueeze, Onnx) P(X, Where, Onnx) P(X, Xor, Onnx) P(X, SimplifiedLayerNormalization, Onnx) \
   P(X, MsBiasGelu, Microsoft) P(X, MsFastGelu, Microsoft) P(X, MsFusedMatMul, Microsoft) \
@@ -68,6 +69,7 @@
   P(X, MsDynamicQuantizeMatMul, Microsoft) P(X, MsMatMulIntegerToFloat, Microsoft) P(X, MsQLinearAdd, Microsoft) \
   P(X, MsQLinearMul, Microsoft) P(X, MsQLinearSigmoid, Microsoft) P(X, MsQLinearLeakyRelu, Microsoft) \
   P(X, MsQLinearConcat, Microsoft) P(X, MsQLinearGlobalAveragePool, Microsoft) \
+  P(X, ArrayFeatureExtractor, Ml) P(X, Binarizer, Ml) \
   P(X, AveragePoolGrad, Oneflow) \
   P(X, BatchNormalizationGrad, Oneflow) P(X, Boxing, Oneflow) P(X, ConvGradBias, Oneflow) \
   P(X, ConvGradData, Oneflow) P(X, ConvGradFilter, Oneflow) P(X, ConvTransposeGradData, Oneflow) \
@@ -112,8 +114,9 @@ namespace op_list_detail {
 inline constexpr const char* kDomainOnnx = "";
 inline constexpr const char* kDomainOneflow = "ai.oneflow";
 inline constexpr const char* kDomainMicrosoft = "com.microsoft";
+inline constexpr const char* kDomainMl = "ai.onnx.ml";
 // Characters of a row's token that are not part of its name (the Ms of a Microsoft row).
-inline constexpr int kPrefixOnnx = 0, kPrefixOneflow = 0, kPrefixMicrosoft = 2;
+inline constexpr int kPrefixOnnx = 0, kPrefixOneflow = 0, kPrefixMicrosoft = 2, kPrefixMl = 0;
 struct Entry {
   const char* name;
   const char* domain;

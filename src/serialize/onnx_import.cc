@@ -409,7 +409,7 @@ void ImportGraphBody(const onnx::GraphProto& gp, const ImportContext& ctx, const
   OF_CHECK(!g.outputs.empty(), kInvalidModel, outer != nullptr ? "a subgraph" : "the graph", " has no outputs");
   for (const std::string& name : captures) g.inputs.push_back(g.FindValue(name));
   g.captured_inputs = captures.size();
-  // Opsets 7-12: the nodes in their opset-13 forms (onnx_legacy.h), so each op has one definition.
+  // Opsets 1-12: the nodes in their opset-13 forms (onnx_legacy.h), so each op has one definition.
   auto onnx_opset = g.opset_imports.find("");
   if (onnx_opset != g.opset_imports.end() && onnx_opset->second < kMinOnnxOpset)
     UpgradeLegacyOnnxOpset(g, onnx_opset->second);

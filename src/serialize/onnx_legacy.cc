@@ -1,7 +1,9 @@
-// The opset 7-12 -> 13 upgrade of imported ONNX nodes (onnx_legacy.h).
+// The opset 1-12 -> 13 upgrade of imported ONNX nodes (onnx_legacy.h).
 #include "serialize/onnx_legacy.h"
 
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +33,7 @@ class Upgrader {
         continue;
       }
       n.opset = from_;
+      if (from_ < 7) UpgradeToOpset7(n);
       Upgrade(n);
       n.opset = 13;
       g_.nodes.push_back(std::move(n));
@@ -95,6 +98,81 @@ class Upgrader {
     } else if (required) {
       Fail(ErrorCode::kInvalidModel, n.Describe(), " needs the attribute '", attr, "'");
     }
+  }
+
+  // The default-domain versions of opsets 2 to 7 (onnx.defs): an op listed with a version above the
+  // model's opset changed meaning or spelling between that opset and 7. Ops absent here were the
+  // same from opset 1 to 7 (or did not exist yet).
+  static const std::vector<int>* NewerVersionsUpTo7(const std::string& op) {
+    static const std::map<std::string, std::vector<int>> kVersions = {
+        {"Abs", {6}}, {"Add", {6, 7}}, {"And", {7}}, {"AveragePool", {7}}, {"BatchNormalization", {6, 7}},
+        {"Cast", {6}}, {"Ceil", {6}}, {"Clip", {6}}, {"Concat", {4}}, {"Div", {6, 7}}, {"Dropout", {6, 7}},
+        {"Elu", {6}}, {"Equal", {7}}, {"Exp", {6}}, {"Floor", {6}}, {"Gemm", {6, 7}}, {"GlobalLpPool", {2}},
+        {"Greater", {7}}, {"GRU", {3, 7}}, {"HardSigmoid", {6}}, {"InstanceNormalization", {6}},
+        {"LeakyRelu", {6}}, {"Less", {7}}, {"Log", {6}}, {"LpPool", {2}}, {"LSTM", {7}}, {"Max", {6}},
+        {"Mean", {6}}, {"Min", {6}}, {"Mul", {6, 7}}, {"Neg", {6}}, {"Or", {7}}, {"Pad", {2}}, {"Pow", {7}},
+        {"PRelu", {6, 7}}, {"Reciprocal", {6}}, {"Relu", {6}}, {"Reshape", {5}}, {"RNN", {7}}, {"Selu", {6}},
+        {"Sigmoid", {6}}, {"Split", {2}}, {"Sqrt", {6}}, {"Sub", {6, 7}}, {"Sum", {6}}, {"Tanh", {6}},
+        {"Tile", {6}}, {"Upsample", {7}}, {"Xor", {7}}};
+    const auto it = kVersions.find(op);
+    return it == kVersions.end() ? nullptr : &it->second;
+  }
+
+  // Opsets 1-6: `n` in its opset-7 form, or refused where the older meaning is not reproduced.
+  // `consumed_inputs` (opsets 1-5) and `is_test` (before 7) only described memory reuse and the
+  // inference mode this engine runs in, so they go; the rest is op by op.
+  void UpgradeToOpset7(Node& n) {
+    const std::string& op = n.op_type;
+    const std::vector<int>* versions = NewerVersionsUpTo7(op);
+    n.attrs.erase("consumed_inputs");
+    if (versions == nullptr || versions->back() <= from_) return;
+    static const std::set<std::string> kBroadcastAttrOps = {"Add", "Sub", "Mul", "Div", "Pow", "And",
+                                                            "Or", "Xor", "Equal", "Greater", "Less"};
+    if (kBroadcastAttrOps.count(op)) {
+      // Before 7, B broadcast only with broadcast=1, aligned with A's trailing dimensions unless
+      // `axis` said where; with broadcast=0 the shapes were equal. Both agree with numpy's rules.
+      const std::optional<Attribute> broadcast = Take(n, "broadcast", AttrKind::kInt);
+      if (const std::optional<Attribute> axis = Take(n, "axis", AttrKind::kInt); axis && broadcast && broadcast->i)
+        Refuse(n, "broadcasting B along axis " + std::to_string(axis->i) +
+                      " is not reproduced (onnx.version_converter can convert the model to opset 7 or newer)");
+    } else if (op == "Gemm") {
+      Take(n, "broadcast", AttrKind::kInt);  // C was full-sized or broadcast: opset 7 allows both
+    } else if (op == "Dropout" || op == "BatchNormalization") {
+      n.attrs.erase("is_test");
+    } else if (op == "Concat") {
+      if (!n.attrs.has("axis")) n.attrs.set("axis", Attribute::Int(1));  // optional before opset 4
+    } else if (op == "Reshape") {
+      AttributeToInts(n, "shape", 1, true);  // an attribute before opset 5
+    } else if (op == "Pad") {
+      if (std::optional<Attribute> paddings = Take(n, "paddings", AttrKind::kInts)) n.attrs.set("pads", *paddings);
+    } else if (op == "Split") {
+      if (n.inputs.size() > 1) Refuse(n, "Split-1's second input 'split' is not reproduced");
+    } else if (op == "Cast") {
+      const std::optional<Attribute> to = Take(n, "to", AttrKind::kString);
+      if (!to) Fail(ErrorCode::kInvalidModel, n.Describe(), " needs the attribute 'to'");
+      n.attrs.set("to", Attribute::Int(OnnxDataTypeCode(n, to->s)));
+    } else if (op == "AveragePool") {
+      // AveragePool-7 added count_include_pad, its default the old behaviour.
+    } else if (op == "RNN" || op == "GRU" || op == "LSTM") {
+      // Opset 7 made Y an optional output in place of output_sequence; GRU-3 added
+      // linear_before_reset, its default the old behaviour.
+      n.attrs.erase("output_sequence");
+    } else if (versions->front() == 6 && versions->size() == 1 && op != "Tile") {
+      // Opset 6 only dropped consumed_inputs (gone above) and widened the types.
+    } else {
+      Refuse(n, op + " changed meaning at opset " + std::to_string(versions->back()) +
+                    "; its older form is not reproduced (onnx.version_converter can convert the model)");
+    }
+  }
+
+  // Cast before opset 6 named its target type; the codes are TensorProto.DataType's.
+  static int64_t OnnxDataTypeCode(const Node& n, const std::string& name) {
+    static const std::map<std::string, int64_t> kCodes = {
+        {"FLOAT", 1},  {"UINT8", 2},   {"INT8", 3},     {"UINT16", 4}, {"INT16", 5},   {"INT32", 6},  {"INT64", 7},
+        {"STRING", 8}, {"BOOL", 9},    {"FLOAT16", 10}, {"DOUBLE", 11}, {"UINT32", 12}, {"UINT64", 13}};
+    const auto it = kCodes.find(name);
+    OF_CHECK(it != kCodes.end(), kInvalidModel, n.Describe(), ": Cast's 'to' names no data type: '", name, "'");
+    return it->second;
   }
 
   void Upgrade(Node& n) {

@@ -10,7 +10,8 @@ are little-endian float32 files (*.f32) with shapes the C test knows:
   missing_ext.onnx  W's external data file does not exist
   unknown_op.onnx   a com.example::FrobnicateOp node (opset 3)
   unknown_onnx_op.onnx  an ai.onnx::NotARealOp node (opset 17)
-  opset29.onnx / opset6.onnx / opset12.onnx  a Relu model importing ONNX opset 29 / 6 (both refused) / 12
+  opset29.onnx / opset6.onnx / opset12.onnx  a Relu model importing ONNX opset 29 (refused) / 6 / 12
+  opset6_prelu.onnx  a PRelu at opset 6, whose older form the import refuses
                                             (upgraded to opset 13 at import)
 """
 import os
@@ -49,10 +50,11 @@ def main_model(opset=17):
                              producer_name="oneflow-tests")
 
 
-def relu_model(opset):
+def relu_model(opset, op="Relu"):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
-    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu", [x], [y])
+    inputs = ["x", "x"] if op == "PRelu" else ["x"]
+    g = helper.make_graph([helper.make_node(op, inputs, ["y"])], op.lower(), [x], [y])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION)
 
 
@@ -111,6 +113,7 @@ def main(out):
     save(relu_model(29), os.path.join(out, "opset29.onnx"))
     save(relu_model(12), os.path.join(out, "opset12.onnx"))
     save(relu_model(6), os.path.join(out, "opset6.onnx"))
+    save(relu_model(6, "PRelu"), os.path.join(out, "opset6_prelu.onnx"))
     open(os.path.join(out, "empty.onnx"), "wb").close()
     return 0
 

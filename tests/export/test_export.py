@@ -47,11 +47,29 @@ def _domain(d):
     return "" if d in ("", "ai.onnx") else d
 
 
+def _tensor_value(t):
+    arr = numpy_helper.to_array(t)
+    return ("tensor", arr.dtype.str, arr.shape, arr.tobytes())
+
+
+def _graph_value(g):
+    """What a subgraph says, for comparison: its interface, initializers and nodes (recursively),
+    leaving out how the proto spells it (an explicit empty domain, say)."""
+    def type_of(vi):
+        t = vi.type.tensor_type
+        return (t.elem_type, tuple((d.dim_value, d.dim_param) for d in t.shape.dim) if t.HasField("shape") else None)
+    nodes = tuple((n.op_type, _domain(n.domain), n.name, tuple(n.input), tuple(n.output), n.doc_string,
+                   tuple(sorted((a.name, _attr_value(a)) for a in n.attribute))) for n in g.node)
+    return ("graph", tuple((i.name, type_of(i)) for i in g.input), tuple((o.name, type_of(o)) for o in g.output),
+            tuple(sorted((t.name, _tensor_value(t)) for t in g.initializer)), nodes)
+
+
 def _attr_value(a):
     v = onnx.helper.get_attribute_value(a)
     if isinstance(v, onnx.TensorProto):
-        arr = numpy_helper.to_array(v)
-        return ("tensor", arr.dtype.str, arr.shape, arr.tobytes())
+        return _tensor_value(v)
+    if isinstance(v, onnx.GraphProto):
+        return _graph_value(v)
     if isinstance(v, list):
         return tuple(v)
     return v

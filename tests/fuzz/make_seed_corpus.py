@@ -220,6 +220,18 @@ def main(out):
             [numpy_helper.from_array(np.int64(4), "M"), numpy_helper.from_array(np.float32(1.5), "half"),
              numpy_helper.from_array(np.ones((2, 3), np.float32), "acc0"),
              numpy_helper.from_array(np.full((2, 3), 0.5, np.float32), "w")]),
+        # Pools and regions read from attributes and data: TfIdfVectorizer's n-gram pool and RoiAlign's
+        # regions (the fuzzer mutates the offsets, counts and coordinates).
+        "tfidf_roialign": model(
+            [helper.make_node("TfIdfVectorizer", ["ids"], ["counts"], mode="TFIDF", min_gram_length=1,
+                              max_gram_length=2, max_skip_count=2, ngram_counts=[0, 3], ngram_indexes=[0, 1, 2, 3, 4],
+                              pool_int64s=[2, 3, 5, 2, 3, 5, 7], weights=[1.0, 0.5, 2.0, 1.5, 1.0]),
+             helper.make_node("RoiAlign", ["img", "rois", "batch"], ["pooled"], output_height=2, output_width=3,
+                              sampling_ratio=0, spatial_scale=0.5, mode="avg")],
+            [vi("ids", TensorProto.INT64, [2, 8]), vi("img", f, [1, 2, 6, 6])],
+            [vi("counts", f, [2, 5]), vi("pooled", f, [2, 2, 2, 3])],
+            [numpy_helper.from_array(np.array([[0, 0, 8, 8], [2, 1, 11.5, 6]], np.float32), "rois"),
+             numpy_helper.from_array(np.zeros(2, np.int64), "batch")]),
     }
     for name, m in seeds.items():
         with open(os.path.join(out, name + ".onnx"), "wb") as fh:

@@ -1,4 +1,4 @@
-"""NonMaxSuppression, QLinearMatMul, the window functions, BitCast and TensorScatter against
+"""NonMaxSuppression, RoiAlign, QLinearMatMul, the window functions, BitCast and TensorScatter against
 onnxruntime on inputs larger than the ONNX node tests' (random boxes with many overlaps and ties,
 per-row / per-column quantization, every window flavour), plus their errors. The node tests check
 them against onnx.reference as well. Run with PYTHONPATH holding the binding and ONEFLOW_LIBRARY
@@ -84,3 +84,46 @@ def test_tensor_scatter(mode):
     if mode == "circular":  # linear writes past the end are an error, not a wrap
         with oneflow.Session(data) as s, pytest.raises(oneflow.OneflowError, match="outside the cache"):
             s.run(feeds)
+
+
+def random_rois(count, height, width):
+    """Regions of every kind: inside the image, partly and wholly outside, smaller than a pixel."""
+    x1 = rng.uniform(-4, width, count)
+    y1 = rng.uniform(-4, height, count)
+    w = rng.choice([0.3, 2.0, 7.5, width * 1.5], count) * rng.uniform(0.5, 1.5, count)
+    h = rng.choice([0.3, 2.0, 7.5, height * 1.5], count) * rng.uniform(0.5, 1.5, count)
+    return np.stack([x1, y1, x1 + w, y1 + h], 1)
+
+
+@pytest.mark.parametrize("opset,ct", [(10, None), (16, "half_pixel"), (16, "output_half_pixel")])
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("sampling,scale,out", [(0, 1.0, (3, 4)), (2, 0.5, (7, 7)), (1, 0.25, (1, 1))])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_roi_align(opset, ct, mode, sampling, scale, out, dtype):
+    x = rng.standard_normal((2, 3, 12, 10)).astype(dtype)
+    rois = (random_rois(9, 12 / scale, 10 / scale)).astype(dtype)
+    batch = rng.integers(0, 2, 9).astype(np.int64)
+    attrs = dict(mode=mode, output_height=out[0], output_width=out[1], sampling_ratio=sampling, spatial_scale=scale)
+    if ct:
+        attrs["coordinate_transformation_mode"] = ct
+    got, want = both(*model("RoiAlign", [("x", x), ("rois", rois), ("batch", batch)], opset, **attrs))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_roi_align_errors():
+    x = np.zeros((2, 1, 4, 4), np.float32)
+    rois = np.array([[0, 0, 2, 2]], np.float32)
+    data, feeds = model("RoiAlign", [("x", x), ("rois", rois), ("batch", np.array([2], np.int64))], 16)
+    with oneflow.Session(data) as s, pytest.raises(oneflow.OneflowError, match=r"batch_indices\[0\] = 2 is not an image"):
+        s.run(feeds)
+    data, feeds = model("RoiAlign", [("x", x), ("rois", np.array([[0, 0, np.inf, 2]], np.float32)),
+                                     ("batch", np.array([0], np.int64))], 16)
+    with oneflow.Session(data) as s, pytest.raises(oneflow.OneflowError, match="not finite"):
+        s.run(feeds)
+    data, feeds = model("RoiAlign", [("x", x), ("rois", np.array([[0, 0, 1e9, 1e9]], np.float32)),
+                                     ("batch", np.array([0], np.int64))], 16)
+    with oneflow.Session(data) as s, pytest.raises(oneflow.OneflowError, match="samples per bin; set sampling_ratio"):
+        s.run(feeds)
+    data, _ = model("RoiAlign", [("x", x), ("rois", rois), ("batch", np.array([0], np.int64))], 16, mode="median")
+    with pytest.raises(oneflow.OneflowError, match="mode must be avg or max"):
+        oneflow.Session(data)

@@ -19,13 +19,15 @@ void RegisterBoxingOps(OpRegistry& r);         // ops/boxing.cc: ai.oneflow Boxi
 void RegisterQuantizationOps(OpRegistry& r);   // ops/quantization.cc: (De)QuantizeLinear, MatMulInteger, ...
 void RegisterRecurrentOps(OpRegistry& r);      // ops/recurrent.cc: RNN, GRU, LSTM and their ai.oneflow grads
 void RegisterAttentionOps(OpRegistry& r);      // ops/attention.cc: Attention (23-25), RotaryEmbedding
-void RegisterSignalOps(OpRegistry& r);         // ops/signal.cc: Hann/Hamming/BlackmanWindow
+void RegisterSignalOps(OpRegistry& r);         // ops/signal.cc: the windows, DFT, STFT, MelWeightMatrix
 void RegisterDetectionOps(OpRegistry& r);      // ops/detection.cc: NonMaxSuppression
 void RegisterContribOps(OpRegistry& r);        // ops/contrib.cc: ONNX Runtime's FastGelu, SkipLayerNormalization, ...
 void RegisterContribQuantizationOps(OpRegistry& r);  // ops/contrib_quantization.cc: QLinearAdd, DynamicQuantizeMatMul, ...
 void RegisterLlmBlockOps(OpRegistry& r);       // ops/llm_blocks.cc: SwiGLU, CausalConvWithState, LinearAttention
 void RegisterControlFlowOps(OpRegistry& r);     // ops/control_flow.cc: If, Loop, Scan
 void RegisterDeformConvOps(OpRegistry& r);      // ops/deform_conv.cc: DeformConv
+void RegisterTextFeatureOps(OpRegistry& r);     // ops/text_features.cc: TfIdfVectorizer
+void RegisterMlOps(OpRegistry& r);              // ops/ml.cc: ai.onnx.ml Binarizer, ArrayFeatureExtractor
 void AttachSbpRules(OpRegistry& r);            // ops/sbp_rules.cc: SBP signatures of the families above
 
 inline void RegisterAllOps(OpRegistry& r) {
@@ -50,6 +52,8 @@ inline void RegisterAllOps(OpRegistry& r) {
   RegisterLlmBlockOps(r);
   RegisterControlFlowOps(r);
   RegisterDeformConvOps(r);
+  RegisterTextFeatureOps(r);
+  RegisterMlOps(r);
   AttachSbpRules(r);
 }
 

@@ -1,11 +1,17 @@
-// Op family: object detection (NonMaxSuppression, opsets 10 and 11). The selection itself is in
-// NonMaxSuppressionSelect (detection.h), which the kernel (kernels/cpu/detection.cc) calls too.
+// Op family: object detection (NonMaxSuppression, opsets 10 and 11; RoiAlign, opsets 10 and 16).
+// The selection itself is in NonMaxSuppressionSelect (detection.h), which the kernel
+// (kernels/cpu/detection.cc) calls too.
+//   RoiAlign(X [N, C, H, W], rois [R, 4] (x1, y1, x2, y2), batch_indices int64 [R]) -> Y [R, C, oh, ow]
+//   each bin of a region averages (or takes the largest of) bilinear samples of its image; opset
+//   16 added coordinate_transformation_mode, whose default "half_pixel" shifts by half a pixel
+//   and does not stretch small regions to one pixel as opset 10 ("output_half_pixel") does.
 #include "graph/ops/detection.h"
 
 #include <algorithm>
 #include <numeric>
 
 #include "base/error.h"
+#include "graph/infer_util.h"
 #include "graph/op_schema.h"
 #include "graph/ops/all_ops.h"
 
@@ -124,7 +130,50 @@ std::vector<int64_t> NonMaxSuppressionSelect(const Tensor& boxes, const Tensor& 
   return out;
 }
 
+namespace {
+
+void InferRoiAlign(InferContext& ctx) {
+  const TensorType& x = ctx.input_type(0);
+  const TensorType& rois = ctx.input_type(1);
+  const TensorType& batch = ctx.input_type(2);
+  if (x.dtype != DType::kFloat32 && x.dtype != DType::kFloat64)
+    ctx.Error("X must be float32 or float64 (float16 is not supported), got ", x.ToString());
+  if (rois.dtype != x.dtype) ctx.Error("rois must be ", DTypeName(x.dtype), " like X, got ", rois.ToString());
+  if (batch.dtype != DType::kInt64) ctx.Error("batch_indices must be int64, got ", batch.ToString());
+  if (x.has_rank && x.rank() != 4) ctx.Error("X must be [N, C, H, W], got ", x.ToString());
+  if (rois.has_rank && (rois.rank() != 2 || (rois.dims[1].known() && rois.dims[1].value != 4)))
+    ctx.Error("rois must be [num_rois, 4], got ", rois.ToString());
+  if (batch.has_rank && batch.rank() != 1) ctx.Error("batch_indices must be [num_rois], got ", batch.ToString());
+  const Dim r = rois.has_rank ? rois.dims[0] : batch.has_rank ? batch.dims[0] : Dim::Unknown();
+  if (rois.has_rank && batch.has_rank && r.known() && batch.dims[0].known() && r.value != batch.dims[0].value)
+    ctx.Error("rois has ", r.value, " regions but batch_indices ", batch.dims[0].value);
+  const std::string mode = ctx.attrs().GetString("mode");
+  if (mode != "avg" && mode != "max") ctx.Error("mode must be avg or max, got '", mode, "'");
+  if (ctx.attrs().has("coordinate_transformation_mode")) {
+    const std::string ct = ctx.attrs().GetString("coordinate_transformation_mode");
+    if (ct != "half_pixel" && ct != "output_half_pixel")
+      ctx.Error("coordinate_transformation_mode must be half_pixel or output_half_pixel, got '", ct, "'");
+  }
+  const int64_t oh = ctx.attrs().GetInt("output_height"), ow = ctx.attrs().GetInt("output_width");
+  const int64_t sampling = ctx.attrs().GetInt("sampling_ratio");
+  if (oh < 1 || ow < 1 || oh > kMaxWindowAttr || ow > kMaxWindowAttr)
+    ctx.Error("output_height and output_width must be in [1, 2^31], got ", oh, " and ", ow);
+  if (sampling < 0 || sampling > kMaxWindowAttr) ctx.Error("sampling_ratio must be in [0, 2^31], got ", sampling);
+  ctx.set_output(0, TensorType::Of(x.dtype, {r, x.has_rank ? x.dims[1] : Dim::Unknown(), Dim::Known(oh), Dim::Known(ow)}));
+}
+
+}  // namespace
+
 void RegisterDetectionOps(OpRegistry& r) {
+  for (const int since : {10, 16}) {
+    OpSchema s = OpSchema(op::kRoiAlign).Since(since).Input("X").Input("rois").Input("batch_indices").Output("Y")
+                     .Attr("mode", Attribute::String("avg")).Attr("output_height", Attribute::Int(1))
+                     .Attr("output_width", Attribute::Int(1)).Attr("sampling_ratio", Attribute::Int(0))
+                     .Attr("spatial_scale", Attribute::Float(1.0f)).Infer(InferRoiAlign);
+    if (since == 10) s.Until(15);
+    else s.Attr("coordinate_transformation_mode", Attribute::String("half_pixel"));
+    r.Register(std::move(s));
+  }
   r.Register(OpSchema(op::kNonMaxSuppression).Since(10).Input("boxes").Input("scores")
                  .OptionalInput("max_output_boxes_per_class").OptionalInput("iou_threshold")
                  .OptionalInput("score_threshold").Output("selected_indices").Attr("center_point_box", Attribute::Int(0))
