@@ -2,6 +2,7 @@
 #include "serialize/onnx_legacy.h"
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -165,6 +166,50 @@ class Upgrader {
     }
   }
 
+  // Scan-8 scans a batch: its states are [B, ...] and its scan inputs [B, sequence, ...], and the
+  // body sees one batch row. Opset 9 dropped the batch axis; the same computation is an outer Scan
+  // over the batch (every input scanned along axis 0, its outputs stacked along axis 0) whose body
+  // runs the original Scan on one row:
+  //   Scan-8(lens, states, inputs) = Scan(body: Scan(state rows, input rows; original body))(states, inputs)
+  void UpgradeBatchedScan(Node& n) {
+    const size_t captured = CapturedInputCount(n.attrs);
+    const size_t declared = n.inputs.size() - captured;
+    const std::optional<Attribute> scans = Take(n, "num_scan_inputs", AttrKind::kInt);
+    if (!scans || scans->i < 1 || static_cast<size_t>(scans->i) + 1 > declared)
+      Fail(ErrorCode::kInvalidModel, n.Describe(), ": num_scan_inputs must be in [1, ", declared - 1, "]");
+    if (n.inputs[0] != kNoValue)
+      Refuse(n, "Scan-8's sequence_lens is not reproduced (every batch row scans the whole sequence)");
+    const std::optional<Attribute> directions = Take(n, "directions", AttrKind::kInts);
+    const Attribute* body = n.attrs.find("body");
+    if (!body || body->kind != AttrKind::kGraph) Fail(ErrorCode::kInvalidModel, n.Describe(), " needs a graph 'body'");
+
+    auto row = std::make_shared<Graph>();
+    row->name = n.name.empty() ? "scan8_row" : n.name + "_row";
+    row->opset_imports[""] = 13;
+    Node inner = NewNode(n.name, "Scan", {}, {});
+    std::vector<int> outer_values;  // the outer values the body reads, under their own names
+    for (size_t i = declared; i < n.inputs.size(); ++i)
+      outer_values.push_back(row->AddValue(g_.values[static_cast<size_t>(n.inputs[i])].name));
+    for (size_t i = 1; i < declared; ++i)  // one row of each state and scan input
+      row->inputs.push_back(row->AddValue(row->UniqueName("row_" + std::to_string(i - 1))));
+    row->inputs.insert(row->inputs.end(), outer_values.begin(), outer_values.end());
+    inner.inputs = row->inputs;
+    row->captured_inputs = captured;
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      const int v = row->AddValue(row->UniqueName("row_out_" + std::to_string(o)));
+      row->outputs.push_back(v);
+      inner.outputs.push_back(v);
+    }
+    inner.attrs.set("body", *body);
+    inner.attrs.set("num_scan_inputs", Attribute::Int(scans->i));
+    if (directions) inner.attrs.set("scan_input_directions", *directions);
+    row->nodes.push_back(std::move(inner));
+
+    n.inputs.erase(n.inputs.begin());  // sequence_lens
+    n.attrs.set("num_scan_inputs", Attribute::Int(static_cast<int64_t>(declared - 1)));
+    n.attrs.set("body", Attribute::Subgraph(std::move(row)));
+  }
+
   // Cast before opset 6 named its target type; the codes are TensorProto.DataType's.
   static int64_t OnnxDataTypeCode(const Node& n, const std::string& name) {
     static const std::map<std::string, int64_t> kCodes = {
@@ -205,6 +250,8 @@ class Upgrader {
       const std::optional<Attribute> k = Take(n, "k", AttrKind::kInt);
       if (!k) Fail(ErrorCode::kInvalidModel, n.Describe(), " needs the attribute 'k'");
       SetInput(n, 1, Constant(n, "k", Int64s({k->i})));
+    } else if (op == "Scan" && from_ < 9) {
+      UpgradeBatchedScan(n);
     } else if (op == "Upsample" || (op == "Resize" && from_ < 11)) {
       UpgradeUpsample(n);
     } else if (op == "Scatter") {

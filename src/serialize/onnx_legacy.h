@@ -27,7 +27,9 @@ constexpr int kMinLegacyOnnxOpset = 1;
 //     kept as they are when `axis` is -1 (the same), else Flatten -> op on axis 1 -> Reshape back;
 //   * Upsample (7-10) and Resize-10 become Resize with coordinate_transformation_mode
 //     "asymmetric" and nearest_mode "floor" (output index i reads input floor(i / scale));
-//   * Scatter (9-10) becomes ScatterElements; BatchNormalization-7's `spatial` must be 1.
+//   * Scatter (9-10) becomes ScatterElements; BatchNormalization-7's `spatial` must be 1;
+//   * Scan-8, which scans a batch, becomes a Scan over the batch rows whose body is the Scan of
+//     one row (its sequence_lens input is refused).
 // Other ops kept their meaning for every input these opsets allow. Errors (kUnsupported or
 // kInvalidModel) name the node, its op and opset, and what is not convertible.
 void UpgradeLegacyOnnxOpset(Graph& g, int from);

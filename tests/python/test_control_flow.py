@@ -1,9 +1,9 @@
 """If, Loop and Scan against onnxruntime: subgraphs that read values of the enclosing graphs (nested
 two levels deep), loops stopped by the trip count or by the condition (zero iterations included),
-loop-carried values that grow, scan outputs, Scan's axes and directions; the same models after an
-ONNX export and a native save; and the errors of malformed subgraphs and control inputs. Models
-are built with onnx.helper here. Run with PYTHONPATH holding the binding and ONEFLOW_LIBRARY the
-library."""
+loop-carried values that grow, scan outputs, Scan's axes and directions, opset-8 Scan over a
+batch; the same models after an ONNX export and a native save; and the errors of malformed
+subgraphs and control inputs. Models are built with onnx.helper here. Run with PYTHONPATH holding
+the binding and ONEFLOW_LIBRARY the library."""
 import numpy as np
 import pytest
 
@@ -302,4 +302,37 @@ def test_scan_with_too_many_scan_inputs_is_refused():
     data = raw_model([helper.make_node("Scan", ["xs"], ["cs"], body=body, num_scan_inputs=3)],
                      [vi("xs", F, [3, 2])], [vi("cs", F)])
     with pytest.raises(oneflow.OneflowError, match=r"num_scan_inputs is 3; it must be in \[1, 1\]"):
+        oneflow.Session(data)
+
+
+@pytest.mark.parametrize("directions", [[0, 0], [1, 0], [0, 1]])
+def test_opset8_scan_over_a_batch(directions):
+    """Scan-8 (states [B, ...], scan inputs [B, T, ...], no sequence_lens), with two states, two scan
+    inputs in their own directions and a value read from the enclosing graph: upgraded at import to
+    a Scan over the batch rows around the Scan of one row."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["sum_in", "a"], ["sum_out"]),
+         helper.make_node("Mul", ["b", "w"], ["bw"]),
+         helper.make_node("Max", ["max_in", "bw"], ["max_out"]),
+         helper.make_node("Sub", ["sum_out", "max_out"], ["step"])],
+        "body", [vi("sum_in", F, [3]), vi("max_in", F, [3]), vi("a", F, [3]), vi("b", F, [3])],
+        [vi("sum_out", F, [3]), vi("max_out", F, [3]), vi("step", F, [3])])
+    node = helper.make_node("Scan", ["", "s0", "m0", "xs", "ys"], ["s", "m", "steps"], num_scan_inputs=2,
+                            directions=directions, body=body)
+    data = model([node], [vi("s0", F, [2, 3]), vi("m0", F, [2, 3]), vi("xs", F, [2, 5, 3]), vi("ys", F, [2, 5, 3])],
+                 [vi("s", F, [2, 3]), vi("m", F, [2, 3]), vi("steps", F, [2, 5, 3])],
+                 [numpy_helper.from_array(np.array([1.0, -2.0, 0.5], np.float32), "w")], opset=8)
+    feeds = {"s0": RNG.standard_normal((2, 3)).astype(np.float32), "m0": np.full((2, 3), -9, np.float32),
+             "xs": RNG.standard_normal((2, 5, 3)).astype(np.float32),
+             "ys": RNG.standard_normal((2, 5, 3)).astype(np.float32)}
+    compare(data, feeds)
+
+
+def test_opset8_scan_sequence_lens_is_refused():
+    body = helper.make_graph([helper.make_node("Add", ["s_in", "x"], ["s_out"])], "body",
+                             [vi("s_in", F, [3]), vi("x", F, [3])], [vi("s_out", F, [3])])
+    node = helper.make_node("Scan", ["lens", "s0", "xs"], ["s"], num_scan_inputs=1, body=body)
+    data = model([node], [vi("lens", I64, [2]), vi("s0", F, [2, 3]), vi("xs", F, [2, 4, 3])], [vi("s", F, [2, 3])],
+                 opset=8)
+    with pytest.raises(oneflow.OneflowError, match="sequence_lens is not reproduced"):
         oneflow.Session(data)
