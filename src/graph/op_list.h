@@ -69,7 +69,7 @@
   P(X, MsDynamicQuantizeMatMul, Microsoft) P(X, MsMatMulIntegerToFloat, Microsoft) P(X, MsQLinearAdd, Microsoft) \
   P(X, MsQLinearMul, Microsoft) P(X, MsQLinearSigmoid, Microsoft) P(X, MsQLinearLeakyRelu, Microsoft) \
   P(X, MsQLinearConcat, Microsoft) P(X, MsQLinearGlobalAveragePool, Microsoft) \
-  P(X, ArrayFeatureExtractor, Ml) P(X, Binarizer, Ml) \
+  P(X, ArrayFeatureExtractor, Ml) P(X, Binarizer, Ml) P(X, TreeEnsemble, Ml) \
   P(X, AveragePoolGrad, Oneflow) \
   P(X, BatchNormalizationGrad, Oneflow) P(X, Boxing, Oneflow) P(X, ConvGradBias, Oneflow) \
   P(X, ConvGradData, Oneflow) P(X, ConvGradFilter, Oneflow) P(X, ConvTransposeGradData, Oneflow) \

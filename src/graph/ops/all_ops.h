@@ -27,7 +27,7 @@ void RegisterLlmBlockOps(OpRegistry& r);       // ops/llm_blocks.cc: SwiGLU, Cau
 void RegisterControlFlowOps(OpRegistry& r);     // ops/control_flow.cc: If, Loop, Scan
 void RegisterDeformConvOps(OpRegistry& r);      // ops/deform_conv.cc: DeformConv
 void RegisterTextFeatureOps(OpRegistry& r);     // ops/text_features.cc: TfIdfVectorizer
-void RegisterMlOps(OpRegistry& r);              // ops/ml.cc: ai.onnx.ml Binarizer, ArrayFeatureExtractor
+void RegisterMlOps(OpRegistry& r);              // ops/ml.cc: ai.onnx.ml Binarizer, ArrayFeatureExtractor, TreeEnsemble
 void AttachSbpRules(OpRegistry& r);            // ops/sbp_rules.cc: SBP signatures of the families above
 
 inline void RegisterAllOps(OpRegistry& r) {
