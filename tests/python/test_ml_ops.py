@@ -116,6 +116,17 @@ def random_ensemble(trees, features, targets, modes, rng):
     return a
 
 
+def tree_attributes(a, dtype):
+    """random_ensemble's lists as TreeEnsemble attributes over 3 targets (tensors in `dtype`)."""
+    tensor = lambda key, t: numpy_helper.from_array(np.array(a[key], t), key)  # noqa: E731
+    attrs = dict(n_targets=3, nodes_modes=tensor("nodes_modes", np.uint8), nodes_splits=tensor("nodes_splits", dtype),
+                 leaf_weights=tensor("leaf_weights", dtype), membership_values=tensor("membership_values", dtype))
+    for k in ("nodes_featureids", "nodes_truenodeids", "nodes_falsenodeids", "nodes_trueleafs", "nodes_falseleafs",
+              "nodes_missing_value_tracks_true", "leaf_targetids", "tree_roots"):
+        attrs[k] = a[k]
+    return attrs
+
+
 @pytest.mark.parametrize("aggregate", [0, 1, 2, 3])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_tree_ensemble(aggregate, dtype):
@@ -123,14 +134,7 @@ def test_tree_ensemble(aggregate, dtype):
     a = random_ensemble(6, 5, 3, [0, 1, 2, 3, 4, 5, 6], local)
     x = local.integers(-2, 3, (40, 5)).astype(dtype) + local.choice([0, 0.5], (40, 5)).astype(dtype)
     x[local.random((40, 5)) < 0.1] = np.nan
-    attrs = dict(aggregate_function=aggregate, n_targets=3,
-                 nodes_modes=numpy_helper.from_array(np.array(a["nodes_modes"], np.uint8), "nodes_modes"),
-                 nodes_splits=numpy_helper.from_array(np.array(a["nodes_splits"], dtype), "nodes_splits"),
-                 leaf_weights=numpy_helper.from_array(np.array(a["leaf_weights"], dtype), "leaf_weights"),
-                 membership_values=numpy_helper.from_array(np.array(a["membership_values"], dtype), "membership_values"))
-    for k in ("nodes_featureids", "nodes_truenodeids", "nodes_falsenodeids", "nodes_trueleafs", "nodes_falseleafs",
-              "nodes_missing_value_tracks_true", "leaf_targetids", "tree_roots"):
-        attrs[k] = a[k]
+    attrs = dict(tree_attributes(a, dtype), aggregate_function=aggregate)
     data, feeds = ml_model("TreeEnsemble", [("x", x)], ml_opset=5, **attrs)
     want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     with oneflow.Session(data) as s:
@@ -150,13 +154,7 @@ def test_tree_ensemble_negative_members_match_the_onnx_reference():
     finally:
         MEMBER_VALUES = saved
     x = local.integers(-2, 3, (40, 5)).astype(np.float32)
-    attrs = dict(n_targets=3, nodes_modes=numpy_helper.from_array(np.array(a["nodes_modes"], np.uint8), "m"),
-                 nodes_splits=numpy_helper.from_array(np.array(a["nodes_splits"], np.float32), "s"),
-                 leaf_weights=numpy_helper.from_array(np.array(a["leaf_weights"], np.float32), "w"),
-                 membership_values=numpy_helper.from_array(np.array(a["membership_values"], np.float32), "mv"))
-    for k in ("nodes_featureids", "nodes_truenodeids", "nodes_falsenodeids", "nodes_trueleafs", "nodes_falseleafs",
-              "nodes_missing_value_tracks_true", "leaf_targetids", "tree_roots"):
-        attrs[k] = a[k]
+    attrs = tree_attributes(a, np.float32)
     data, feeds = ml_model("TreeEnsemble", [("x", x)], ml_opset=5, **attrs)
     want = ReferenceEvaluator(onnx.load_from_string(data)).run(None, feeds)[0]
     with oneflow.Session(data) as s:
