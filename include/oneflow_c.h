@@ -67,9 +67,10 @@ extern "C" {
 /* The ABI version this header describes: 1 inference; 2 model saving and the native format,
  * training, global-tensor plans; 3 struct sizes passed by the caller (`*_init_sized`, behind the
  * `*_init` macros), CUDA devices and device sessions, the distributed trainer, the inference
- * server; 4 the narrow storage dtypes (oneflow_dtype_t 17 to 26). Bumped when declarations or
+ * server; 4 the narrow storage dtypes (oneflow_dtype_t 17 to 26); 5 sequences and optionals (values
+ * of ONNX's two non-tensor kinds, and oneflow_value_info_t.kind). Bumped when declarations or
  * enum values are added. */
-#define ONEFLOW_API_VERSION 4
+#define ONEFLOW_API_VERSION 5
 
 /* Marks an exported function with the ABI version that added it. */
 #define ONEFLOW_API_SINCE(abi_version) ONEFLOW_API
@@ -237,6 +238,16 @@ ONEFLOW_API_SINCE(1) oneflow_status_t oneflow_graph_load_memory(const void* data
 /* Releases a graph. Sessions created from it keep their own copy. NULL-safe. */
 ONEFLOW_API_SINCE(1) void oneflow_graph_release(oneflow_graph_t* graph);
 
+/* The static kind of a graph input or output: ONNX's tensor, seq(tensor), optional(tensor) and
+ * optional(seq(tensor)). Values of these kinds travel in oneflow_tensor_t handles (see "Sequences
+ * and optionals" below). */
+typedef enum oneflow_type_kind_t { /* ABI 5 */
+  ONEFLOW_TYPE_TENSOR = 0,
+  ONEFLOW_TYPE_SEQUENCE = 1,
+  ONEFLOW_TYPE_OPTIONAL = 2,
+  ONEFLOW_TYPE_OPTIONAL_SEQUENCE = 3
+} oneflow_type_kind_t;
+
 /* Describes one graph input or output. Pointers are owned by the graph. */
 typedef struct oneflow_value_info_t { /* ABI 1 */
   size_t struct_size;          /* set by oneflow_value_info_init */
@@ -245,6 +256,9 @@ typedef struct oneflow_value_info_t { /* ABI 1 */
   int64_t rank;                /* -1 when the rank is unknown */
   const int64_t* dims;         /* rank entries; -1 for a dynamic dim */
   const char* const* dim_names;/* rank entries: the symbolic name of a dynamic dim, or NULL */
+  /* ABI 5. What the input or output is; for a sequence or an optional, dtype, rank, dims and
+   * dim_names describe the element tensor (as far as every element shares them). */
+  oneflow_type_kind_t kind;
 } oneflow_value_info_t;
 
 ONEFLOW_API_SINCE(3) oneflow_status_t oneflow_value_info_init_sized(oneflow_value_info_t* info, size_t struct_size);
@@ -352,6 +366,39 @@ ONEFLOW_API_SINCE(1) size_t oneflow_tensor_byte_size(const oneflow_tensor_t* ten
 /* The data pointer (64-byte aligned for owned tensors). The caller may write through it, but
  * not while a run reads the tensor. Valid until the tensor is released. */
 ONEFLOW_API_SINCE(1) void* oneflow_tensor_data(const oneflow_tensor_t* tensor);
+
+/* ---- Sequences and optionals (ABI 5) ---------------------------------------------------------
+ * Models may take and return ONNX's two non-tensor kinds of value: a sequence of tensors (one
+ * dtype, shapes free), and an optional, which holds a tensor, a sequence, or nothing. A
+ * oneflow_tensor_t handle carries each: an optional that holds a value is that tensor or sequence
+ * handle; one that holds nothing is a "none" handle. oneflow_session_run takes and returns them
+ * like tensors, checking each against the model's declared kind (a none only where the model
+ * declares an optional). On a sequence or a none handle, oneflow_tensor_dtype gives the element
+ * dtype, rank, element count and byte size are 0, and shape and data are NULL. */
+typedef enum oneflow_value_kind_t { /* ABI 5 */
+  ONEFLOW_VALUE_TENSOR = 0,   /* a dense tensor (also a NULL handle) */
+  ONEFLOW_VALUE_SEQUENCE = 1, /* a sequence of tensors */
+  ONEFLOW_VALUE_NONE = 2      /* an optional that holds nothing */
+} oneflow_value_kind_t;
+
+/* Creates a sequence of `count` host tensors, each of dtype `elem_dtype` (checked); `elements` may be
+ * NULL when count is 0. The sequence references the elements' bytes (as a view does: borrowed
+ * buffers stay in use until the sequence and every run using it are released); the element handles
+ * may be released on return. Errors: a NULL, device, sequence or none element, a dtype mismatch. */
+ONEFLOW_API_SINCE(5) oneflow_status_t oneflow_tensor_create_sequence(oneflow_dtype_t elem_dtype,
+                                                                    const oneflow_tensor_t* const* elements,
+                                                                    size_t count, oneflow_tensor_t** out_sequence);
+/* Creates an optional that holds nothing; `elem_dtype` is the dtype of what it would hold
+ * (ONEFLOW_DTYPE_UNDEFINED when unknown). */
+ONEFLOW_API_SINCE(5) oneflow_status_t oneflow_tensor_create_none(oneflow_dtype_t elem_dtype, oneflow_tensor_t** out_none);
+/* What the handle holds. */
+ONEFLOW_API_SINCE(5) oneflow_value_kind_t oneflow_tensor_kind(const oneflow_tensor_t* value);
+/* A sequence's element count (0 for the other kinds and NULL). */
+ONEFLOW_API_SINCE(5) size_t oneflow_tensor_sequence_length(const oneflow_tensor_t* sequence);
+/* A new handle to element `index` of a sequence, sharing its bytes (the caller may read them; a
+ * write changes the sequence too). Errors: not a sequence, index out of range. */
+ONEFLOW_API_SINCE(5) oneflow_status_t oneflow_tensor_sequence_element(const oneflow_tensor_t* sequence, size_t index,
+                                                                     oneflow_tensor_t** out_element);
 
 /* Device tensors.
  * Device tensors view memory on a CUDA device; the host never reads their bytes. They are accepted

@@ -14,7 +14,10 @@ import (
 
 // ValueInfo describes a graph input or output.
 type ValueInfo struct {
-	Name  string
+	Name string
+	// Kind says whether the value is a tensor, a sequence or an optional; for the latter DType, Dims
+	// and DimNames describe the element tensor.
+	Kind  TypeKind
 	DType DType
 	// Dims has -1 for a dynamic dim; nil when the rank is unknown.
 	Dims []int64
@@ -23,7 +26,7 @@ type ValueInfo struct {
 }
 
 func valueInfo(c *C.oneflow_value_info_t) ValueInfo {
-	v := ValueInfo{Name: C.GoString(c.name), DType: DType(c.dtype)}
+	v := ValueInfo{Name: C.GoString(c.name), Kind: TypeKind(c.kind), DType: DType(c.dtype)}
 	if c.rank < 0 {
 		return v
 	}

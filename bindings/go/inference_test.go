@@ -2,6 +2,7 @@
 package oneflow
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"testing"
@@ -220,4 +221,47 @@ func TestTensorMetadata(t *testing.T) {
 		t.Fatalf("%s %d", v.DType(), v.ByteSize())
 	}
 	assertEqual(t, "v", must(Values[int32](v))(t), []int32{1, 2, 3, 4, 5, 6})
+}
+
+// TestSequencesAndOptionals: a sequence in (concatenated, counted and returned as is), an empty and a
+// present optional, the declared kinds, and a value of the wrong kind refused.
+func TestSequencesAndOptionals(t *testing.T) {
+	s := must(NewSession(capi(t, "sequence_model.onnx")))(t)
+	defer s.Close()
+	if in := s.Inputs(); in[0].Kind != TypeSequence || in[1].Kind != TypeOptional || in[0].DType != Float32 {
+		t.Fatalf("input kinds %v", in)
+	}
+	a := must(NewTensor([]float32{1.5, -2}, 2))(t)
+	b := must(NewTensor([]float32{4.25}, 1))(t)
+	seq := must(NewSequence(Float32, a, b))(t)
+	none := must(NewNone(Float32))(t)
+	defer closeAll(a, b, seq, none)
+	if seq.Kind() != KindSequence || seq.Len() != 2 || none.Kind() != KindNone || a.Kind() != KindTensor {
+		t.Fatalf("kinds %v %d %v %v", seq.Kind(), seq.Len(), none.Kind(), a.Kind())
+	}
+	for _, opt := range []*Tensor{none, b} {
+		out := must(s.Run(map[string]*Tensor{"s": seq, "o": opt}))(t)
+		assertEqual(t, "cat", must(Values[float32](out["cat"]))(t), []float32{1.5, -2, 4.25})
+		assertEqual(t, "n", must(Values[int64](out["n"]))(t), []int64{2})
+		assertEqual(t, "has", must(Values[bool](out["has"]))(t), []bool{opt == b})
+		same := out["same"]
+		if same.Kind() != KindSequence || same.Len() != 2 {
+			t.Fatalf("same: kind %v, %d elements", same.Kind(), same.Len())
+		}
+		second := must(same.Element(1))(t)
+		assertEqual(t, "same[1]", must(Values[float32](second))(t), []float32{4.25})
+		if _, err := same.Element(2); err == nil {
+			t.Fatal("element 2 of a sequence of 2 was returned")
+		}
+		second.Close()
+		for _, o := range out {
+			o.Close()
+		}
+	}
+	if _, err := s.Run(map[string]*Tensor{"s": a, "o": none}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("a tensor for a sequence input: %v", err)
+	}
+	if _, err := NewSequence(Float32, a, must(NewTensor([]int64{1}, 1))(t)); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("mixed dtypes: %v", err)
+	}
 }

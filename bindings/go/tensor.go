@@ -17,6 +17,7 @@ import (
 type Tensor struct {
 	mu     sync.RWMutex
 	h      *C.oneflow_tensor_t
+	kind   ValueKind
 	dtype  DType
 	shape  []int64
 	count  int
@@ -27,6 +28,7 @@ type Tensor struct {
 func adoptTensor(h *C.oneflow_tensor_t) *Tensor {
 	t := &Tensor{
 		h:      h,
+		kind:   ValueKind(C.oneflow_tensor_kind(h)),
 		dtype:  DType(C.oneflow_tensor_dtype(h)),
 		count:  int(C.oneflow_tensor_element_count(h)),
 		nbytes: int(C.oneflow_tensor_byte_size(h)),
@@ -83,6 +85,90 @@ func NewTensorBytes(dtype DType, raw []byte, shape ...int64) (*Tensor, error) {
 		C.memcpy(C.oneflow_tensor_data(t.h), dataPointer(raw), C.size_t(t.nbytes))
 	}
 	return t, nil
+}
+
+// ValueKind is what a Tensor holds: a dense tensor, or one of ONNX's two non-tensor values a model may
+// take or return — a sequence of tensors, or an optional that holds nothing (an optional that holds a
+// value is that tensor or sequence).
+type ValueKind int
+
+const (
+	KindTensor   ValueKind = C.ONEFLOW_VALUE_TENSOR
+	KindSequence ValueKind = C.ONEFLOW_VALUE_SEQUENCE
+	KindNone     ValueKind = C.ONEFLOW_VALUE_NONE
+)
+
+// TypeKind is what a model input or output is declared to be.
+type TypeKind int
+
+const (
+	TypeTensor           TypeKind = C.ONEFLOW_TYPE_TENSOR
+	TypeSequence         TypeKind = C.ONEFLOW_TYPE_SEQUENCE
+	TypeOptional         TypeKind = C.ONEFLOW_TYPE_OPTIONAL
+	TypeOptionalSequence TypeKind = C.ONEFLOW_TYPE_OPTIONAL_SEQUENCE
+)
+
+// NewSequence makes a sequence of the given tensors, each of dtype elemType, for a model input that is
+// a sequence. The sequence references the elements' data (not copied); closing the elements
+// afterwards is fine.
+func NewSequence(elemType DType, elements ...*Tensor) (*Tensor, error) {
+	handles := make([]*C.oneflow_tensor_t, len(elements))
+	for i, e := range elements {
+		if e == nil {
+			return nil, invalidArgument("element %d is nil", i)
+		}
+		h, err := e.lock()
+		if err != nil {
+			return nil, err
+		}
+		defer e.mu.RUnlock()
+		handles[i] = h
+	}
+	var h *C.oneflow_tensor_t
+	ptr := (**C.oneflow_tensor_t)(dataPointer(handles))
+	if err := statusError(C.oneflow_tensor_create_sequence(C.oneflow_dtype_t(elemType), ptr, C.size_t(len(handles)), &h)); err != nil {
+		return nil, err
+	}
+	return adoptTensor(h), nil
+}
+
+// NewNone makes an empty optional (ONNX's None) of element type elemType, for an optional model input.
+func NewNone(elemType DType) (*Tensor, error) {
+	var h *C.oneflow_tensor_t
+	if err := statusError(C.oneflow_tensor_create_none(C.oneflow_dtype_t(elemType), &h)); err != nil {
+		return nil, err
+	}
+	return adoptTensor(h), nil
+}
+
+// Kind says what the value holds (still answered after Close).
+func (t *Tensor) Kind() ValueKind { return t.kind }
+
+// Len is a sequence's element count (0 for the other kinds).
+func (t *Tensor) Len() int {
+	h, err := t.lock()
+	if err != nil {
+		return 0
+	}
+	defer t.mu.RUnlock()
+	return int(C.oneflow_tensor_sequence_length(h))
+}
+
+// Element returns element i of a sequence as a new Tensor (which the caller closes).
+func (t *Tensor) Element(i int) (*Tensor, error) {
+	h, err := t.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer t.mu.RUnlock()
+	if i < 0 {
+		return nil, invalidArgument("index %d is negative", i)
+	}
+	var e *C.oneflow_tensor_t
+	if err := statusError(C.oneflow_tensor_sequence_element(h, C.size_t(i), &e)); err != nil {
+		return nil, err
+	}
+	return adoptTensor(e), nil
 }
 
 // DType is the element type (still answered after Close).

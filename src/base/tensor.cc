@@ -100,13 +100,52 @@ Tensor Tensor::Scalar(DType dtype, double value) {
   return t;
 }
 
+Tensor Tensor::Sequence(DType elem_dtype, std::vector<Tensor> elements) {
+  for (const Tensor& e : elements)
+    OF_REQUIRE(e.is_tensor() && e.dtype() == elem_dtype, "a sequence of ", DTypeName(elem_dtype),
+               " cannot hold ", DescribeValue(e));
+  Tensor t;
+  t.dtype_ = elem_dtype;
+  t.kind_ = ValueKind::kSequence;
+  t.elements_ = std::make_shared<const std::vector<Tensor>>(std::move(elements));
+  return t;
+}
+
+Tensor Tensor::None(DType elem_dtype) {
+  Tensor t;
+  t.dtype_ = elem_dtype;
+  t.kind_ = ValueKind::kNone;
+  return t;
+}
+
+const std::vector<Tensor>& Tensor::elements() const {
+  static const std::vector<Tensor> kEmpty;
+  return elements_ ? *elements_ : kEmpty;
+}
+
+std::string DescribeValue(const Tensor& t) {
+  switch (t.kind()) {
+    case ValueKind::kSequence: return "seq(" + std::string(DTypeName(t.dtype())) + ") of " + std::to_string(t.elements().size());
+    case ValueKind::kNone: return "none(" + std::string(DTypeName(t.dtype())) + ")";
+    case ValueKind::kTensor: break;
+  }
+  return std::string(DTypeName(t.dtype())) + ShapeToString(t.shape());
+}
+
 Tensor Tensor::Reshaped(Shape shape) const {
+  OF_REQUIRE(is_tensor(), "cannot reshape ", DescribeValue(*this));
   OF_REQUIRE(NumElements(shape) == numel_, "cannot reshape ", ShapeToString(shape_), " to ",
              ShapeToString(shape));
   return Tensor(dtype_, std::move(shape), storage_, offset_);
 }
 
 Tensor Tensor::Clone() const {
+  if (kind_ == ValueKind::kNone) return *this;
+  if (kind_ == ValueKind::kSequence) {
+    std::vector<Tensor> copies;
+    for (const Tensor& e : elements()) copies.push_back(e.Clone());
+    return Sequence(dtype_, std::move(copies));
+  }
   Tensor t(dtype_, shape_);
   if (nbytes()) std::memcpy(t.raw(), raw(), nbytes());
   return t;

@@ -48,6 +48,16 @@ class Storage {
   std::function<void()> release_;
 };
 
+// What a run-time value is. Most are dense tensors; ONNX also has two non-tensor kinds that
+// flow through graphs the same way (sequences of tensors, and optionals that hold nothing), so a
+// Tensor carries them too rather than every layer (executor, session, C ABI) growing a variant.
+// An optional that holds a value is simply that tensor or sequence.
+enum class ValueKind : uint8_t {
+  kTensor,    // dense data
+  kSequence,  // seq(tensor): dtype() is the elements' dtype, elements() the tensors, no bytes of its own
+  kNone,      // an optional holding nothing; dtype() is the element dtype its type names, when known
+};
+
 // Dense, row-major tensor. Copying a Tensor shares its storage (a view, not a deep copy).
 class Tensor {
  public:
@@ -60,8 +70,19 @@ class Tensor {
   Tensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage, size_t byte_offset = 0);
 
   static Tensor Scalar(DType dtype, double value);  // rank-0 tensor holding `value`
+  // A sequence of `elements`, each a dense tensor of dtype `elem_dtype` (checked).
+  static Tensor Sequence(DType elem_dtype, std::vector<Tensor> elements);
+  // An optional that holds nothing (ONNX's None); `elem_dtype` may be kUndefined when unknown.
+  static Tensor None(DType elem_dtype);
 
-  bool defined() const { return dtype_ != DType::kUndefined; }
+  bool defined() const { return dtype_ != DType::kUndefined || kind_ != ValueKind::kTensor; }
+  ValueKind kind() const { return kind_; }
+  bool is_tensor() const { return kind_ == ValueKind::kTensor; }
+  bool is_sequence() const { return kind_ == ValueKind::kSequence; }
+  bool is_none() const { return kind_ == ValueKind::kNone; }
+  // A sequence's tensors (empty for the other kinds). Shared between copies and never edited:
+  // sequence ops build a new list.
+  const std::vector<Tensor>& elements() const;
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
@@ -76,7 +97,7 @@ class Tensor {
 
   // Same storage, new shape with the same element count.
   Tensor Reshaped(Shape shape) const;
-  // A deep copy into freshly allocated storage.
+  // A deep copy into freshly allocated storage (a sequence's elements each copied).
   Tensor Clone() const;
   // Element i converted to double / int64 (any dtype); for attributes and shape inputs.
   double GetAsDouble(int64_t i) const;
@@ -90,11 +111,16 @@ class Tensor {
   int64_t numel_ = 0;
   std::shared_ptr<Storage> storage_;
   size_t offset_ = 0;
+  ValueKind kind_ = ValueKind::kTensor;
+  std::shared_ptr<const std::vector<Tensor>> elements_;  // kSequence only
 };
+
+// "float32[2,3]", "seq(float32) of 4", "none(float32)": a run-time value for error messages.
+std::string DescribeValue(const Tensor& t);
 
 // Whether two defined tensors view one allocation (an output aliasing an input, say).
 inline bool SameStorage(const Tensor& a, const Tensor& b) {
-  return a.defined() && b.defined() && a.storage() == b.storage();
+  return a.storage() != nullptr && a.storage() == b.storage();
 }
 
 }  // namespace oneflow

@@ -122,6 +122,65 @@ int64_t oneflow_tensor_element_count(const oneflow_tensor_t* t) { return t ? t->
 size_t oneflow_tensor_byte_size(const oneflow_tensor_t* t) { return t ? t->tensor.nbytes() : 0; }
 void* oneflow_tensor_data(const oneflow_tensor_t* t) { return t ? t->tensor.raw() : nullptr; }
 
+oneflow_status_t oneflow_tensor_create_sequence(oneflow_dtype_t elem_dtype, const oneflow_tensor_t* const* elements,
+                                                size_t count, oneflow_tensor_t** out_sequence) {
+  return Guard([&] {
+    OF_REQUIRE(out_sequence != nullptr, "out_sequence is NULL");
+    OF_REQUIRE(elements != nullptr || count == 0, "elements is NULL for ", count, " elements");
+    const DType dtype = ReadDType(elem_dtype, "elem_dtype");
+    std::vector<Tensor> items;
+    items.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      const oneflow_tensor_t* e = elements[i];
+      OF_REQUIRE(e != nullptr, "elements[", i, "] is NULL");
+      OF_REQUIRE(e->device == ONEFLOW_DEVICE_CPU, "elements[", i, "] is a CUDA device tensor; sequences hold host tensors");
+      OF_REQUIRE(e->tensor.is_tensor(), "elements[", i, "] is ", DescribeValue(e->tensor), "; sequences hold tensors");
+      OF_REQUIRE(e->tensor.dtype() == dtype, "elements[", i, "] is ", DescribeValue(e->tensor), " in a sequence of ",
+                 DTypeName(dtype));
+      items.push_back(e->tensor);
+    }
+    auto t = std::make_unique<oneflow_tensor_s>();
+    t->tensor = Tensor::Sequence(dtype, std::move(items));
+    *out_sequence = t.release();
+  });
+}
+
+oneflow_status_t oneflow_tensor_create_none(oneflow_dtype_t elem_dtype, oneflow_tensor_t** out_none) {
+  return Guard([&] {
+    OF_REQUIRE(out_none != nullptr, "out_none is NULL");
+    const DType dtype = elem_dtype == ONEFLOW_DTYPE_UNDEFINED ? DType::kUndefined : ReadDType(elem_dtype, "elem_dtype");
+    auto t = std::make_unique<oneflow_tensor_s>();
+    t->tensor = Tensor::None(dtype);
+    *out_none = t.release();
+  });
+}
+
+oneflow_value_kind_t oneflow_tensor_kind(const oneflow_tensor_t* t) {
+  if (!t) return ONEFLOW_VALUE_TENSOR;
+  switch (t->tensor.kind()) {
+    case ValueKind::kSequence: return ONEFLOW_VALUE_SEQUENCE;
+    case ValueKind::kNone: return ONEFLOW_VALUE_NONE;
+    case ValueKind::kTensor: break;
+  }
+  return ONEFLOW_VALUE_TENSOR;
+}
+
+size_t oneflow_tensor_sequence_length(const oneflow_tensor_t* t) { return t ? t->tensor.elements().size() : 0; }
+
+oneflow_status_t oneflow_tensor_sequence_element(const oneflow_tensor_t* sequence, size_t index,
+                                                 oneflow_tensor_t** out_element) {
+  return Guard([&] {
+    OF_REQUIRE(sequence != nullptr, "sequence is NULL");
+    OF_REQUIRE(out_element != nullptr, "out_element is NULL");
+    OF_REQUIRE(sequence->tensor.is_sequence(), "the handle holds ", DescribeValue(sequence->tensor), ", not a sequence");
+    const std::vector<Tensor>& items = sequence->tensor.elements();
+    OF_REQUIRE(index < items.size(), "index ", index, " is out of range for a sequence of ", items.size());
+    auto t = std::make_unique<oneflow_tensor_s>();
+    t->tensor = items[index];
+    *out_element = t.release();
+  });
+}
+
 oneflow_status_t oneflow_graph_load_file(const char* path, oneflow_graph_t** out_graph) {
   return Guard([&] {
     OF_REQUIRE(path != nullptr, "path is NULL");

@@ -50,6 +50,9 @@ struct oneflow_tensor_s {
   int32_t device_index = 0;
 };
 
+// Where `field` of caller-sized struct T ends: a field is read or written only when struct_size covers it.
+#define OF_C_STRUCT_END(T, field) (offsetof(T, field) + sizeof(static_cast<T*>(nullptr)->field))
+
 // The names, dims and symbol pointers handed out by *_get_*_info live here, owned by the handle.
 struct ValueInfoStore {
   std::vector<std::string> names;
@@ -57,11 +60,14 @@ struct ValueInfoStore {
   std::vector<std::vector<const char*>> dim_names;
   std::vector<DType> dtypes;
   std::vector<int64_t> ranks;
+  std::vector<oneflow_type_kind_t> kinds;
 
   void Add(const Value& v) {
     names.push_back(v.name);
     dtypes.push_back(v.type.dtype);
     ranks.push_back(v.type.has_rank ? v.type.rank() : -1);
+    kinds.push_back(v.type.is_optional ? (v.type.is_sequence ? ONEFLOW_TYPE_OPTIONAL_SEQUENCE : ONEFLOW_TYPE_OPTIONAL)
+                                       : (v.type.is_sequence ? ONEFLOW_TYPE_SEQUENCE : ONEFLOW_TYPE_TENSOR));
     std::vector<int64_t> d;
     std::vector<const char*> n;
     for (const Dim& dim : v.type.dims) {
@@ -77,6 +83,7 @@ struct ValueInfoStore {
     out->rank = ranks[i];
     out->dims = dims[i].empty() ? nullptr : dims[i].data();
     out->dim_names = dim_names[i].empty() ? nullptr : dim_names[i].data();
+    if (out->struct_size >= OF_C_STRUCT_END(oneflow_value_info_t, kind)) out->kind = kinds[i];  // ABI 5
   }
 };
 
@@ -170,7 +177,6 @@ int32_t RawEnum(const E& value) {
 // Each option or info struct starts with `struct_size`, the caller's sizeof, passed by the header's
 // `*_init` macro to `*_init_sized`. kAbi3Size<T> is where the struct ended in ABI 3: every caller's
 // struct is at least that big. Later fields (appended) are read only when struct_size covers them.
-#define OF_C_STRUCT_END(T, field) (offsetof(T, field) + sizeof(static_cast<T*>(nullptr)->field))
 template <typename T>
 constexpr size_t kAbi3Size = sizeof(T);  // specialized below where padding would overstate it
 template <>

@@ -9,63 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "engine/executor.h"
-#include "engine/session.h"
+#include "engine/subgraph_runner.h"
 #include "graph/control_flow.h"
 #include "graph/op_schema.h"
 #include "kernels/kernel.h"
 
 namespace oneflow {
 namespace {
-
-// A subgraph ready to run.
-class SubgraphRunner {
- public:
-  SubgraphRunner(const Graph& sub, const std::vector<TensorType>& input_types, std::shared_ptr<ThreadPool> pool,
-                 std::string what)
-      : what_(std::move(what)) {
-    if (!pool) pool = std::make_shared<ThreadPool>(1);
-    auto g = std::make_shared<Graph>(TypedSubgraph(sub, input_types));
-    OptimizeForDevice(*g, 2, *pool, DeviceType::kCpu);
-    for (int v : g->inputs) input_types_.push_back(g->values[static_cast<size_t>(v)].type);
-    for (int v : g->outputs) output_types_.push_back(g->values[static_cast<size_t>(v)].type);
-    graph_ = g;
-    executor_ = std::make_unique<Executor>(graph_, std::move(pool));
-  }
-
-  // Runs with one tensor per subgraph input; checks each against the type the subgraph was
-  // prepared with, since its kernels rely on it.
-  std::vector<Tensor> Run(const std::vector<Tensor>& feeds) const {
-    OF_ASSERT(feeds.size() == input_types_.size());
-    for (size_t i = 0; i < feeds.size(); ++i) {
-      const TensorType& want = input_types_[i];
-      const Tensor& t = feeds[i];
-      bool ok = want.dtype == DType::kUndefined || t.dtype() == want.dtype;
-      if (ok && want.has_rank) {
-        ok = static_cast<int64_t>(t.rank()) == want.rank();
-        for (size_t d = 0; ok && d < want.dims.size(); ++d)
-          ok = !want.dims[d].known() || want.dims[d].value == t.dim(static_cast<int64_t>(d));
-      }
-      OF_CHECK(ok, kInvalidArgument, what_, ": input '", graph_->values[static_cast<size_t>(graph_->inputs[i])].name,
-               "' is ", DTypeName(t.dtype()), ShapeToString(t.shape()), " where the subgraph expects ", want.ToString());
-    }
-    return executor_->Run(feeds);
-  }
-
-  const std::vector<TensorType>& output_types() const { return output_types_; }
-
- private:
-  std::string what_;
-  std::shared_ptr<const Graph> graph_;
-  std::unique_ptr<Executor> executor_;
-  std::vector<TensorType> input_types_, output_types_;
-};
-
-std::vector<TensorType> InitTypes(const KernelInitContext& c, size_t from, size_t to) {
-  std::vector<TensorType> out;
-  for (size_t i = from; i < to; ++i) out.push_back(c.has_input(i) ? c.input_type(i) : TensorType());
-  return out;
-}
 
 // One element of a control input (cond, M), as the op reads it.
 bool ReadBool(const Tensor& t, const std::string& node, const char* name) {
@@ -83,6 +33,7 @@ Tensor Owned(const Tensor& t, const KernelContext& ctx) {
 }
 
 void CheckCopyable(const Tensor& t, const std::string& node) {
+  OF_CHECK(t.is_tensor(), kInvalidArgument, node, ": a scan input or output is ", DescribeValue(t), ", not a tensor");
   OF_CHECK(DTypeSize(t.dtype()) > 0, kUnsupported, node, ": cannot slice or stack tensors of type ",
            DTypeName(t.dtype()));
 }

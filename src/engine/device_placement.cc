@@ -104,6 +104,9 @@ DevicePlacement PlaceGraph(const Graph& g, const std::function<bool(const Node&)
 
     bool on_device = has_device_kernel(n);
     p.no_device_kernel[ni] = !on_device;
+    // Sequences and optionals live on the host: a node reading or writing one runs there.
+    for (int v : n.inputs) on_device &= v == kNoValue || g.values[static_cast<size_t>(v)].type.is_tensor();
+    for (int v : n.outputs) on_device &= v == kNoValue || g.values[static_cast<size_t>(v)].type.is_tensor();
     if (on_device) {
       // A small integer computation only the host reads: keep it on the CPU.
       bool host_only = true, any_host_reader = false;

@@ -59,6 +59,11 @@ Session::Session(const Graph& model, const SessionOptions& options) : model_(mod
 // Checks one feed against the declared type; binds symbolic dims to sizes across feeds.
 static void CheckFeed(const Value& decl, const Tensor& t, std::map<std::string, int64_t>& symbols) {
   OF_REQUIRE(t.defined(), "input '", decl.name, "' is an empty tensor handle");
+  if (!decl.type.is_tensor() || !t.is_tensor()) {  // sequences and optionals
+    OF_REQUIRE(decl.type.Admits(t), "input '", decl.name, "' is ", DescribeValue(t), ", the model expects ",
+               decl.type.ToString());
+    return;
+  }
   OF_REQUIRE(decl.type.dtype == DType::kUndefined || t.dtype() == decl.type.dtype, "input '", decl.name,
              "' has dtype ", DTypeName(t.dtype()), ", the model expects ", DTypeName(decl.type.dtype));
   if (!decl.type.has_rank) return;

@@ -13,6 +13,7 @@ const char* AttrKindName(AttrKind k) {
     case AttrKind::kInts: return "ints";
     case AttrKind::kStrings: return "strings";
     case AttrKind::kGraph: return "graph";
+    case AttrKind::kType: return "type";
     default: return "undefined";
   }
 }
@@ -45,6 +46,8 @@ const Graph& AttrMap::GetGraph(const std::string& n) const {
   OF_CHECK(a.graph != nullptr, kInvalidModel, "attribute '", n, "' holds no graph");
   return *a.graph;
 }
+
+const TensorType& AttrMap::GetType(const std::string& n) const { return Get(n, AttrKind::kType).type; }
 
 float AttrMap::GetFloat(const std::string& n, float fb) const { return has(n) ? GetFloat(n) : fb; }
 int64_t AttrMap::GetInt(const std::string& n, int64_t fb) const { return has(n) ? GetInt(n) : fb; }

@@ -8,12 +8,13 @@
 #include <vector>
 
 #include "base/tensor.h"
+#include "graph/tensor_type.h"
 
 namespace oneflow {
 
 class Graph;
 
-enum class AttrKind { kUndefined, kFloat, kInt, kString, kTensor, kFloats, kInts, kStrings, kGraph };
+enum class AttrKind { kUndefined, kFloat, kInt, kString, kTensor, kFloats, kInts, kStrings, kGraph, kType };
 const char* AttrKindName(AttrKind k);
 
 struct Attribute {
@@ -28,6 +29,7 @@ struct Attribute {
   // A subgraph (If's branches, Loop's and Scan's body): shared and never edited once imported, so
   // copying a node's attributes stays cheap; code that needs a variant copies the graph.
   std::shared_ptr<const Graph> graph;
+  TensorType type;  // kType: a value type (ONNX TYPE_PROTO, as Optional's `type` names its element)
 
   static Attribute Float(float v) { Attribute a; a.kind = AttrKind::kFloat; a.f = v; return a; }
   static Attribute Int(int64_t v) { Attribute a; a.kind = AttrKind::kInt; a.i = v; return a; }
@@ -37,6 +39,7 @@ struct Attribute {
   static Attribute Ints(std::vector<int64_t> v) { Attribute a; a.kind = AttrKind::kInts; a.ints = std::move(v); return a; }
   static Attribute Strings(std::vector<std::string> v) { Attribute a; a.kind = AttrKind::kStrings; a.strings = std::move(v); return a; }
   static Attribute Subgraph(std::shared_ptr<const Graph> g) { Attribute a; a.kind = AttrKind::kGraph; a.graph = std::move(g); return a; }
+  static Attribute Type(TensorType t) { Attribute a; a.kind = AttrKind::kType; a.type = std::move(t); return a; }
 };
 
 // Attributes of one node. After import, every attribute the op's schema declares with a default
@@ -57,6 +60,7 @@ class AttrMap {
   const std::vector<int64_t>& GetInts(const std::string& name) const;
   const std::vector<std::string>& GetStrings(const std::string& name) const;
   const Graph& GetGraph(const std::string& name) const;
+  const TensorType& GetType(const std::string& name) const;
 
   // Getters with a fallback for attributes the schema leaves without a default.
   float GetFloat(const std::string& name, float fallback) const;

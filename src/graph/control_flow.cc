@@ -12,7 +12,15 @@ namespace oneflow {
 namespace {
 
 bool SameType(const TensorType& a, const TensorType& b) {
-  return a.dtype == b.dtype && a.has_rank == b.has_rank && a.dims == b.dims;
+  return a.dtype == b.dtype && a.has_rank == b.has_rank && a.dims == b.dims && a.is_sequence == b.is_sequence &&
+         a.is_optional == b.is_optional;
+}
+
+// `t` with nothing known of its (element) shape.
+TensorType WithoutShape(TensorType t) {
+  t.has_rank = false;
+  t.dims.clear();
+  return t;
 }
 
 size_t FormalInputs(const Graph& sub) { return sub.inputs.size() - sub.captured_inputs; }
@@ -25,9 +33,16 @@ std::vector<TensorType> OutputTypes(const Graph& typed) {
 
 }  // namespace
 
+bool KindsJoin(const TensorType& a, const TensorType& b) {
+  return a.unknown() || b.unknown() || a.is_sequence == b.is_sequence;
+}
+
 TensorType JoinTypes(const TensorType& a, const TensorType& b) {
-  if (!a.has_rank || !b.has_rank || a.rank() != b.rank()) return TensorType::UnknownShape(a.dtype);
+  if (a.unknown()) return b;
+  if (b.unknown()) return a;
   TensorType out = a;
+  out.is_optional = a.is_optional || b.is_optional;
+  if (!a.has_rank || !b.has_rank || a.rank() != b.rank()) return WithoutShape(out);
   for (size_t i = 0; i < out.dims.size(); ++i)
     if (!(a.dims[i] == b.dims[i])) out.dims[i] = Dim::Unknown();
   return out;
@@ -38,12 +53,24 @@ Graph TypedSubgraph(const Graph& sub, const std::vector<TensorType>& input_types
   Graph g = sub;
   for (size_t i = 0; i < input_types.size(); ++i) {
     const TensorType& given = input_types[i];
-    if (given.dtype == DType::kUndefined) continue;
+    if (given.unknown()) continue;
     Value& v = g.values[static_cast<size_t>(g.inputs[i])];
-    OF_CHECK(v.type.dtype == DType::kUndefined || v.type.dtype == given.dtype, kInvalidModel, "subgraph input '",
-             v.name, "' is declared ", v.type.ToString(), " but is given ", given.ToString());
-    // A rank the subgraph declares and the caller does not know stays.
-    if (given.has_rank || !v.type.has_rank) v.type = given;
+    const bool kinds_fit = v.type.unknown() || (v.type.is_sequence == given.is_sequence &&
+                                                (v.type.is_optional || !given.is_optional));
+    OF_CHECK(kinds_fit && (v.type.dtype == DType::kUndefined || given.dtype == DType::kUndefined ||
+                           v.type.dtype == given.dtype),
+             kInvalidModel, "subgraph input '", v.name, "' is declared ", v.type.ToString(), " but is given ",
+             given.ToString());
+    // A rank the subgraph declares and the caller does not know stays; so does a declared optional
+    // (the caller may pass none later, as a Loop's carried value may become).
+    TensorType merged = given;
+    if (!given.has_rank && v.type.has_rank) {
+      merged.has_rank = true;
+      merged.dims = v.type.dims;
+    }
+    merged.is_optional |= v.type.is_optional;
+    if (merged.dtype == DType::kUndefined) merged.dtype = v.type.dtype;
+    v.type = merged;
   }
   InferShapes(g);
   return g;
@@ -107,10 +134,11 @@ SubgraphTypes LoopBodyTypes(const Graph& body, const std::vector<TensorType>& ca
     for (size_t i = 0; i < n; ++i) {
       TensorType& in = t.inputs[2 + i];
       const TensorType& out = t.outputs[1 + i];
-      OF_CHECK(out.dtype == in.dtype || out.dtype == DType::kUndefined, kInvalidModel, node, ": carried value ", i,
-               " enters the body as ", in.ToString(), " and leaves it as ", out.ToString());
-      if (out.dtype == DType::kUndefined || SameType(in, out)) continue;
-      TensorType joined = round < 3 ? JoinTypes(in, out) : TensorType::UnknownShape(in.dtype);
+      OF_CHECK(out.unknown() || ((out.dtype == in.dtype || out.dtype == DType::kUndefined) && KindsJoin(in, out)),
+               kInvalidModel, node, ": carried value ", i, " enters the body as ", in.ToString(), " and leaves it as ",
+               out.ToString());
+      if (out.unknown() || SameType(in, out)) continue;
+      TensorType joined = round < 3 ? JoinTypes(in, out) : WithoutShape(JoinTypes(in, out));
       if (!SameType(joined, in)) {
         in = joined;
         changed = true;
@@ -118,6 +146,20 @@ SubgraphTypes LoopBodyTypes(const Graph& body, const std::vector<TensorType>& ca
     }
     if (!changed) break;
   }
+  return t;
+}
+
+SubgraphTypes SequenceMapBodyTypes(const Graph& body, const std::vector<TensorType>& inputs,
+                                   const std::vector<TensorType>& captured, const std::string& node) {
+  OF_CHECK(FormalInputs(body) == inputs.size(), kInvalidModel, node, ": the body takes ", FormalInputs(body),
+           " inputs; the node passes ", inputs.size(), " (an element of the sequence, then the additional inputs)");
+  SubgraphTypes t;
+  for (const TensorType& in : inputs) t.inputs.push_back(in.is_sequence ? in.Element() : in);
+  t.inputs.insert(t.inputs.end(), captured.begin(), captured.end());
+  t.outputs = OutputTypes(TypedSubgraph(body, t.inputs));
+  for (size_t i = 0; i < t.outputs.size(); ++i)
+    OF_CHECK(t.outputs[i].is_tensor(), kInvalidModel, node, ": body output ", i, " is ", t.outputs[i].ToString(),
+             "; each must be a tensor (an element of an output sequence)");
   return t;
 }
 
@@ -150,7 +192,8 @@ SubgraphTypes ScanBodyTypes(const Graph& body, const ScanSpec& spec, const std::
   t.inputs.insert(t.inputs.end(), captured.begin(), captured.end());
   t.outputs = OutputTypes(TypedSubgraph(body, t.inputs));
   for (size_t i = 0; i < spec.num_states; ++i)
-    OF_CHECK(t.outputs[i].dtype == states[i].dtype || t.outputs[i].dtype == DType::kUndefined, kInvalidModel, node,
+    OF_CHECK((t.outputs[i].dtype == states[i].dtype || t.outputs[i].dtype == DType::kUndefined) &&
+                 KindsJoin(states[i], t.outputs[i]), kInvalidModel, node,
              ": state ", i, " enters the body as ", states[i].ToString(), " and leaves it as ", t.outputs[i].ToString());
   return t;
 }

@@ -23,6 +23,9 @@ struct SubgraphTypes {
 // What two types of one dtype have in common: the dims both agree on, unknown where they differ
 // (no shape at all when the ranks differ).
 TensorType JoinTypes(const TensorType& a, const TensorType& b);
+// Whether JoinTypes may join the two: both tensors or both sequences (either maybe optional), or
+// either unknown. The join is optional when either is.
+bool KindsJoin(const TensorType& a, const TensorType& b);
 
 // A copy of `sub` with its inputs typed `input_types` (one per input; an undefined dtype keeps the
 // type the subgraph declares) and every node's output types inferred. Errors say "subgraph".
@@ -53,6 +56,12 @@ SubgraphTypes LoopBodyTypes(const Graph& body, const std::vector<TensorType>& ca
 SubgraphTypes ScanBodyTypes(const Graph& body, const ScanSpec& spec, const std::vector<TensorType>& states,
                             const std::vector<TensorType>& scan_inputs, const std::vector<TensorType>& captured,
                             const std::string& node);
+
+// The types a SequenceMap body runs with: per declared input (`inputs`: the sequence, then the
+// additional inputs), the element type of a sequence or the type of a tensor; then the captured
+// values. Its outputs are the element types of the node's output sequences.
+SubgraphTypes SequenceMapBodyTypes(const Graph& body, const std::vector<TensorType>& inputs,
+                                   const std::vector<TensorType>& captured, const std::string& node);
 
 // The types an If branch runs with (its captured values) and returns.
 SubgraphTypes BranchTypes(const Graph& branch, const std::vector<TensorType>& captured, const std::string& node);

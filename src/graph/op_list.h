@@ -1,7 +1,7 @@
 // Every op the engine knows, named once, with its domain; the names below are the only spelling of
 // an op's name in src/ (the rest of the engine writes op::kConv or OpId::kConv). A table row is
-// P(X, Name, Domain), Domain one of Onnx (""), Ml ("ai.onnx.ml"), Oneflow ("ai.oneflow"), Microsoft
-// ("com.microsoft").
+// P(X, Name, Domain), Domain one of Onnx (""), Ml ("ai.onnx.ml"), Training ("ai.onnx.preview.training"),
+// Oneflow ("ai.oneflow"), Microsoft ("com.microsoft").
 // ONNX Runtime's contrib ops reuse ONNX names (com.microsoft Gelu beside ONNX Gelu), so a
 // Microsoft row's token carries the prefix Ms, which its name drops: MsGelu is com.microsoft Gelu.
 //
@@ -38,9 +38,9 @@
 #define ONEFLOW_GENERAL_TABLE(P, X) \
   P(X, AffineGrid, Onnx) P(X, And, Onnx) P(X, Attention, Onnx) P(X, ArgMax, Onnx) P(X, ArgMin, Onnx) \
   P(X, AveragePool, Onnx) P(X, BatchNormalization, Onnx) P(X, BitCast, Onnx) P(X, BitShift, Onnx) \
-  P(X, BitwiseAnd, Onnx) P(X, BitwiseNot, Onnx) P(X, BlackmanWindow, Onnx) P(X, BitwiseOr, Onnx) P(X, BitwiseXor, Onnx) \
+  P(X, Bernoulli, Onnx) P(X, BitwiseAnd, Onnx) P(X, BitwiseNot, Onnx) P(X, BlackmanWindow, Onnx) P(X, BitwiseOr, Onnx) P(X, BitwiseXor, Onnx) \
   P(X, Cast, Onnx) P(X, CastLike, Onnx) P(X, CenterCropPad, Onnx) P(X, Col2Im, Onnx) \
-  P(X, Compress, Onnx) P(X, Concat, Onnx) P(X, Constant, Onnx) P(X, ConstantOfShape, Onnx) \
+  P(X, Compress, Onnx) P(X, Concat, Onnx) P(X, ConcatFromSequence, Onnx) P(X, Constant, Onnx) P(X, ConstantOfShape, Onnx) \
   P(X, CausalConvWithState, Onnx) P(X, Conv, Onnx) P(X, ConvInteger, Onnx) P(X, ConvTranspose, Onnx) P(X, CumProd, Onnx) P(X, CumSum, Onnx) \
   P(X, DeformConv, Onnx) P(X, DepthToSpace, Onnx) P(X, Det, Onnx) P(X, DFT, Onnx) P(X, DequantizeLinear, Onnx) P(X, Dropout, Onnx) \
   P(X, DynamicQuantizeLinear, Onnx) P(X, Einsum, Onnx) \
@@ -53,15 +53,19 @@
   P(X, IsNaN, Onnx) P(X, LRN, Onnx) P(X, LayerNormalization, Onnx) P(X, Less, Onnx) \
   P(X, LessOrEqual, Onnx) P(X, LinearAttention, Onnx) P(X, LogSoftmax, Onnx) P(X, LSTM, Onnx) P(X, LpNormalization, Onnx) P(X, LpPool, Onnx) P(X, Loop, Onnx) \
   P(X, MatMul, Onnx) P(X, MatMulInteger, Onnx) P(X, MaxPool, Onnx) P(X, MelWeightMatrix, Onnx) P(X, MaxUnpool, Onnx) P(X, Mean, Onnx) \
-  P(X, MeanVarianceNormalization, Onnx) P(X, Mod, Onnx) P(X, NegativeLogLikelihoodLoss, Onnx) P(X, NonMaxSuppression, Onnx) \
-  P(X, NonZero, Onnx) P(X, Not, Onnx) P(X, OneHot, Onnx) P(X, Or, Onnx) P(X, PRelu, Onnx) \
-  P(X, Pad, Onnx) P(X, QLinearConv, Onnx) P(X, QLinearMatMul, Onnx) P(X, QuantizeLinear, Onnx) P(X, RMSNormalization, Onnx) P(X, RNN, Onnx) P(X, Range, Onnx) P(X, ReduceL1, Onnx) \
+  P(X, MeanVarianceNormalization, Onnx) P(X, Mod, Onnx) P(X, Multinomial, Onnx) P(X, NegativeLogLikelihoodLoss, Onnx) P(X, NonMaxSuppression, Onnx) \
+  P(X, NonZero, Onnx) P(X, Not, Onnx) P(X, OneHot, Onnx) P(X, Optional, Onnx) P(X, OptionalGetElement, Onnx) \
+  P(X, OptionalHasElement, Onnx) P(X, Or, Onnx) P(X, PRelu, Onnx) \
+  P(X, Pad, Onnx) P(X, QLinearConv, Onnx) P(X, QLinearMatMul, Onnx) P(X, QuantizeLinear, Onnx) P(X, RMSNormalization, Onnx) P(X, RNN, Onnx) \
+  P(X, RandomNormal, Onnx) P(X, RandomNormalLike, Onnx) P(X, RandomUniform, Onnx) P(X, RandomUniformLike, Onnx) P(X, Range, Onnx) P(X, ReduceL1, Onnx) \
   P(X, ReduceL2, Onnx) P(X, ReduceLogSum, Onnx) P(X, ReduceLogSumExp, Onnx) P(X, ReduceMax, Onnx) \
   P(X, ReduceMean, Onnx) P(X, ReduceMin, Onnx) P(X, ReduceProd, Onnx) P(X, ReduceSum, Onnx) \
   P(X, ReduceSumSquare, Onnx) P(X, Reshape, Onnx) P(X, Resize, Onnx) P(X, ReverseSequence, Onnx) P(X, RoiAlign, Onnx) P(X, RotaryEmbedding, Onnx) \
-  P(X, Scan, Onnx) P(X, ScatterElements, Onnx) P(X, ScatterND, Onnx) P(X, Shape, Onnx) P(X, Shrink, Onnx) \
+  P(X, Scan, Onnx) P(X, ScatterElements, Onnx) P(X, ScatterND, Onnx) P(X, SequenceAt, Onnx) \
+  P(X, SequenceConstruct, Onnx) P(X, SequenceEmpty, Onnx) P(X, SequenceErase, Onnx) P(X, SequenceInsert, Onnx) \
+  P(X, SequenceLength, Onnx) P(X, SequenceMap, Onnx) P(X, Shape, Onnx) P(X, Shrink, Onnx) \
   P(X, Size, Onnx) P(X, Slice, Onnx) P(X, Softmax, Onnx) P(X, SoftmaxCrossEntropyLoss, Onnx) \
-  P(X, SpaceToDepth, Onnx) P(X, Split, Onnx) P(X, STFT, Onnx) P(X, Squeeze, Onnx) P(X, Sum, Onnx) P(X, SwiGLU, Onnx) P(X, TensorScatter, Onnx) P(X, TfIdfVectorizer, Onnx) P(X, Tile, Onnx) \
+  P(X, SpaceToDepth, Onnx) P(X, Split, Onnx) P(X, SplitToSequence, Onnx) P(X, STFT, Onnx) P(X, Squeeze, Onnx) P(X, Sum, Onnx) P(X, SwiGLU, Onnx) P(X, TensorScatter, Onnx) P(X, TfIdfVectorizer, Onnx) P(X, Tile, Onnx) \
   P(X, TopK, Onnx) P(X, Transpose, Onnx) P(X, Trilu, Onnx) P(X, Unique, Onnx) \
   P(X, Unsqueeze, Onnx) P(X, Where, Onnx) P(X, Xor, Onnx) P(X, SimplifiedLayerNormalization, Onnx) \
   P(X, MsBiasGelu, Microsoft) P(X, MsFastGelu, Microsoft) P(X, MsFusedMatMul, Microsoft) \
@@ -70,6 +74,7 @@
   P(X, MsQLinearMul, Microsoft) P(X, MsQLinearSigmoid, Microsoft) P(X, MsQLinearLeakyRelu, Microsoft) \
   P(X, MsQLinearConcat, Microsoft) P(X, MsQLinearGlobalAveragePool, Microsoft) \
   P(X, ArrayFeatureExtractor, Ml) P(X, Binarizer, Ml) P(X, TreeEnsemble, Ml) \
+  P(X, Adagrad, Training) P(X, Adam, Training) P(X, Momentum, Training) \
   P(X, AveragePoolGrad, Oneflow) \
   P(X, BatchNormalizationGrad, Oneflow) P(X, Boxing, Oneflow) P(X, ConvGradBias, Oneflow) \
   P(X, ConvGradData, Oneflow) P(X, ConvGradFilter, Oneflow) P(X, ConvTransposeGradData, Oneflow) \
@@ -115,8 +120,9 @@ inline constexpr const char* kDomainOnnx = "";
 inline constexpr const char* kDomainOneflow = "ai.oneflow";
 inline constexpr const char* kDomainMicrosoft = "com.microsoft";
 inline constexpr const char* kDomainMl = "ai.onnx.ml";
+inline constexpr const char* kDomainTraining = "ai.onnx.preview.training";
 // Characters of a row's token that are not part of its name (the Ms of a Microsoft row).
-inline constexpr int kPrefixOnnx = 0, kPrefixOneflow = 0, kPrefixMicrosoft = 2, kPrefixMl = 0;
+inline constexpr int kPrefixOnnx = 0, kPrefixOneflow = 0, kPrefixMicrosoft = 2, kPrefixMl = 0, kPrefixTraining = 0;
 struct Entry {
   const char* name;
   const char* domain;

@@ -86,10 +86,18 @@ enum class PrecisionClass {
 // output shapes (plan/plan.h EstimateFlops). Unset: about one operation per output element.
 using FlopsFn = std::function<double(const AttrMap& attrs, const std::vector<Shape>& in, const std::vector<Shape>& out)>;
 
+// The kinds of value an input accepts (a bit set over TensorType's kinds): dense tensors unless
+// the op says otherwise. kOptionalKind admits optional(x) for each kind x the set also admits.
+enum ParamKinds : uint8_t { kTensorKind = 1, kSequenceKind = 2, kOptionalKind = 4, kAnyKind = 7 };
+
 struct ParamSpec {
   std::string name;
   ParamArity arity = ParamArity::kSingle;
+  uint8_t kinds = kTensorKind;
 };
+
+// Whether a value of static type `t` may feed a parameter accepting `kinds` (unknown types may).
+bool ParamAccepts(uint8_t kinds, const TensorType& t);
 
 struct AttrSpec {
   std::string name;
@@ -133,6 +141,9 @@ struct OpSchema {
   // only running the subgraph tells). NodeRunner then skips run-time inference and hands the kernel
   // undefined output tensors to assign; static inference still says what it can.
   bool outputs_shaped_by_kernel = false;
+  // The outputs are not a function of the inputs (random ops draw from a generator that advances
+  // with every run): constant folding leaves the node to run.
+  bool random = false;
 
   // Builder: OpSchema(op::kRelu).Since(14).Input("X").Output("Y").Infer(SameAsInput0)
   explicit OpSchema(std::string n, std::string d = "") : name(std::move(n)), domain(std::move(d)) {}
@@ -159,6 +170,8 @@ struct OpSchema {
     return Input(std::move(n));
   }
   OpSchema& VariadicInput(std::string n) { return Input(std::move(n), ParamArity::kVariadic); }
+  // The value kinds the input declared last accepts (ParamKinds); tensors only by default.
+  OpSchema& Accepting(uint8_t kinds) { inputs.back().kinds = kinds; return *this; }
   OpSchema& Output(std::string n, ParamArity a = ParamArity::kSingle) { outputs.push_back({std::move(n), a}); return *this; }
   OpSchema& OptionalOutput(std::string n) { return Output(std::move(n), ParamArity::kOptional); }
   OpSchema& VariadicOutput(std::string n) { return Output(std::move(n), ParamArity::kVariadic); }
@@ -172,6 +185,7 @@ struct OpSchema {
   OpSchema& Flops(FlopsFn fn) { flops = std::move(fn); return *this; }
   OpSchema& View() { view = true; return *this; }
   OpSchema& OutputsShapedByKernel() { outputs_shaped_by_kernel = true; return *this; }
+  OpSchema& Random() { random = true; return *this; }
 
   // Whether input `i` is read for its type only (TypeOnlyInput): its bytes are never touched.
   bool ReadsOnlyTypeOf(size_t i) const {

@@ -4,14 +4,28 @@
 
 namespace oneflow {
 
+bool ParamAccepts(uint8_t kinds, const TensorType& t) {
+  if (t.unknown()) return true;
+  if (t.is_optional && !(kinds & kOptionalKind)) return false;
+  return (kinds & (t.is_sequence ? kSequenceKind : kTensorKind)) != 0;
+}
+
 // Keeps the more informative of the declared and the inferred type.
 static TensorType Merge(const TensorType& declared, const TensorType& inferred, const Node& n) {
+  if (inferred.unknown()) return declared;
+  const bool same_kind = declared.is_sequence == inferred.is_sequence && declared.is_optional == inferred.is_optional;
+  OF_CHECK(declared.unknown() || same_kind, kInvalidModel, n.Describe(), ": output declared as ",
+           declared.ToString(), " but inferred as ", inferred.ToString());
   if (declared.dtype != DType::kUndefined && inferred.dtype != DType::kUndefined)
     OF_CHECK(declared.dtype == inferred.dtype, kInvalidModel, n.Describe(), ": output declared as ",
              declared.ToString(), " but inferred as ", inferred.ToString());
   TensorType out = inferred;
   if (out.dtype == DType::kUndefined) out.dtype = declared.dtype;
-  if (!out.has_rank) return declared.has_rank ? TensorType::Of(out.dtype, declared.dims) : out;
+  if (!out.has_rank && declared.has_rank) {
+    out.has_rank = true;
+    out.dims = declared.dims;
+  }
+  if (!out.has_rank) return out;
   if (declared.has_rank && declared.rank() == out.rank()) {
     for (size_t i = 0; i < out.dims.size(); ++i)
       if (!out.dims[i].known() && (declared.dims[i].known() || out.dims[i].symbol.empty()))
@@ -24,8 +38,24 @@ void InferShapes(Graph& g) {
   for (int idx : g.TopologicalOrder()) InferNodeTypes(g, g.nodes[static_cast<size_t>(idx)]);
 }
 
+// Sequences and optionals reach only the inputs that accept them (ParamSpec::kinds); captured
+// inputs of subgraph-carrying nodes take any kind.
+static void CheckInputKinds(const Graph& g, const Node& n) {
+  const std::vector<ParamSpec>& specs = n.schema->inputs;
+  const size_t declared = n.inputs.size() - CapturedInputCount(n.attrs);
+  for (size_t i = 0; i < declared && !specs.empty(); ++i) {
+    if (n.inputs[i] == kNoValue) continue;
+    const ParamSpec& spec = i < specs.size() ? specs[i] : specs.back();
+    const Value& v = g.values[static_cast<size_t>(n.inputs[i])];
+    OF_CHECK(ParamAccepts(spec.kinds, v.type), kInvalidModel, n.Describe(), ": input '", spec.name, "' ('", v.name,
+             "') is ", v.type.ToString(), ", but the op takes ",
+             spec.kinds == kTensorKind ? "a tensor there" : "another kind of value there");
+  }
+}
+
 void InferNodeTypes(Graph& g, const Node& n) {
   OF_ASSERT(n.schema != nullptr);
+  CheckInputKinds(g, n);
   const std::string desc = n.Describe();
   InferContext ctx(n.attrs, n.opset, desc, n.outputs.size());
   for (int v : n.inputs) {

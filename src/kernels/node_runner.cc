@@ -113,6 +113,12 @@ void NodeRunner::Run(const std::vector<const Tensor*>& inputs, const std::vector
     if (trace) AddTraceArgs(trace, node_, device_, inputs, outputs);
     return;
   }
+  if (kind_ == KernelKind::kView && !inputs.empty() && inputs[0] && !inputs[0]->is_tensor()) {
+    // Identity of a sequence or an optional (the one view that accepts them): the value itself.
+    outputs.assign(num_outputs, Tensor());
+    outputs[0] = *inputs[0];
+    return;
+  }
   std::shared_ptr<const InferCache> cache = CachedOutputs(inputs);
   if (!cache) {
     InferContext infer(node_.attrs, node_.opset, desc_, num_outputs);
@@ -122,7 +128,7 @@ void NodeRunner::Run(const std::vector<const Tensor*>& inputs, const std::vector
         infer.AddInput(nullptr, nullptr);
         continue;
       }
-      input_types[i] = TensorType::Of(inputs[i]->dtype(), inputs[i]->shape());
+      input_types[i] = TensorType::OfValue(*inputs[i]);
       infer.AddInput(&input_types[i], infer_values[i]);  // host values (device sessions mirror shape inputs)
     }
     node_.schema->infer(infer);

@@ -41,6 +41,7 @@ int FoldConstants(Graph& g, ThreadPool& pool, const NodeEvaluator& evaluate, siz
       ++folded;
       continue;
     }
+    if (n.schema && n.schema->random) continue;  // a new draw every run
     bool all_const = std::all_of(n.inputs.begin(), n.inputs.end(), [&](int v) {
       return v == kNoValue || g.values[static_cast<size_t>(v)].constant.defined();
     });

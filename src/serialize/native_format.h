@@ -21,7 +21,8 @@ namespace oneflow {
 // The format version this build writes. A reader accepts any minor version of its major version
 // (minor versions only append fields) and refuses a newer major version with a clear error.
 constexpr uint32_t kNativeFormatMajor = 1;
-constexpr uint32_t kNativeFormatMinor = 1;  // 1: subgraph attributes (If, Loop, Scan)
+constexpr uint32_t kNativeFormatMinor = 2;  // 1: subgraph attributes (If, Loop, Scan); 2: sequence and
+                                            // optional types, type attributes (Optional)
 // The first 8 bytes of every native file (PNG-style: a high byte, CR LF, ^Z, LF catch text-mode
 // transfers and truncated downloads).
 constexpr char kNativeMagic[8] = {'\x89', 'O', 'F', 'M', '\r', '\n', '\x1a', '\n'};

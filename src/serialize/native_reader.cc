@@ -351,6 +351,8 @@ TensorType DecodeType(const ofm::TensorType* t, const std::string& what) {
   OF_CHECK(t->dtype() == 0 || IsKnownDType(t->dtype()), kInvalidModel, what, " has unknown dtype ", t->dtype());
   out.dtype = static_cast<DType>(t->dtype());
   out.has_rank = t->has_rank();
+  out.is_sequence = t->is_sequence();
+  out.is_optional = t->is_optional();
   if (t->dims()) {
     OF_CHECK(out.has_rank || t->dims()->size() == 0, kInvalidModel, what, " has dims but no rank");
     for (const ofm::Dim* d : *t->dims()) {
@@ -396,6 +398,9 @@ Attribute Reader::DecodeAttribute(const ofm::Attribute& a, const std::string& wh
       DecodeGraphBody(*a.graph(), *sub, used, depth + 1);
       return Attribute::Subgraph(std::move(sub));
     }
+    case ofm::AttrKind::Type:
+      if (!a.type()) Bad(where, ": type attribute '", name, "' holds no type");
+      return Attribute::Type(DecodeType(a.type(), where + ": attribute '" + name + "'"));
     default: break;
   }
   Bad(where, ": attribute '", name, "' has unknown kind ", static_cast<int>(a.kind()));

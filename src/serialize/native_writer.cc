@@ -86,7 +86,8 @@ Offset<ofm::TensorType> EncodeType(FlatBufferBuilder& b, const TensorType& t) {
   std::vector<Offset<ofm::Dim>> dims;
   for (const Dim& d : t.dims)
     dims.push_back(ofm::CreateDim(b, d.known() ? d.value : -1, d.symbol.empty() ? 0 : b.CreateString(d.symbol)));
-  return ofm::CreateTensorType(b, static_cast<int32_t>(t.dtype), t.has_rank, b.CreateVector(dims));
+  return ofm::CreateTensorType(b, static_cast<int32_t>(t.dtype), t.has_rank, b.CreateVector(dims), t.is_sequence,
+                               t.is_optional);
 }
 
 class Writer {
@@ -192,6 +193,10 @@ class Writer {
         OF_REQUIRE(a.graph != nullptr, n.Describe(), ": graph attribute '", name, "' holds no graph");
         auto sub = EncodeGraph(b, *a.graph);
         return ofm::CreateAttribute(b, fname, ofm::AttrKind::Graph, 0, 0, 0, -1, 0, 0, 0, sub);
+      }
+      case AttrKind::kType: {
+        auto type = EncodeType(b, a.type);
+        return ofm::CreateAttribute(b, fname, ofm::AttrKind::Type, 0, 0, 0, -1, 0, 0, 0, 0, type);
       }
       case AttrKind::kUndefined: break;
     }

@@ -50,6 +50,8 @@ void RefuseInternalOps(const Graph& g) {
 }
 
 void FillType(const TensorType& t, onnx::TypeProto* tp) {
+  if (t.is_optional) return FillType(t.Unwrapped(), tp->mutable_optional_type()->mutable_elem_type());
+  if (t.is_sequence) return FillType(t.Element(), tp->mutable_sequence_type()->mutable_elem_type());
   auto* tt = tp->mutable_tensor_type();
   tt->set_elem_type(static_cast<int32_t>(t.dtype));
   if (!t.has_rank) return;
@@ -118,6 +120,7 @@ void FillAttribute(const std::string& name, const Attribute& a, const Node& n, c
       FillSubgraph(*a.graph, captured, ap->mutable_g());
       break;
     }
+    case AttrKind::kType: ap->set_type(AP::TYPE_PROTO); FillType(a.type, ap->mutable_tp()); break;
     default:
       Fail(ErrorCode::kInvalidArgument, n.Describe(), ": attribute '", name, "' has no value to export");
   }

@@ -16,6 +16,7 @@
 
 #include "base/narrow_types.h"
 #include "graph/op_schema.h"
+#include "onnx-data.pb.h"
 #include "onnx.pb.h"
 
 namespace oneflow {
@@ -32,8 +33,31 @@ DType ToDType(int32_t elem_type, const std::string& what) {
   return static_cast<DType>(elem_type);
 }
 
+TensorType ToTensorType(const onnx::TypeProto& tp, const std::string& what);
+
+// seq(tensor), optional(tensor) and optional(seq(tensor)); maps, sparse tensors and deeper nesting
+// (a sequence of sequences) are refused.
+TensorType ToWrappedType(const onnx::TypeProto& tp, const std::string& what) {
+  if (tp.has_sequence_type()) {
+    OF_CHECK(tp.sequence_type().has_elem_type(), kInvalidModel, what, " is a sequence with no element type");
+    const onnx::TypeProto& elem = tp.sequence_type().elem_type();
+    OF_CHECK(elem.has_tensor_type(), kUnsupported, what,
+             " is a sequence of non-tensors (only sequences of tensors are supported)");
+    return TensorType::SequenceOf(ToTensorType(elem, what));
+  }
+  if (tp.has_optional_type()) {
+    OF_CHECK(tp.optional_type().has_elem_type(), kInvalidModel, what, " is an optional with no element type");
+    const onnx::TypeProto& elem = tp.optional_type().elem_type();
+    OF_CHECK(elem.has_tensor_type() || elem.has_sequence_type(), kUnsupported, what,
+             " is an optional of something other than a tensor or a sequence of tensors");
+    return TensorType::OptionalOf(elem.has_tensor_type() ? ToTensorType(elem, what) : ToWrappedType(elem, what));
+  }
+  Fail(ErrorCode::kUnsupported, what, " is a ", tp.has_map_type() ? "map" : tp.has_sparse_tensor_type() ?
+       "sparse tensor" : "value of an unknown kind", " (tensors, sequences of tensors and optionals are supported)");
+}
+
 TensorType ToTensorType(const onnx::TypeProto& tp, const std::string& what) {
-  OF_CHECK(tp.has_tensor_type(), kUnsupported, what, " is not a tensor (sequence, map and optional types are not supported)");
+  if (!tp.has_tensor_type()) return ToWrappedType(tp, what);
   const auto& tt = tp.tensor_type();
   OF_CHECK(tt.has_elem_type(), kInvalidModel, what, " has no element type");
   TensorType t;
@@ -253,6 +277,8 @@ Attribute AttributeFromProto(const onnx::AttributeProto& ap, const ImportContext
     case onnx::AttributeProto::FLOATS: return Attribute::Floats({ap.floats().begin(), ap.floats().end()});
     case onnx::AttributeProto::INTS: return Attribute::Ints({ap.ints().begin(), ap.ints().end()});
     case onnx::AttributeProto::STRINGS: return Attribute::Strings({ap.strings().begin(), ap.strings().end()});
+    case onnx::AttributeProto::TYPE_PROTO:
+      return Attribute::Type(ToTensorType(ap.tp(), where + ": attribute '" + ap.name() + "'"));
     case onnx::AttributeProto::UNDEFINED: {
       // Writers before IR v3 left the type out; infer it from the one field that is set.
       if (ap.has_f()) return Attribute::Float(ap.f());
@@ -266,7 +292,7 @@ Attribute AttributeFromProto(const onnx::AttributeProto& ap, const ImportContext
     default:
       Fail(ErrorCode::kUnsupported, where, ": attribute '", ap.name(), "' is of kind ",
            onnx::AttributeProto_AttributeType_Name(ap.type()),
-           " (sparse tensors, type protos and lists of graphs are not supported)");
+           " (sparse tensors and lists of graphs or type protos are not supported)");
   }
 }
 
@@ -362,7 +388,7 @@ void ImportGraphBody(const onnx::GraphProto& gp, const ImportContext& ctx, const
   }
   for (const auto& vi : gp.value_info()) {
     int id = g.FindValue(vi.name());
-    if (id == kNoValue || !vi.has_type() || !vi.type().has_tensor_type()) continue;
+    if (id == kNoValue || !vi.has_type() || vi.type().value_case() == onnx::TypeProto::VALUE_NOT_SET) continue;
     if (!g.values[static_cast<size_t>(id)].constant.defined()) {
       g.values[static_cast<size_t>(id)].type = ToTensorType(vi.type(), "value '" + vi.name() + "'");
       g.metadata.annotated_values.push_back(vi.name());
@@ -399,10 +425,12 @@ void ImportGraphBody(const onnx::GraphProto& gp, const ImportContext& ctx, const
     int id = outer == nullptr ? g.FindValue(vi.name())
                               : ResolveName(g, outer, captures, vi.name(), "subgraph output");
     OF_CHECK(id != kNoValue, kInvalidModel, "graph output '", vi.name(), "' is not produced by any node");
-    if (vi.has_type() && vi.type().has_tensor_type() && !g.values[static_cast<size_t>(id)].constant.defined()) {
-      TensorType declared = ToTensorType(vi.type(), "graph output '" + vi.name() + "'");
+    if (vi.has_type() && vi.type().value_case() != onnx::TypeProto::VALUE_NOT_SET &&
+        !g.values[static_cast<size_t>(id)].constant.defined()) {
+      // A subgraph's outputs may leave the element type out (onnx's own If/Loop test models do).
+      const bool untyped = vi.type().has_tensor_type() && !vi.type().tensor_type().has_elem_type();
       Value& v = g.values[static_cast<size_t>(id)];
-      if (v.type.dtype == DType::kUndefined) v.type = declared;
+      if (!untyped && v.type.unknown()) v.type = ToTensorType(vi.type(), "graph output '" + vi.name() + "'");
     }
     g.outputs.push_back(id);
   }
@@ -466,6 +494,40 @@ Tensor LoadOnnxTensorBytes(const void* data, size_t size, std::string* out_name)
   OF_CHECK(tp.ParseFromArray(data, static_cast<int>(size)), kInvalidModel, "the data is not a valid ONNX TensorProto");
   if (out_name) *out_name = tp.name();
   return TensorFromProto(tp, ImportContext{});
+}
+
+namespace {
+
+Tensor SequenceFromProto(const onnx::SequenceProto& sp, DType declared) {
+  OF_CHECK(sp.elem_type() == onnx::SequenceProto::TENSOR || sp.tensor_values_size() == 0, kUnsupported,
+           "sequence '", sp.name(), "' holds non-tensors (only sequences of tensors are supported)");
+  std::vector<Tensor> elements;
+  for (const auto& tp : sp.tensor_values()) elements.push_back(TensorFromProto(tp, ImportContext{}));
+  DType dtype = elements.empty() ? declared : elements[0].dtype();
+  for (const Tensor& e : elements)
+    OF_CHECK(e.dtype() == dtype, kInvalidArgument, "sequence '", sp.name(), "' mixes ", DTypeName(dtype), " and ",
+             DTypeName(e.dtype()), " elements");
+  return Tensor::Sequence(dtype, std::move(elements));
+}
+
+}  // namespace
+
+Tensor LoadOnnxValueBytes(const void* data, size_t size, const TensorType& type, std::string* out_name) {
+  if (type.is_tensor()) return LoadOnnxTensorBytes(data, size, out_name);
+  OF_REQUIRE(data != nullptr || size == 0, "value data is null");
+  OF_CHECK(size <= static_cast<size_t>(INT_MAX), kUnsupported, "value protobufs over 2 GB are not supported");
+  if (!type.is_optional) {
+    onnx::SequenceProto sp;
+    OF_CHECK(sp.ParseFromArray(data, static_cast<int>(size)), kInvalidModel, "the data is not a valid ONNX SequenceProto");
+    if (out_name) *out_name = sp.name();
+    return SequenceFromProto(sp, type.dtype);
+  }
+  onnx::OptionalProto op;
+  OF_CHECK(op.ParseFromArray(data, static_cast<int>(size)), kInvalidModel, "the data is not a valid ONNX OptionalProto");
+  if (out_name) *out_name = op.name();
+  if (op.has_tensor_value()) return TensorFromProto(op.tensor_value(), ImportContext{});
+  if (op.has_sequence_value()) return SequenceFromProto(op.sequence_value(), type.dtype);
+  return Tensor::None(type.dtype);
 }
 
 Graph LoadOnnxFile(const std::string& path) {

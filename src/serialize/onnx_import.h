@@ -5,6 +5,7 @@
 #include <string>
 
 #include "graph/graph.h"
+#include "graph/tensor_type.h"
 
 namespace oneflow {
 
@@ -19,5 +20,10 @@ Graph LoadOnnxBytes(const void* data, size_t size, const std::string& external_d
 // Decodes a serialized onnx.TensorProto (e.g. a test's input_0.pb). Its name goes to `out_name`
 // when non-null. External data is refused.
 Tensor LoadOnnxTensorBytes(const void* data, size_t size, std::string* out_name = nullptr);
+
+// Decodes a value of static type `type`: an onnx.TensorProto for a tensor type, a SequenceProto for
+// a sequence, an OptionalProto for an optional (an empty one is a none of the type's dtype). An
+// empty sequence takes the type's dtype.
+Tensor LoadOnnxValueBytes(const void* data, size_t size, const TensorType& type, std::string* out_name = nullptr);
 
 }  // namespace oneflow

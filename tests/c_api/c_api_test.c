@@ -648,6 +648,96 @@ static void test_bad_models(void) {
   free(bytes);
 }
 
+/* Sequences and optionals (ABI 5): a sequence built from two tensors goes in, comes out as a sequence
+ * (Identity) and concatenated (values by hand); an empty optional and a present one; info kinds;
+ * errors for the wrong kind of value and bad elements. */
+static void test_sequences_and_optionals(void) {
+  oneflow_session_t* s = make_session("sequence_model.onnx");
+  oneflow_value_info_t info;
+  oneflow_value_info_init(&info);
+  REQUIRE_OK(oneflow_session_get_input_info(s, 0, &info));
+  EXPECT_TRUE(info.kind == ONEFLOW_TYPE_SEQUENCE && info.dtype == ONEFLOW_DTYPE_F32);
+  REQUIRE_OK(oneflow_session_get_input_info(s, 1, &info));
+  EXPECT_TRUE(info.kind == ONEFLOW_TYPE_OPTIONAL);
+  REQUIRE_OK(oneflow_session_get_output_info(s, 3, &info));
+  EXPECT_TRUE(info.kind == ONEFLOW_TYPE_SEQUENCE);
+
+  int64_t two = 2, one = 1;
+  oneflow_tensor_t *a = NULL, *b = NULL, *seq = NULL, *none = NULL, *i64 = NULL;
+  REQUIRE_OK(oneflow_tensor_create(ONEFLOW_DTYPE_F32, &two, 1, &a));
+  REQUIRE_OK(oneflow_tensor_create(ONEFLOW_DTYPE_F32, &one, 1, &b));
+  REQUIRE_OK(oneflow_tensor_create(ONEFLOW_DTYPE_I64, &one, 1, &i64));
+  ((float*)oneflow_tensor_data(a))[0] = 1.5f;
+  ((float*)oneflow_tensor_data(a))[1] = -2.0f;
+  ((float*)oneflow_tensor_data(b))[0] = 4.25f;
+  const oneflow_tensor_t* items[2] = {a, b};
+  REQUIRE_OK(oneflow_tensor_create_sequence(ONEFLOW_DTYPE_F32, items, 2, &seq));
+  REQUIRE_OK(oneflow_tensor_create_none(ONEFLOW_DTYPE_F32, &none));
+  EXPECT_TRUE(oneflow_tensor_kind(seq) == ONEFLOW_VALUE_SEQUENCE && oneflow_tensor_sequence_length(seq) == 2);
+  EXPECT_TRUE(oneflow_tensor_kind(none) == ONEFLOW_VALUE_NONE && oneflow_tensor_data(none) == NULL);
+  EXPECT_TRUE(oneflow_tensor_kind(a) == ONEFLOW_VALUE_TENSOR && oneflow_tensor_kind(NULL) == ONEFLOW_VALUE_TENSOR);
+  EXPECT_TRUE(oneflow_tensor_data(seq) == NULL && oneflow_tensor_rank(seq) == 0 && oneflow_tensor_byte_size(seq) == 0);
+
+  const char* names[2] = {"s", "o"};
+  const oneflow_tensor_t* in[2] = {seq, none};
+  oneflow_tensor_t* out[4] = {NULL, NULL, NULL, NULL};
+  REQUIRE_OK(oneflow_session_run(s, names, in, 2, NULL, 0, out, 4));
+  const float* cat = (const float*)oneflow_tensor_data(out[0]);
+  EXPECT_TRUE(oneflow_tensor_element_count(out[0]) == 3 && cat[0] == 1.5f && cat[1] == -2.0f && cat[2] == 4.25f);
+  EXPECT_TRUE(*(const int64_t*)oneflow_tensor_data(out[1]) == 2);
+  EXPECT_TRUE(*(const uint8_t*)oneflow_tensor_data(out[2]) == 0);
+  EXPECT_TRUE(oneflow_tensor_kind(out[3]) == ONEFLOW_VALUE_SEQUENCE && oneflow_tensor_sequence_length(out[3]) == 2);
+  {
+    oneflow_tensor_t* e = NULL;
+    REQUIRE_OK(oneflow_tensor_sequence_element(out[3], 1, &e));
+    EXPECT_TRUE(oneflow_tensor_element_count(e) == 1 && ((const float*)oneflow_tensor_data(e))[0] == 4.25f);
+    oneflow_tensor_release(e);
+    EXPECT_ERROR(oneflow_tensor_sequence_element(out[3], 2, &e), ONEFLOW_INVALID_ARGUMENT, "out of range");
+    EXPECT_ERROR(oneflow_tensor_sequence_element(a, 0, &e), ONEFLOW_INVALID_ARGUMENT, "not a sequence");
+  }
+  for (int k = 0; k < 4; ++k) oneflow_tensor_release(out[k]), out[k] = NULL;
+
+  /* The optional holding a tensor. */
+  in[1] = b;
+  REQUIRE_OK(oneflow_session_run(s, names, in, 2, NULL, 0, out, 4));
+  EXPECT_TRUE(*(const uint8_t*)oneflow_tensor_data(out[2]) == 1);
+  for (int k = 0; k < 4; ++k) oneflow_tensor_release(out[k]), out[k] = NULL;
+
+  /* Values of the wrong kind. */
+  in[0] = a;
+  in[1] = none;
+  EXPECT_ERROR(oneflow_session_run(s, names, in, 2, NULL, 0, out, 4), ONEFLOW_INVALID_ARGUMENT, "expects seq(");
+  in[0] = none;
+  EXPECT_ERROR(oneflow_session_run(s, names, in, 2, NULL, 0, out, 4), ONEFLOW_INVALID_ARGUMENT, "none(float32)");
+  in[0] = seq;
+  in[1] = seq;
+  EXPECT_ERROR(oneflow_session_run(s, names, in, 2, NULL, 0, out, 4), ONEFLOW_INVALID_ARGUMENT, "optional(");
+  {
+    oneflow_tensor_t* bad = NULL;
+    const oneflow_tensor_t* mixed[2] = {a, i64};
+    const oneflow_tensor_t* nested[1] = {seq};
+    const oneflow_tensor_t* null_item[1] = {NULL};
+    EXPECT_ERROR(oneflow_tensor_create_sequence(ONEFLOW_DTYPE_F32, mixed, 2, &bad), ONEFLOW_INVALID_ARGUMENT, "int64");
+    EXPECT_ERROR(oneflow_tensor_create_sequence(ONEFLOW_DTYPE_F32, nested, 1, &bad), ONEFLOW_INVALID_ARGUMENT,
+                 "sequences hold tensors");
+    EXPECT_ERROR(oneflow_tensor_create_sequence(ONEFLOW_DTYPE_F32, null_item, 1, &bad), ONEFLOW_INVALID_ARGUMENT, "NULL");
+    EXPECT_ERROR(oneflow_tensor_create_sequence(ONEFLOW_DTYPE_F32, NULL, 1, &bad), ONEFLOW_INVALID_ARGUMENT, "NULL");
+    EXPECT_ERROR(oneflow_tensor_create_none(ONEFLOW_DTYPE_F32, NULL), ONEFLOW_INVALID_ARGUMENT, "NULL");
+    /* An empty sequence is fine: concatenating it is the run's error. */
+    REQUIRE_OK(oneflow_tensor_create_sequence(ONEFLOW_DTYPE_F32, NULL, 0, &bad));
+    in[0] = bad;
+    in[1] = none;
+    EXPECT_ERROR(oneflow_session_run(s, names, in, 2, NULL, 0, out, 4), ONEFLOW_INVALID_ARGUMENT, "empty sequence");
+    oneflow_tensor_release(bad);
+  }
+  oneflow_tensor_release(seq);
+  oneflow_tensor_release(none);
+  oneflow_tensor_release(a);
+  oneflow_tensor_release(b);
+  oneflow_tensor_release(i64);
+  oneflow_session_release(s);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s FIXTURE_DIR\n", argv[0]);
@@ -665,5 +755,6 @@ int main(int argc, char** argv) {
   test_bad_inputs();
   test_struct_sizes();
   test_bad_models();
+  test_sequences_and_optionals();
   return c_test_finish("c_api_test");
 }

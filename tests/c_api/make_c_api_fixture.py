@@ -13,6 +13,8 @@ are little-endian float32 files (*.f32) with shapes the C test knows:
   opset29.onnx / opset6.onnx / opset12.onnx  a Relu model importing ONNX opset 29 (refused) / 6 / 12
   opset6_prelu.onnx  a PRelu at opset 6, whose older form the import refuses
                                             (upgraded to opset 13 at import)
+  sequence_model.onnx  s: seq(float32), o: optional(float32) -> cat = ConcatFromSequence(s, axis 0),
+                       n = SequenceLength(s), has = OptionalHasElement(o), same = Identity(s)
 """
 import os
 import sys
@@ -84,6 +86,23 @@ def unknown_op_model(domain, op, opset):
     return helper.make_model(g, opset_imports=imports, ir_version=IR_VERSION)
 
 
+def sequence_model():
+    f = TensorProto.FLOAT
+    nodes = [helper.make_node("ConcatFromSequence", ["s"], ["cat"], axis=0),
+             helper.make_node("SequenceLength", ["s"], ["n"]),
+             helper.make_node("OptionalHasElement", ["o"], ["has"]),
+             helper.make_node("Identity", ["s"], ["same"])]
+    inputs = [helper.make_tensor_sequence_value_info("s", f, None),
+              helper.make_value_info("o", helper.make_optional_type_proto(helper.make_tensor_type_proto(f, None)))]
+    outputs = [helper.make_tensor_value_info("cat", f, None), helper.make_tensor_value_info("n", TensorProto.INT64, []),
+               helper.make_tensor_value_info("has", TensorProto.BOOL, []),
+               helper.make_tensor_sequence_value_info("same", f, None)]
+    m = helper.make_model(helper.make_graph(nodes, "sequences", inputs, outputs),
+                          opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = IR_VERSION  # no onnx.checker: onnx 1.23's wants shapes on outputs, and cat's is data-dependent
+    return m
+
+
 def main(out):
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(1234)
@@ -114,6 +133,7 @@ def main(out):
     save(relu_model(12), os.path.join(out, "opset12.onnx"))
     save(relu_model(6), os.path.join(out, "opset6.onnx"))
     save(relu_model(6, "PRelu"), os.path.join(out, "opset6_prelu.onnx"))
+    save(sequence_model(), os.path.join(out, "sequence_model.onnx"))
     open(os.path.join(out, "empty.onnx"), "wb").close()
     return 0
 

@@ -38,6 +38,15 @@ bool g_via_native = false;
 
 // "" when `a` and `b` have the same dtype, shape and bytes.
 std::string BitDiff(const Tensor& a, const Tensor& b) {
+  if (a.kind() != b.kind()) return StrCat(DescribeValue(b), " != ", DescribeValue(a));
+  if (a.is_sequence()) {
+    if (a.elements().size() != b.elements().size()) return StrCat(DescribeValue(b), " != ", DescribeValue(a));
+    for (size_t i = 0; i < a.elements().size(); ++i) {
+      std::string diff = BitDiff(a.elements()[i], b.elements()[i]);
+      if (!diff.empty()) return StrCat("element ", i, ": ", diff);
+    }
+    return "";
+  }
   if (a.dtype() != b.dtype() || a.shape() != b.shape())
     return StrCat(DTypeName(b.dtype()), ShapeToString(b.shape()), " != ", DTypeName(a.dtype()), ShapeToString(a.shape()));
   const auto* x = static_cast<const unsigned char*>(a.raw());
@@ -52,13 +61,25 @@ std::string ReadFile(const fs::path& p) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-Tensor ReadTensor(const fs::path& p) {
+// A test value of static type `type` (a TensorProto, SequenceProto or OptionalProto file).
+Tensor ReadValue(const fs::path& p, const TensorType& type) {
   std::string bytes = ReadFile(p);
-  return LoadOnnxTensorBytes(bytes.data(), bytes.size());
+  return LoadOnnxValueBytes(bytes.data(), bytes.size(), type);
 }
 
 // Returns "" when `got` matches `want`, else a description of the first mismatch.
 std::string Compare(const Tensor& want, const Tensor& got, double rtol, double atol) {
+  if (want.kind() != got.kind()) return StrCat(DescribeValue(got), " != expected ", DescribeValue(want));
+  if (want.is_none()) return "";
+  if (want.is_sequence()) {
+    if (want.elements().size() != got.elements().size())
+      return StrCat(DescribeValue(got), " != expected ", DescribeValue(want));
+    for (size_t i = 0; i < want.elements().size(); ++i) {
+      std::string diff = Compare(want.elements()[i], got.elements()[i], rtol, atol);
+      if (!diff.empty()) return StrCat("element ", i, " of the sequence: ", diff);
+    }
+    return "";
+  }
   if (want.dtype() != got.dtype())
     return StrCat("dtype ", DTypeName(got.dtype()), " != expected ", DTypeName(want.dtype()));
   if (want.shape() != got.shape())
@@ -112,7 +133,8 @@ Outcome RunCase(const fs::path& dir, std::string& reason) {
     for (size_t i = 0; i < model.inputs.size(); ++i) {
       fs::path p = ds / ("input_" + std::to_string(i) + ".pb");
       if (!fs::exists(p)) { reason = "input " + std::to_string(i) + " is not a tensor"; return kUnsupported; }
-      feeds.emplace_back(model.values[static_cast<size_t>(model.inputs[i])].name, ReadTensor(p));
+      const Value& decl = model.values[static_cast<size_t>(model.inputs[i])];
+      feeds.emplace_back(decl.name, ReadValue(p, decl.type));
     }
     std::vector<std::pair<std::string, Tensor>> results;
     try {
@@ -140,7 +162,8 @@ Outcome RunCase(const fs::path& dir, std::string& reason) {
     for (size_t i = 0; i < results.size(); ++i) {
       fs::path p = ds / ("output_" + std::to_string(i) + ".pb");
       if (!fs::exists(p)) { reason = "output " + std::to_string(i) + " is not a tensor"; return kUnsupported; }
-      std::string diff = Compare(ReadTensor(p), results[i].second, rtol, atol);
+      const Value& decl = model.values[static_cast<size_t>(model.outputs[i])];
+      std::string diff = Compare(ReadValue(p, decl.type), results[i].second, rtol, atol);
       if (!diff.empty()) {
         reason = "output '" + results[i].first + "' " + diff;
         return kFail;

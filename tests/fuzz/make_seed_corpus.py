@@ -232,6 +232,23 @@ def main(out):
             [vi("counts", f, [2, 5]), vi("pooled", f, [2, 2, 2, 3])],
             [numpy_helper.from_array(np.array([[0, 0, 8, 8], [2, 1, 11.5, 6]], np.float32), "rois"),
              numpy_helper.from_array(np.zeros(2, np.int64), "batch")]),
+        # Sequences and optionals: sequence-typed graph inputs and outputs, positions, SplitToSequence's
+        # forms, SequenceMap's body, an Optional typed by its TYPE_PROTO attribute.
+        "sequences_optionals": model(
+            [helper.make_node("SplitToSequence", ["x", "split"], ["parts"], axis=1),
+             helper.make_node("SequenceInsert", ["s", "x", "pos"], ["s2"]),
+             helper.make_node("SequenceErase", ["s2", "pos"], ["s3"]),
+             helper.make_node("SequenceAt", ["parts", "pos"], ["first"]),
+             helper.make_node("ConcatFromSequence", ["s3"], ["cat"], axis=0, new_axis=1),
+             helper.make_node("SequenceMap", ["parts"], ["doubled"], body=helper.make_graph(
+                 [helper.make_node("Add", ["e", "e"], ["d"])], "map_body", [vi("e", f, None)], [vi("d", f, None)])),
+             helper.make_node("Optional", [], ["none"], type=helper.make_tensor_type_proto(f, [2])),
+             helper.make_node("OptionalHasElement", ["none"], ["has"])],
+            [helper.make_tensor_sequence_value_info("s", f, [2, 3]), vi("x", f, [2, 3])],
+            [vi("cat", f, None), vi("first", f, None), helper.make_tensor_sequence_value_info("doubled", f, None),
+             vi("has", TensorProto.BOOL, [])],
+            [numpy_helper.from_array(np.array([1, 2], np.int64), "split"),
+             numpy_helper.from_array(np.int64(0), "pos")], opset=18),
     }
     for name, m in seeds.items():
         with open(os.path.join(out, name + ".onnx"), "wb") as fh:

@@ -35,7 +35,7 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void* reserved) {
   g_value_info_class = global_class(env, "org/oneflow/ValueInfo");
   if (!g_exception_class || !g_value_info_class) return JNI_ERR;
   g_exception_ctor = (*env)->GetMethodID(env, g_exception_class, "<init>", "(I[B)V");
-  g_value_info_ctor = (*env)->GetMethodID(env, g_value_info_class, "<init>", "([BI[J[[B)V");
+  g_value_info_ctor = (*env)->GetMethodID(env, g_value_info_class, "<init>", "([BI[J[[BI)V");
   if (!g_exception_ctor || !g_value_info_ctor) return JNI_ERR;
   return JNI_VERSION_1_8;
 }
@@ -238,6 +238,59 @@ JNIEXPORT void JNICALL Java_org_oneflow_Native_tensorRelease(JNIEnv* env, jclass
   oneflow_tensor_release(HANDLE(oneflow_tensor_t, h));
 }
 
+/* A sequence of the tensors whose handles `elements` holds (each referenced, not copied). */
+JNIEXPORT jlong JNICALL Java_org_oneflow_Native_tensorCreateSequence(JNIEnv* env, jclass cls, jint dtype,
+                                                                     jlongArray elements) {
+  jsize n = (*env)->GetArrayLength(env, elements);
+  jlong* raw = (*env)->GetLongArrayElements(env, elements, NULL);
+  const oneflow_tensor_t** items = (const oneflow_tensor_t**)calloc((size_t)n + 1, sizeof *items);
+  oneflow_tensor_t* t = NULL;
+  oneflow_status_t st;
+  (void)cls;
+  if (!raw || !items) {
+    if (raw) (*env)->ReleaseLongArrayElements(env, elements, raw, JNI_ABORT);
+    free(items);
+    throw_class(env, "java/lang/OutOfMemoryError", "oneflow: no memory for the sequence's elements");
+    return 0;
+  }
+  for (jsize i = 0; i < n; ++i) items[i] = HANDLE(oneflow_tensor_t, raw[i]);
+  st = oneflow_tensor_create_sequence((oneflow_dtype_t)dtype, items, (size_t)n, &t);
+  (*env)->ReleaseLongArrayElements(env, elements, raw, JNI_ABORT);
+  free(items);
+  if (throw_status(env, st)) return 0;
+  return (jlong)(intptr_t)t;
+}
+
+JNIEXPORT jlong JNICALL Java_org_oneflow_Native_tensorCreateNone(JNIEnv* env, jclass cls, jint dtype) {
+  oneflow_tensor_t* t = NULL;
+  (void)cls;
+  if (throw_status(env, oneflow_tensor_create_none((oneflow_dtype_t)dtype, &t))) return 0;
+  return (jlong)(intptr_t)t;
+}
+
+JNIEXPORT jint JNICALL Java_org_oneflow_Native_tensorKind(JNIEnv* env, jclass cls, jlong h) {
+  (void)env;
+  (void)cls;
+  return (jint)oneflow_tensor_kind(HANDLE(oneflow_tensor_t, h));
+}
+
+JNIEXPORT jlong JNICALL Java_org_oneflow_Native_tensorSequenceLength(JNIEnv* env, jclass cls, jlong h) {
+  (void)env;
+  (void)cls;
+  return (jlong)oneflow_tensor_sequence_length(HANDLE(oneflow_tensor_t, h));
+}
+
+JNIEXPORT jlong JNICALL Java_org_oneflow_Native_tensorSequenceElement(JNIEnv* env, jclass cls, jlong h, jlong index) {
+  oneflow_tensor_t* t = NULL;
+  (void)cls;
+  if (index < 0) {
+    throw_class(env, "java/lang/IndexOutOfBoundsException", "oneflow: a negative sequence index");
+    return 0;
+  }
+  if (throw_status(env, oneflow_tensor_sequence_element(HANDLE(oneflow_tensor_t, h), (size_t)index, &t))) return 0;
+  return (jlong)(intptr_t)t;
+}
+
 JNIEXPORT jint JNICALL Java_org_oneflow_Native_tensorDType(JNIEnv* env, jclass cls, jlong h) {
   (void)env;
   (void)cls;
@@ -381,7 +434,8 @@ static jobject value_info(JNIEnv* env, const oneflow_value_info_t* info) {
       (*env)->DeleteLocalRef(env, dn);
     }
   }
-  result = (*env)->NewObject(env, g_value_info_class, g_value_info_ctor, name, (jint)info->dtype, dims, dim_names);
+  result = (*env)->NewObject(env, g_value_info_class, g_value_info_ctor, name, (jint)info->dtype, dims, dim_names,
+                             (jint)info->kind);
 done:
   (*env)->DeleteLocalRef(env, name);
   if (dims) (*env)->DeleteLocalRef(env, dims);

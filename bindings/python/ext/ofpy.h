@@ -23,6 +23,8 @@
   X(oneflow_tensor_create) X(oneflow_tensor_create_borrowed) X(oneflow_tensor_release)           \
   X(oneflow_tensor_dtype) X(oneflow_tensor_rank) X(oneflow_tensor_shape)                         \
   X(oneflow_tensor_element_count) X(oneflow_tensor_byte_size) X(oneflow_tensor_data)             \
+  X(oneflow_tensor_create_sequence) X(oneflow_tensor_create_none) X(oneflow_tensor_kind)           \
+  X(oneflow_tensor_sequence_length) X(oneflow_tensor_sequence_element)                             \
   X(oneflow_graph_load_file) X(oneflow_graph_load_memory) X(oneflow_graph_release)               \
   X(oneflow_value_info_init_sized) X(oneflow_session_options_init_sized) X(oneflow_session_create)           \
   X(oneflow_session_release) X(oneflow_session_run) X(oneflow_session_input_count)               \
@@ -83,6 +85,9 @@ typedef struct {
   int closed;
   int initializing;       /* __init__ is loading the model (GIL released) */
   PyObject* output_names; /* tuple of str: the keys when every output is returned */
+  /* {input name: (oneflow_type_kind_t, element dtype)} for the inputs that are sequences or optionals,
+   * whose Python values (lists, None) run() converts by what the model declares */
+  PyObject* nontensor_inputs;
 } ofpy_SessionObject;
 
 /* The shared __init__ of both types: loads `model` (a path when `is_path`, else bytes-like), creates an

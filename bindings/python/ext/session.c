@@ -18,6 +18,7 @@ static void session_release_handle(SessionObject* self) {
 static void session_dealloc(SessionObject* self) {
   if (self->handle) session_release_handle(self); /* a call holds a reference: none can be in flight */
   Py_CLEAR(self->output_names);
+  Py_CLEAR(self->nontensor_inputs);
   Py_TYPE(self)->tp_free(self);
 }
 
@@ -122,12 +123,28 @@ int ofpy_session_init(SessionObject* self, PyObject* model, int is_path, PyObjec
     if (name == NULL) Py_CLEAR(names);
     else PyTuple_SET_ITEM(names, (Py_ssize_t)i, name);
   }
-  if (names == NULL) {
+  PyObject* nontensor = names ? PyDict_New() : NULL;
+  size_t n_in = OF(oneflow_session_input_count)(session);
+  for (size_t i = 0; nontensor && i < n_in; ++i) {
+    oneflow_value_info_t info;
+    OF(oneflow_value_info_init_sized)(&info, sizeof info); /* cannot fail: sizeof */
+    if (ofpy_check(OF(oneflow_session_get_input_info)(session, i, &info)) < 0) {
+      Py_CLEAR(nontensor);
+      break;
+    }
+    if (info.kind == ONEFLOW_TYPE_TENSOR) continue;
+    PyObject* entry = Py_BuildValue("(ii)", (int)info.kind, (int)info.dtype);
+    if (entry == NULL || PyDict_SetItemString(nontensor, info.name, entry) < 0) Py_CLEAR(nontensor);
+    Py_XDECREF(entry);
+  }
+  if (names == NULL || nontensor == NULL) {
+    Py_XDECREF(names);
     OF(oneflow_session_release)(session);
     return -1;
   }
   self->handle = session;
   self->output_names = names;
+  self->nontensor_inputs = nontensor;
   return 0;
 }
 
@@ -266,12 +283,99 @@ int ofpy_tensor_from_value(PyObject* value, const char* kind, PyObject* name, Py
   return 0;
 }
 
-/* Makes input `i` from `value` (ofpy_tensor_from_value). */
-static int frame_set_input(RunFrame* f, Py_ssize_t i, PyObject* key, PyObject* value) {
+/* A sequence input from a list or tuple of arrays: each element as ofpy_tensor_from_value makes it; the
+ * arrays they read are kept in a list (`*keep`). An empty one takes the model's element dtype. */
+static int sequence_from_value(PyObject* value, PyObject* name, oneflow_dtype_t declared, PyObject** keep,
+                               const oneflow_tensor_t** tensor, oneflow_tensor_t** owned) {
+  PyObject* items = PySequence_Tuple(value); /* private: converting may run code that edits the list */
+  if (items == NULL) return -1;
+  Py_ssize_t n = PyTuple_GET_SIZE(items);
+  PyObject* kept = PyList_New(n);
+  const oneflow_tensor_t** elements = PyMem_Calloc((size_t)n + 1, sizeof *elements);
+  oneflow_tensor_t** made = PyMem_Calloc((size_t)n + 1, sizeof *made);
+  int rc = -1;
+  if (kept == NULL || elements == NULL || made == NULL) {
+    if (kept) PyErr_NoMemory();
+    goto done;
+  }
+  for (Py_ssize_t k = 0; k < n; ++k) {
+    PyObject* keep_k = NULL;
+    if (ofpy_tensor_from_value(PyTuple_GET_ITEM(items, k), "element of input", name, &keep_k, &elements[k], &made[k]) < 0)
+      goto done;
+    PyList_SET_ITEM(kept, k, keep_k);
+  }
+  oneflow_dtype_t dtype = n ? OF(oneflow_tensor_dtype)(elements[0]) : declared;
+  if (ofpy_check(OF(oneflow_tensor_create_sequence)(dtype, elements, (size_t)n, owned)) < 0) goto done;
+  *tensor = *owned;
+  *keep = Py_NewRef(kept);
+  rc = 0;
+done:
+  for (Py_ssize_t k = 0; made && k < n; ++k) OF(oneflow_tensor_release)(made[k]);
+  PyMem_Free(made);
+  PyMem_Free(elements);
+  Py_XDECREF(kept);
+  Py_DECREF(items);
+  return rc;
+}
+
+/* Makes input `i` from `value`: for a sequence the model declares, a list or tuple of arrays; for an
+ * optional, None (an empty one) or its value; otherwise ofpy_tensor_from_value. */
+static int frame_set_input(SessionObject* self, RunFrame* f, Py_ssize_t i, PyObject* key, PyObject* value) {
   f->keep[2 * i] = Py_NewRef(key);
   f->in_names[i] = PyUnicode_AsUTF8(key);
   if (f->in_names[i] == NULL) return -1;
+  PyObject* kind = self->nontensor_inputs ? PyDict_GetItemWithError(self->nontensor_inputs, key) : NULL;
+  if (kind == NULL && PyErr_Occurred()) return -1;
+  if (kind != NULL) {
+    int type_kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(kind, 0));
+    oneflow_dtype_t dtype = (oneflow_dtype_t)PyLong_AsLong(PyTuple_GET_ITEM(kind, 1));
+    int optional = type_kind == ONEFLOW_TYPE_OPTIONAL || type_kind == ONEFLOW_TYPE_OPTIONAL_SEQUENCE;
+    int sequence = type_kind == ONEFLOW_TYPE_SEQUENCE || type_kind == ONEFLOW_TYPE_OPTIONAL_SEQUENCE;
+    if (optional && value == Py_None) {
+      if (ofpy_check(OF(oneflow_tensor_create_none)(dtype, &f->borrowed[i])) < 0) return -1;
+      f->inputs[i] = f->borrowed[i];
+      f->keep[2 * i + 1] = Py_NewRef(value);
+      return 0;
+    }
+    if (sequence) {
+      if (!PyList_Check(value) && !PyTuple_Check(value) && !Py_IS_TYPE(value, &ofpy_TensorType)) {
+        PyErr_Format(PyExc_TypeError, "input '%U' is a sequence: pass a list of arrays, not %.100s", key,
+                     Py_TYPE(value)->tp_name);
+        return -1;
+      }
+      if (!Py_IS_TYPE(value, &ofpy_TensorType))
+        return sequence_from_value(value, key, dtype, &f->keep[2 * i + 1], &f->inputs[i], &f->borrowed[i]);
+    }
+  }
   return ofpy_tensor_from_value(value, "input", key, &f->keep[2 * i + 1], &f->inputs[i], &f->borrowed[i]);
+}
+
+/* A run's output as Python sees it: a oneflow.Tensor (or numpy array when `as_numpy`); a list of those
+ * for a sequence; None for an empty optional. Takes ownership of `handle`. */
+static PyObject* output_value(oneflow_tensor_t* handle, int as_numpy) {
+  oneflow_value_kind_t kind = OF(oneflow_tensor_kind)(handle);
+  if (kind == ONEFLOW_VALUE_NONE) {
+    OF(oneflow_tensor_release)(handle);
+    return Py_NewRef(Py_None);
+  }
+  if (kind == ONEFLOW_VALUE_SEQUENCE) {
+    size_t n = OF(oneflow_tensor_sequence_length)(handle);
+    PyObject* list = PyList_New((Py_ssize_t)n);
+    for (size_t k = 0; list && k < n; ++k) {
+      oneflow_tensor_t* element = NULL;
+      PyObject* item = NULL;
+      if (ofpy_check(OF(oneflow_tensor_sequence_element)(handle, k, &element)) == 0) item = output_value(element, as_numpy);
+      if (item == NULL) Py_CLEAR(list);
+      else PyList_SET_ITEM(list, (Py_ssize_t)k, item);
+    }
+    OF(oneflow_tensor_release)(handle);
+    return list;
+  }
+  PyObject* tensor = ofpy_tensor_wrap(handle, 0); /* owns the handle now (or released it) */
+  if (tensor == NULL || !as_numpy) return tensor;
+  PyObject* out = ofpy_tensor_to_numpy((ofpy_TensorObject*)tensor); /* the array's base keeps the tensor */
+  Py_DECREF(tensor);
+  return out;
 }
 
 /* Whether another Python thread exists, in any interpreter: only then can releasing the GIL during a run
@@ -345,7 +449,7 @@ static PyObject* session_run_impl(SessionObject* self, PyObject* const* args, Py
       PyErr_Format(PyExc_TypeError, "input names must be str, not %.100s", Py_TYPE(key)->tp_name);
       goto done;
     }
-    if (frame_set_input(&f, i++, key, value) < 0) goto done;
+    if (frame_set_input(self, &f, i++, key, value) < 0) goto done;
   }
   if (i != f.n_in || PyDict_GET_SIZE(feeds) != f.n_in) {
     PyErr_SetString(PyExc_RuntimeError, "feeds changed size while its arrays were converted");
@@ -377,13 +481,8 @@ static PyObject* session_run_impl(SessionObject* self, PyObject* const* args, Py
    * (not the loss, which is declared last): the returned ones are the leading entries. */
   result = PyDict_New();
   for (Py_ssize_t k = 0; result && k < f.n_out && f.outputs[k]; ++k) {
-    PyObject* tensor = ofpy_tensor_wrap(f.outputs[k], 0);
-    f.outputs[k] = NULL; /* owned by `tensor` (or released) now */
-    PyObject* out = tensor;
-    if (tensor && as_numpy) {
-      out = ofpy_tensor_to_numpy((ofpy_TensorObject*)tensor); /* the array's base keeps the tensor */
-      Py_DECREF(tensor);
-    }
+    PyObject* out = output_value(f.outputs[k], as_numpy);
+    f.outputs[k] = NULL; /* owned by `out` (or released) now */
     PyObject* name = f.n_names ? PyTuple_GET_ITEM(wanted_seq, k) : PyTuple_GET_ITEM(self->output_names, k);
     if (out == NULL || PyDict_SetItem(result, name, out) < 0) Py_CLEAR(result);
     Py_XDECREF(out);

@@ -27,6 +27,9 @@ void RegisterLlmBlockOps(OpRegistry& r);       // ops/llm_blocks.cc: SwiGLU, Cau
 void RegisterControlFlowOps(OpRegistry& r);     // ops/control_flow.cc: If, Loop, Scan
 void RegisterDeformConvOps(OpRegistry& r);      // ops/deform_conv.cc: DeformConv
 void RegisterTextFeatureOps(OpRegistry& r);     // ops/text_features.cc: TfIdfVectorizer
+void RegisterSequenceOps(OpRegistry& r);         // ops/sequence.cc: Sequence*, SplitToSequence, Optional*
+void RegisterRandomOps(OpRegistry& r);           // ops/random.cc: RandomNormal/Uniform(Like), Bernoulli, Multinomial
+void RegisterTrainingOps(OpRegistry& r);         // ops/training.cc: ai.onnx.preview.training Adagrad, Adam, Momentum
 void RegisterMlOps(OpRegistry& r);              // ops/ml.cc: ai.onnx.ml Binarizer, ArrayFeatureExtractor, TreeEnsemble
 void AttachSbpRules(OpRegistry& r);            // ops/sbp_rules.cc: SBP signatures of the families above
 
@@ -53,6 +56,9 @@ inline void RegisterAllOps(OpRegistry& r) {
   RegisterControlFlowOps(r);
   RegisterDeformConvOps(r);
   RegisterTextFeatureOps(r);
+  RegisterSequenceOps(r);
+  RegisterRandomOps(r);
+  RegisterTrainingOps(r);
   RegisterMlOps(r);
   AttachSbpRules(r);
 }

@@ -56,9 +56,11 @@ void InferIf(InferContext& ctx) {
   for (size_t i = 0; i < ctx.num_outputs(); ++i) {
     const TensorType& a = then.outputs[i];
     const TensorType& b = other.outputs[i];
-    if (a.dtype != DType::kUndefined && b.dtype != DType::kUndefined && a.dtype != b.dtype)
+    if ((a.dtype != DType::kUndefined && b.dtype != DType::kUndefined && a.dtype != b.dtype) || !KindsJoin(a, b))
       ctx.Error("output ", i, " is ", a.ToString(), " in then_branch but ", b.ToString(), " in else_branch");
-    ctx.set_output(i, a.dtype == DType::kUndefined ? b : b.dtype == DType::kUndefined ? a : JoinTypes(a, b));
+    TensorType joined = JoinTypes(a, b);
+    if (joined.dtype == DType::kUndefined) joined.dtype = a.dtype != DType::kUndefined ? a.dtype : b.dtype;
+    ctx.set_output(i, joined);
   }
 }
 
@@ -78,9 +80,16 @@ void InferLoop(InferContext& ctx) {
   if (body.outputs.size() != 1 + n + k)
     ctx.Error("the body returns ", body.outputs.size(), " outputs; the node needs 1 + ", n, " carried + ", k,
               " scan outputs");
-  for (size_t i = 0; i < n; ++i) ctx.set_output(i, body.inputs[2 + i]);
+  for (size_t i = 0; i < n; ++i) {
+    // Typed as ONNX types it: the body's output kind (a carried optional the body always fills is
+    // not optional once the loop has run), with the dims the iterations keep.
+    TensorType out = body.inputs[2 + i];
+    if (!body.outputs[1 + i].unknown()) out.is_optional = body.outputs[1 + i].is_optional;
+    ctx.set_output(i, out);
+  }
   for (size_t j = 0; j < k; ++j) {
     const TensorType& element = body.outputs[1 + n + j];
+    if (!element.is_tensor()) ctx.Error("scan output ", j, " is ", element.ToString(), "; scan outputs are tensors");
     ctx.set_output(n + j, element.has_rank ? Stacked(element, Dim::Unknown(), 0, ctx, j)
                                            : TensorType::UnknownShape(element.dtype));
   }
@@ -107,7 +116,7 @@ void InferScan(InferContext& ctx) {
   const SubgraphTypes body = ScanBodyTypes(ctx.attrs().GetGraph("body"), spec, states, scans,
                                            InputTypes(ctx, declared, ctx.num_inputs()), ctx.node() + ", body");
   for (size_t i = 0; i < spec.num_states; ++i)
-    ctx.set_output(i, body.outputs[i].dtype == DType::kUndefined ? states[i] : JoinTypes(states[i], body.outputs[i]));
+    ctx.set_output(i, body.outputs[i].unknown() ? states[i] : JoinTypes(states[i], body.outputs[i]));
   for (size_t j = 0; j < spec.num_scan_outputs; ++j)
     ctx.set_output(spec.num_states + j,
                    Stacked(body.outputs[spec.num_states + j], length, spec.output_axes[j], ctx, j));
@@ -120,7 +129,7 @@ void RegisterControlFlowOps(OpRegistry& r) {
       .RequiredAttr("then_branch", AttrKind::kGraph).RequiredAttr("else_branch", AttrKind::kGraph)
       .OutputsShapedByKernel().Infer(InferIf)
       .Doc("Runs then_branch when cond is true, else else_branch; returns that branch's outputs."));
-  r.Register(OpSchema(OpId::kLoop).Since(1).OptionalInput("M").OptionalInput("cond").VariadicInput("v_initial")
+  r.Register(OpSchema(OpId::kLoop).Since(1).OptionalInput("M").OptionalInput("cond").VariadicInput("v_initial").Accepting(kAnyKind)
       .VariadicOutput("v_final_and_scan_outputs").RequiredAttr("body", AttrKind::kGraph)
       .OutputsShapedByKernel().Infer(InferLoop)
       .Doc("Runs body while the iteration number is below M and cond holds, carrying values across "

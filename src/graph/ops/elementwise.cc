@@ -233,7 +233,7 @@ void RegisterElementwiseOps(OpRegistry& r) {
                  .Attr("saturate", Attribute::Int(1))
                  .Attr("round_mode", Attribute::String("up"))
                  .Infer(InferCastLike).Grad(GradCastLike));
-  r.Register(OpSchema(op::kIdentity).Since(13).Input("input").Output("output").Infer(InferSameAsInput0).Grad(GradPassThrough)
+  r.Register(OpSchema(op::kIdentity).Since(13).Input("input").Accepting(kAnyKind).Output("output").Infer(InferSameAsInput0).Grad(GradPassThrough)
                  .Precision(PrecisionClass::kFollow).View());
   r.Register(OpSchema(op::kDropout).Since(13).Input("data").OptionalInput("ratio").OptionalInput("training_mode")
                  .Output("output").OptionalOutput("mask").OptionalAttr("seed", AttrKind::kInt).Infer(InferDropout)

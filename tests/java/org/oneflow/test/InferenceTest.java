@@ -241,4 +241,36 @@ class InferenceTest {
       assertEquals("Tensor(INT32[2, 3])", v.toString());
     }
   }
+
+  /** Sequences and optionals: a sequence in (concatenated, counted, returned as is), an empty and a present optional. */
+  @Test
+  void sequencesAndOptionals() {
+    try (Session s = Session.load(Fixtures.capi("sequence_model.onnx"), null);
+        Tensor a = Tensor.fromArray(new float[] {1.5f, -2f}, 2);
+        Tensor b = Tensor.fromArray(new float[] {4.25f}, 1);
+        Tensor seq = Tensor.sequence(DType.FLOAT32, a, b);
+        Tensor none = Tensor.none(DType.FLOAT32)) {
+      assertEquals(ValueInfo.Kind.SEQUENCE, s.inputs().get(0).kind());
+      assertEquals(ValueInfo.Kind.OPTIONAL, s.inputs().get(1).kind());
+      assertEquals(Tensor.Kind.SEQUENCE, seq.kind());
+      assertEquals(2, seq.sequenceLength());
+      assertEquals(Tensor.Kind.NONE, none.kind());
+      assertEquals(Tensor.Kind.TENSOR, a.kind());
+      for (Tensor opt : new Tensor[] {none, b}) {
+        try (Outputs out = s.run(Map.of("s", seq, "o", opt))) {
+          assertArrayEquals(new float[] {1.5f, -2f, 4.25f}, out.get("cat").toFloatArray(), 0f);
+          assertArrayEquals(new long[] {2}, out.get("n").toLongArray());
+          assertEquals(opt == b, out.get("has").toBooleanArray()[0]);
+          Tensor same = out.get("same");
+          assertEquals(Tensor.Kind.SEQUENCE, same.kind());
+          assertEquals(2, same.sequenceLength());
+          try (Tensor second = same.element(1)) {
+            assertArrayEquals(new float[] {4.25f}, second.toFloatArray(), 0f);
+          }
+        }
+      }
+      ErrorTest.expect(org.oneflow.StatusCode.INVALID_ARGUMENT, "expects seq(", () -> s.run(Map.of("s", a, "o", none)));
+      ErrorTest.expect(org.oneflow.StatusCode.INVALID_ARGUMENT, "out of range", () -> seq.element(2));
+    }
+  }
 }

@@ -35,6 +35,16 @@ final class Native {
 
   static native int tensorDType(long tensor);
 
+  static native long tensorCreateSequence(int dtype, long[] elements);
+
+  static native long tensorCreateNone(int dtype);
+
+  static native int tensorKind(long tensor);
+
+  static native long tensorSequenceLength(long tensor);
+
+  static native long tensorSequenceElement(long tensor, long index);
+
   static native long[] tensorShape(long tensor);
 
   static native long tensorElementCount(long tensor);

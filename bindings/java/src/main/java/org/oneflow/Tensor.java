@@ -118,6 +118,66 @@ public final class Tensor extends NativeHandle {
     }
   }
 
+  /**
+   * What a tensor handle holds: a dense tensor, or one of ONNX's two non-tensor values a model may take
+   * or return — a sequence of tensors, or an optional holding nothing (an optional that holds a value is
+   * that tensor or sequence).
+   */
+  public enum Kind {
+    TENSOR,
+    SEQUENCE,
+    NONE
+  }
+
+  /**
+   * A sequence of {@code elements}, each of dtype {@code elementType}, for a model input that is a
+   * sequence. The sequence references the elements' data; closing the elements afterwards is fine.
+   */
+  public static Tensor sequence(DType elementType, Tensor... elements) {
+    long[] handles = new long[elements.length];
+    int locked = 0;
+    try {
+      for (; locked < elements.length; ++locked) handles[locked] = elements[locked].lock();
+      return new Tensor(Native.tensorCreateSequence(elementType.code(), handles), null);
+    } finally {
+      for (int i = 0; i < locked; ++i) elements[i].unlock();
+    }
+  }
+
+  /** An empty optional (ONNX's None) of element type {@code elementType}, for an optional model input. */
+  public static Tensor none(DType elementType) {
+    return new Tensor(Native.tensorCreateNone(elementType.code()), null);
+  }
+
+  public Kind kind() {
+    long h = lock();
+    try {
+      return Kind.values()[Native.tensorKind(h)];
+    } finally {
+      unlock();
+    }
+  }
+
+  /** A sequence's element count (0 for the other kinds). */
+  public long sequenceLength() {
+    long h = lock();
+    try {
+      return Native.tensorSequenceLength(h);
+    } finally {
+      unlock();
+    }
+  }
+
+  /** Element {@code index} of a sequence, as a new tensor the caller closes (it shares the data). */
+  public Tensor element(long index) {
+    long h = lock();
+    try {
+      return new Tensor(Native.tensorSequenceElement(h, index), null);
+    } finally {
+      unlock();
+    }
+  }
+
   public DType dtype() {
     long h = lock();
     try {

@@ -3,16 +3,29 @@ package org.oneflow;
 
 import java.util.Arrays;
 
-/** Name, element type and (possibly symbolic) shape of a graph input or output. Immutable. */
+/**
+ * Name, kind, element type and (possibly symbolic) shape of a graph input or output. Immutable. For a
+ * sequence or an optional, the dtype and shape are those of the element tensor.
+ */
 public final class ValueInfo {
+  /** What a model input or output is declared to be. */
+  public enum Kind {
+    TENSOR,
+    SEQUENCE,
+    OPTIONAL,
+    OPTIONAL_SEQUENCE
+  }
+
   private final String name;
+  private final Kind kind;
   private final DType dtype;
   private final long[] dims;
   private final String[] dimNames;
 
   /** Called from the JNI glue; {@code dims} is null when the rank is unknown. */
-  ValueInfo(byte[] name, int dtype, long[] dims, byte[][] dimNames) {
+  ValueInfo(byte[] name, int dtype, long[] dims, byte[][] dimNames, int kind) {
     this.name = Utf8.decode(name);
+    this.kind = Kind.values()[kind];
     this.dtype = DType.of(dtype);
     this.dims = dims;
     if (dimNames == null) {
@@ -29,6 +42,10 @@ public final class ValueInfo {
 
   public DType dtype() {
     return dtype;
+  }
+
+  public Kind kind() {
+    return kind;
   }
 
   /** The rank, or -1 when it is unknown. */
