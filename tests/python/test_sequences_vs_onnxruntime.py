@@ -176,6 +176,8 @@ def test_optionals_against_numpy():
                  [opt_vi("o", seq_t), vi("x", F, [2, 3])],
                  [vi("has", B, []), seq_vi("value", F), opt_vi("none", tensor_t), vi("none_has", B, [])])
     with oneflow.Session(data) as s:
+        assert [i.kind for i in s.inputs] == ["optional_sequence", "tensor"]
+        assert [o.kind for o in s.outputs] == ["tensor", "sequence", "optional", "tensor"]
         full = s.run({"o": [Y, X], "x": X})
         empty = s.run({"o": None, "x": X})
     assert full["has"] and not empty["has"]

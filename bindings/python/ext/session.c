@@ -160,8 +160,9 @@ static int session_init(SessionObject* self, PyObject* args, PyObject* kwargs) {
   return ofpy_session_init(self, model, is_path, threads, level, ext_dir, NULL);
 }
 
-/* One value_info as (name, dtype name, shape) where shape is None for an unknown rank, else a tuple
- * of int (static dim), str (symbolic dim) or None (dynamic, unnamed). */
+/* One value_info as (name, dtype name, shape, kind) where shape is None for an unknown rank, else a
+ * tuple of int (static dim), str (symbolic dim) or None (dynamic, unnamed), and kind names the
+ * oneflow_type_kind_t ("tensor", "sequence", "optional", "optional_sequence"). */
 static PyObject* info_tuple(const oneflow_value_info_t* info) {
   PyObject* shape;
   if (info->rank < 0) {
@@ -178,10 +179,12 @@ static PyObject* info_tuple(const oneflow_value_info_t* info) {
     }
   }
   if (shape == NULL) return NULL;
-  return Py_BuildValue("(ssN)", info->name, OF(oneflow_dtype_name)(info->dtype), shape);
+  static const char* const kinds[] = {"tensor", "sequence", "optional", "optional_sequence"};
+  const char* kind = (unsigned)info->kind < 4 ? kinds[info->kind] : "unknown";
+  return Py_BuildValue("(ssNs)", info->name, OF(oneflow_dtype_name)(info->dtype), shape, kind);
 }
 
-/* _io_info(outputs: bool) -> tuple of (name, dtype, shape). */
+/* _io_info(outputs: bool) -> tuple of (name, dtype, shape, kind). */
 static PyObject* session_io_info(SessionObject* self, PyObject* want_outputs) {
   if (session_require_open(self) < 0) return NULL;
   int outputs = PyObject_IsTrue(want_outputs);

@@ -25,11 +25,14 @@ class SessionOptions:
 
 class ValueInfo(NamedTuple):
     """A graph input or output. `shape` is None when the rank is unknown; a dim is an int when static,
-    the dim's symbolic name (str) when dynamic and named, None when dynamic and unnamed."""
+    the dim's symbolic name (str) when dynamic and named, None when dynamic and unnamed. `kind` is
+    "tensor", "sequence" (run() takes and returns a list of arrays), "optional" or "optional_sequence"
+    (None for an empty one); for the last three, dtype and shape describe the element tensor."""
 
     name: str
     dtype: str
     shape: Optional[Tuple[Dim, ...]]
+    kind: str = "tensor"
 
 
 def _is_path(model: object) -> bool:
