@@ -648,9 +648,40 @@ static void test_bad_models(void) {
   free(bytes);
 }
 
+typedef struct {
+  oneflow_session_t* session;
+  const oneflow_tensor_t* seq;
+  const oneflow_tensor_t* none;
+  int ok;
+} sequence_thread_arg_t;
+
+/* Runs sequence_model.onnx 50 times on the shared [1.5, -2], [4.25] sequence; ok when every run's
+ * concatenation and returned sequence are right. */
+static void* sequence_thread_main(void* p) {
+  sequence_thread_arg_t* arg = (sequence_thread_arg_t*)p;
+  const char* names[2] = {"s", "o"};
+  const oneflow_tensor_t* in[2] = {arg->seq, arg->none};
+  arg->ok = 1;
+  for (int r = 0; r < 50 && arg->ok; ++r) {
+    oneflow_tensor_t* out[4] = {NULL, NULL, NULL, NULL};
+    oneflow_status_t st = oneflow_session_run(arg->session, names, in, 2, NULL, 0, out, 4);
+    if (st) {
+      oneflow_status_free(st);
+      arg->ok = 0;
+      break;
+    }
+    const float* cat = (const float*)oneflow_tensor_data(out[0]);
+    arg->ok = oneflow_tensor_element_count(out[0]) == 3 && cat[0] == 1.5f && cat[1] == -2.0f && cat[2] == 4.25f &&
+              oneflow_tensor_sequence_length(out[3]) == 2;
+    for (int k = 0; k < 4; ++k) oneflow_tensor_release(out[k]);
+  }
+  return NULL;
+}
+
 /* Sequences and optionals (ABI 5): a sequence built from two tensors goes in, comes out as a sequence
  * (Identity) and concatenated (values by hand); an empty optional and a present one; info kinds;
- * errors for the wrong kind of value and bad elements. */
+ * errors for the wrong kind of value and bad elements; concurrent runs on one sequence (the TSan job
+ * runs this test). */
 static void test_sequences_and_optionals(void) {
   oneflow_session_t* s = make_session("sequence_model.onnx");
   oneflow_value_info_t info;
@@ -729,6 +760,21 @@ static void test_sequences_and_optionals(void) {
     in[1] = none;
     EXPECT_ERROR(oneflow_session_run(s, names, in, 2, NULL, 0, out, 4), ONEFLOW_INVALID_ARGUMENT, "empty sequence");
     oneflow_tensor_release(bad);
+  }
+  { /* One sequence handle fed by several threads at once (shared element list, concurrent runs). */
+    pthread_t threads[3];
+    sequence_thread_arg_t args[3];
+    for (int k = 0; k < 3; ++k) {
+      args[k].session = s;
+      args[k].seq = seq;
+      args[k].none = none;
+      args[k].ok = 0;
+      EXPECT_TRUE(pthread_create(&threads[k], NULL, sequence_thread_main, &args[k]) == 0);
+    }
+    for (int k = 0; k < 3; ++k) {
+      pthread_join(threads[k], NULL);
+      EXPECT_TRUE(args[k].ok);
+    }
   }
   oneflow_tensor_release(seq);
   oneflow_tensor_release(none);
