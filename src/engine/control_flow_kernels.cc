@@ -3,12 +3,12 @@
 // session's graph, and given an executor of their own on the outer executor's pool. A run feeds the
 // subgraph tensors; the outputs an executor returns are fresh memory, so they become the node's
 // outputs without a copy.
-#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/axis_copy.h"
 #include "engine/subgraph_runner.h"
 #include "graph/control_flow.h"
 #include "graph/op_schema.h"
@@ -38,36 +38,20 @@ void CheckCopyable(const Tensor& t, const std::string& node) {
            DTypeName(t.dtype()));
 }
 
-// Along `axis` of `x`, which has `length` steps: outer = the elements before it, inner = the bytes
-// of one step of the dims after it.
-struct AxisLayout {
-  int64_t outer = 1;
-  size_t inner = 0;
-};
-AxisLayout LayoutAround(const Shape& shape, int64_t axis, DType dtype) {
-  AxisLayout l;
-  l.inner = DTypeSize(dtype);
-  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-    if (d < axis) l.outer *= shape[static_cast<size_t>(d)];
-    if (d > axis) l.inner *= static_cast<size_t>(shape[static_cast<size_t>(d)]);
-  }
-  return l;
+// `shape` with a dim of 1 inserted at `axis`: a step as a slab of the stacked result.
+Shape WithUnitAxis(Shape shape, int64_t axis) {
+  shape.insert(shape.begin() + axis, 1);
+  return shape;
 }
 
 // Step `i` of `x` along `axis` (a view when the axis is the outermost).
 Tensor SliceAt(const Tensor& x, int64_t axis, int64_t i) {
   Shape shape = x.shape();
-  const int64_t length = shape[static_cast<size_t>(axis)];
   shape.erase(shape.begin() + axis);
-  const AxisLayout l = LayoutAround(x.shape(), axis, x.dtype());
-  if (l.outer == 1)
-    return Tensor(x.dtype(), shape, x.storage(), x.byte_offset() + static_cast<size_t>(i) * l.inner);
-  Tensor out = Tensor::Uninitialized(x.dtype(), shape);
-  const char* src = static_cast<const char*>(x.raw());
-  char* dst = static_cast<char*>(out.raw());
-  for (int64_t o = 0; o < l.outer; ++o)
-    std::memcpy(dst + static_cast<size_t>(o) * l.inner, src + static_cast<size_t>(o * length + i) * l.inner, l.inner);
-  return out;
+  if (ShapeProduct(x.shape(), 0, static_cast<size_t>(axis)) == 1)
+    return Tensor(x.dtype(), shape, x.storage(), x.byte_offset() + static_cast<size_t>(i * NumElements(shape)) *
+                                                                  DTypeSize(x.dtype()));
+  return SliceAlong(x, axis, i, i + 1).Reshaped(shape);
 }
 
 // The steps stacked along a new `axis` (normalized against rank + 1); `empty_element` is the step
@@ -78,21 +62,18 @@ Tensor Stack(const std::vector<Tensor>& steps, int64_t axis, DType dtype, const 
   const int64_t r = static_cast<int64_t>(element.size()) + 1;
   OF_CHECK(axis >= -r && axis < r, kInvalidArgument, node, ": scan output axis ", axis, " is out of range for rank ", r);
   if (axis < 0) axis += r;
-  Shape shape = element;
-  const int64_t length = static_cast<int64_t>(steps.size());
-  shape.insert(shape.begin() + axis, length);
-  Tensor out = Tensor::Uninitialized(dtype, shape);
-  const AxisLayout l = LayoutAround(shape, axis, dtype);
-  char* dst = static_cast<char*>(out.raw());
-  for (int64_t t = 0; t < length; ++t) {
-    const Tensor& s = steps[static_cast<size_t>(t)];
+  std::vector<Tensor> slabs;
+  for (size_t t = 0; t < steps.size(); ++t) {
+    const Tensor& s = steps[t];
     OF_CHECK(s.dtype() == dtype && s.shape() == element, kInvalidArgument, node, ": scan output ", index,
              " is ", DTypeName(s.dtype()), ShapeToString(s.shape()), " at step ", t, " but ", DTypeName(dtype),
              ShapeToString(element), " at step 0; every step must have one shape");
-    const char* src = static_cast<const char*>(s.raw());
-    for (int64_t o = 0; o < l.outer; ++o)
-      std::memcpy(dst + static_cast<size_t>(o * length + t) * l.inner, src + static_cast<size_t>(o) * l.inner, l.inner);
+    slabs.push_back(s.Reshaped(WithUnitAxis(element, axis)));
   }
+  Shape shape = element;
+  shape.insert(shape.begin() + axis, static_cast<int64_t>(steps.size()));
+  Tensor out = Tensor::Uninitialized(dtype, shape);
+  ConcatAlong(slabs, axis, out);
   return out;
 }
 

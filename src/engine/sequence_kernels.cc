@@ -4,11 +4,11 @@
 // executor hands to another value once the tensor is dead, and an element leaving one (SequenceAt)
 // is copied too, so no two values a caller receives share bytes.
 #include <algorithm>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/axis_copy.h"
 #include "engine/subgraph_runner.h"
 #include "graph/control_flow.h"
 #include "graph/op_schema.h"
@@ -99,23 +99,6 @@ void SequenceLength(KernelContext& ctx) {
 }
 ONEFLOW_KERNEL(SequenceLength, SequenceLength);
 
-// Bytes of `x` in [begin, end) along `axis`, as a tensor of its own.
-Tensor SliceAlong(const Tensor& x, int64_t axis, int64_t begin, int64_t end) {
-  Shape shape = x.shape();
-  const int64_t length = shape[static_cast<size_t>(axis)];
-  shape[static_cast<size_t>(axis)] = end - begin;
-  Tensor out = Tensor::Uninitialized(x.dtype(), shape);
-  const int64_t outer = ShapeProduct(x.shape(), 0, static_cast<size_t>(axis));
-  const size_t inner = static_cast<size_t>(ShapeProduct(x.shape(), static_cast<size_t>(axis) + 1, x.shape().size())) *
-                       DTypeSize(x.dtype());
-  const char* src = static_cast<const char*>(x.raw());
-  char* dst = static_cast<char*>(out.raw());
-  const size_t run = static_cast<size_t>(end - begin) * inner;
-  for (int64_t o = 0; o < outer; ++o)
-    if (run) std::memcpy(dst + static_cast<size_t>(o) * run, src + (static_cast<size_t>(o * length + begin)) * inner, run);
-  return out;
-}
-
 void SplitToSequence(KernelContext& ctx) {
   const Tensor& x = TensorInput(ctx, 0);
   OF_CHECK(DTypeSize(x.dtype()) > 0, kUnsupported, ctx.node_desc(), ": cannot split tensors of ",
@@ -182,7 +165,6 @@ void ConcatFromSequence(KernelContext& ctx) {
   OF_CHECK(r >= 1 && axis >= -r && axis < r, kInvalidArgument, ctx.node_desc(), ": axis ", axis,
            " is out of range for rank ", r);
   if (axis < 0) axis += r;
-  // Each element seen as [outer, along, inner] with `along` its extent on the axis (1 when stacking).
   Shape out_shape = first;
   if (new_axis) out_shape.insert(out_shape.begin() + axis, 0);
   else out_shape[static_cast<size_t>(axis)] = 0;
@@ -196,20 +178,14 @@ void ConcatFromSequence(KernelContext& ctx) {
              : "; elements may differ only along the axis");
     out_shape[static_cast<size_t>(axis)] += new_axis ? 1 : s[static_cast<size_t>(axis)];
   }
-  Tensor out = Tensor::Uninitialized(seq.dtype(), out_shape);
-  const int64_t outer = ShapeProduct(out_shape, 0, static_cast<size_t>(axis));
-  const size_t inner = static_cast<size_t>(ShapeProduct(out_shape, static_cast<size_t>(axis) + 1, out_shape.size())) *
-                       DTypeSize(seq.dtype());
-  const size_t out_row = static_cast<size_t>(out_shape[static_cast<size_t>(axis)]) * inner;
-  char* dst = static_cast<char*>(out.raw());
-  size_t offset = 0;  // bytes into each output row where the next element starts
+  std::vector<Tensor> parts;  // stacked elements as slabs of extent 1 along the new axis
   for (const Tensor& t : items) {
-    const size_t row = static_cast<size_t>(new_axis ? 1 : t.dim(axis)) * inner;
-    const char* src = static_cast<const char*>(t.raw());
-    for (int64_t o = 0; o < outer && row; ++o)
-      std::memcpy(dst + static_cast<size_t>(o) * out_row + offset, src + static_cast<size_t>(o) * row, row);
-    offset += row;
+    Shape slab = t.shape();
+    if (new_axis) slab.insert(slab.begin() + axis, 1);
+    parts.push_back(t.Reshaped(slab));
   }
+  Tensor out = Tensor::Uninitialized(seq.dtype(), out_shape);
+  ConcatAlong(parts, axis, out);
   ctx.output(0) = out;
 }
 ONEFLOW_KERNEL(ConcatFromSequence, ConcatFromSequence);

@@ -49,13 +49,9 @@ def assert_same(got, want, name):
         for k, (g, w) in enumerate(zip(got, want)):
             assert_same(g, w, f"{name}[{k}]")
         return
-    got = np.asarray(got)
-    assert got.dtype == w_dtype(want) and got.shape == np.asarray(want).shape, (name, got.dtype, got.shape)
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (name, got.dtype, got.shape)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=name)
-
-
-def w_dtype(want):
-    return np.asarray(want).dtype
 
 
 def compare(data, feeds):

@@ -3,8 +3,10 @@
 // which run gets which stretch of the stream follows the order they take the lock).
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <mutex>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/isa_region.h"
@@ -40,59 +42,53 @@ class RandomKernelBase : public OpKernel {
   std::mt19937 engine_;
 };
 
-// Writes `values` (as doubles) into `out` of any float dtype.
-void Store(Tensor& out, const std::vector<double>& values) {
-  DispatchAll(out.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T* dst = out.data<T>();
-    for (size_t i = 0; i < values.size(); ++i) dst[i] = CastFromDouble<T>(values[i]);
-  });
-}
+// The real type draws are made in for elements of type T: double for double, float otherwise (a
+// float draw takes one 32-bit word of the generator, a double two).
+template <typename T>
+using DrawType = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+// Fills the output with draws of Dist<R> (a std:: real distribution with parameters a, b), R the
+// output's draw type; the Like ops take the shape and dtype of an input, the others from attributes,
+// which inference has already applied.
+template <template <typename> class Dist>
+class DrawKernel final : public RandomKernelBase {
+ public:
+  DrawKernel(const KernelInitContext& c, double a, double b) : RandomKernelBase(c), a_(a), b_(b) {}
+  void Compute(KernelContext& ctx) override {
+    Tensor& out = ctx.output(0);
+    DispatchFloating(out.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using R = DrawType<T>;
+      T* dst = out.data<T>();
+      const int64_t n = out.numel();
+      Draw([&](std::mt19937& e) {
+        Dist<R> dist(static_cast<R>(a_), static_cast<R>(b_));
+        for (int64_t i = 0; i < n; ++i) dst[i] = CastFromDouble<T>(static_cast<double>(dist(e)));
+      });
+    });
+  }
+
+ private:
+  double a_, b_;
+};
 
 // RandomNormal, RandomNormalLike: N(mean, scale^2).
-class RandomNormalKernel final : public RandomKernelBase {
- public:
-  explicit RandomNormalKernel(const KernelInitContext& c)
-      : RandomKernelBase(c), mean_(c.attrs().GetFloat("mean")), scale_(c.attrs().GetFloat("scale")) {}
-  void Compute(KernelContext& ctx) override {
-    Tensor& out = ctx.output(0);
-    std::vector<double> values(static_cast<size_t>(out.numel()));
-    Draw([&](std::mt19937& e) {
-      std::normal_distribution<double> dist(mean_, scale_);
-      for (double& v : values) v = dist(e);
-    });
-    Store(out, values);
-  }
-
- private:
-  double mean_, scale_;
-};
-ONEFLOW_KERNEL_CLASS(RandomNormal, RandomNormalKernel);
-ONEFLOW_KERNEL_CLASS(RandomNormalLike, RandomNormalKernel);
+std::unique_ptr<OpKernel> MakeNormal(const KernelInitContext& c) {
+  return std::make_unique<DrawKernel<std::normal_distribution>>(c, c.attrs().GetFloat("mean"),
+                                                                c.attrs().GetFloat("scale"));
+}
+ONEFLOW_KERNEL_FACTORY(RandomNormal, DeviceType::kCpu, MakeNormal);
+ONEFLOW_KERNEL_FACTORY(RandomNormalLike, DeviceType::kCpu, MakeNormal);
 
 // RandomUniform, RandomUniformLike: U[low, high).
-class RandomUniformKernel final : public RandomKernelBase {
- public:
-  explicit RandomUniformKernel(const KernelInitContext& c)
-      : RandomKernelBase(c), low_(c.attrs().GetFloat("low")), high_(c.attrs().GetFloat("high")) {
-    OF_CHECK(std::isfinite(low_) && std::isfinite(high_) && low_ <= high_, kInvalidModel, c.node().Describe(),
-             ": low (", low_, ") and high (", high_, ") must be finite with low <= high");
-  }
-  void Compute(KernelContext& ctx) override {
-    Tensor& out = ctx.output(0);
-    std::vector<double> values(static_cast<size_t>(out.numel()));
-    Draw([&](std::mt19937& e) {
-      std::uniform_real_distribution<double> dist(0.0, 1.0);
-      for (double& v : values) v = low_ + (high_ - low_) * dist(e);
-    });
-    Store(out, values);
-  }
-
- private:
-  double low_, high_;
-};
-ONEFLOW_KERNEL_CLASS(RandomUniform, RandomUniformKernel);
-ONEFLOW_KERNEL_CLASS(RandomUniformLike, RandomUniformKernel);
+std::unique_ptr<OpKernel> MakeUniform(const KernelInitContext& c) {
+  const double low = c.attrs().GetFloat("low"), high = c.attrs().GetFloat("high");
+  OF_CHECK(std::isfinite(low) && std::isfinite(high) && low <= high, kInvalidModel, c.node().Describe(),
+           ": low (", low, ") and high (", high, ") must be finite with low <= high");
+  return std::make_unique<DrawKernel<std::uniform_real_distribution>>(c, low, high);
+}
+ONEFLOW_KERNEL_FACTORY(RandomUniform, DeviceType::kCpu, MakeUniform);
+ONEFLOW_KERNEL_FACTORY(RandomUniformLike, DeviceType::kCpu, MakeUniform);
 
 class BernoulliKernel final : public RandomKernelBase {
  public:
@@ -100,18 +96,30 @@ class BernoulliKernel final : public RandomKernelBase {
   void Compute(KernelContext& ctx) override {
     const Tensor& p = ctx.input(0);
     const int64_t n = p.numel();
-    std::vector<double> probs(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      probs[static_cast<size_t>(i)] = p.GetAsDouble(i);
-      OF_CHECK(probs[static_cast<size_t>(i)] >= 0.0 && probs[static_cast<size_t>(i)] <= 1.0, kInvalidArgument,
-               ctx.node_desc(), ": probability ", i, " is ", probs[static_cast<size_t>(i)], "; it must be in [0, 1]");
-    }
-    std::vector<double> values(probs.size());
-    Draw([&](std::mt19937& e) {
-      std::uniform_real_distribution<double> dist(0.0, 1.0);
-      for (size_t i = 0; i < values.size(); ++i) values[i] = dist(e) < probs[i] ? 1.0 : 0.0;
+    // 1 where a draw of U[0, 1) falls below the probability, in the probabilities' draw type.
+    std::vector<char> ones(static_cast<size_t>(n));
+    DispatchFloating(p.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using R = DrawType<T>;
+      std::vector<R> probs(static_cast<size_t>(n));
+      const T* src = p.data<T>();
+      for (int64_t i = 0; i < n; ++i) {
+        const R v = static_cast<R>(CastToDouble<T>(src[i]));
+        OF_CHECK(v >= R(0) && v <= R(1), kInvalidArgument, ctx.node_desc(), ": probability ", i, " is ", v,
+                 "; it must be in [0, 1]");
+        probs[static_cast<size_t>(i)] = v;
+      }
+      Draw([&](std::mt19937& e) {
+        std::uniform_real_distribution<R> dist(R(0), R(1));
+        for (size_t i = 0; i < probs.size(); ++i) ones[i] = dist(e) < probs[i];
+      });
     });
-    Store(ctx.output(0), values);
+    Tensor& out = ctx.output(0);
+    DispatchAll(out.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* dst = out.data<T>();
+      for (size_t i = 0; i < ones.size(); ++i) dst[i] = CastFromDouble<T>(ones[i] ? 1.0 : 0.0);
+    });
   }
 };
 ONEFLOW_KERNEL_CLASS(Bernoulli, BernoulliKernel);
