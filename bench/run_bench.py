@@ -351,6 +351,30 @@ def build_type(lib_path):
     return None
 
 
+def time_rows_per_tier(script, lib, tiers, max_seconds, label_width=36, extra_args=()):
+    """Runs `script --tier-child` once per instruction-set tier (the host's, then each cap through
+    ONEFLOW_MAX_ISA, so every compiled copy of our kernels is timed) and prints its rows, which the
+    child prints as one JSON list of {row, ours_ms, ort_ms}, as ratios ours/onnxruntime. Returns 1
+    when a tier fails."""
+    import json
+    import subprocess
+    print(f"{'row':{label_width}} {'tier':8} {'ours ms':>9} {'ort ms':>9} {'ours/ort':>9}")
+    for tier in tiers:
+        env = dict(os.environ)
+        env.pop("ONEFLOW_MAX_ISA", None)
+        if tier != "native":
+            env["ONEFLOW_MAX_ISA"] = tier
+        res = subprocess.run([sys.executable, script, "--lib", lib, "--max-seconds", str(max_seconds), "--tier-child",
+                              *extra_args], env=env, capture_output=True, text=True)
+        if res.returncode != 0:
+            print(f"tier {tier} failed:\n{res.stderr[-2000:]}")
+            return 1
+        for r in json.loads(res.stdout.strip().splitlines()[-1]):
+            print(f"{r['row']:{label_width}} {tier:8} {r['ours_ms']:9.3f} {r['ort_ms']:9.3f} "
+                  f"{r['ours_ms'] / r['ort_ms']:9.2f}")
+    return 0
+
+
 def resolve_lib(path):
     if os.path.isabs(path) or os.path.exists(path):
         return path

@@ -14,7 +14,6 @@ shape and range (draws differ between engines), the sequence rows by equal outpu
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -109,20 +108,7 @@ def main():
     import onnxruntime as ort
     info = run_bench.machine_info()
     print(f"CPU: {info['cpu']}; instruction set: {info['isa']}; onnxruntime {ort.__version__}; 1 thread")
-    print(f"{'row':36} {'tier':8} {'ours ms':>9} {'ort ms':>9} {'ours/ort':>9}")
-    for tier in a.isa.split(","):
-        env = dict(os.environ)
-        env.pop("ONEFLOW_MAX_ISA", None)
-        if tier != "native":
-            env["ONEFLOW_MAX_ISA"] = tier
-        res = subprocess.run([sys.executable, __file__, "--lib", lib, "--max-seconds", str(a.max_seconds),
-                              "--tier-child"], env=env, capture_output=True, text=True)
-        if res.returncode != 0:
-            print(f"tier {tier} failed:\n{res.stderr[-2000:]}")
-            return 1
-        for r in json.loads(res.stdout.strip().splitlines()[-1]):
-            print(f"{r['row']:36} {tier:8} {r['ours_ms']:9.3f} {r['ort_ms']:9.3f} {r['ours_ms'] / r['ort_ms']:9.2f}")
-    return 0
+    return run_bench.time_rows_per_tier(__file__, lib, a.isa.split(","), a.max_seconds)
 
 
 if __name__ == "__main__":

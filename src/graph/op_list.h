@@ -73,6 +73,9 @@
   P(X, MsDynamicQuantizeMatMul, Microsoft) P(X, MsMatMulIntegerToFloat, Microsoft) P(X, MsQLinearAdd, Microsoft) \
   P(X, MsQLinearMul, Microsoft) P(X, MsQLinearSigmoid, Microsoft) P(X, MsQLinearLeakyRelu, Microsoft) \
   P(X, MsQLinearConcat, Microsoft) P(X, MsQLinearGlobalAveragePool, Microsoft) \
+  P(X, MsAttention, Microsoft) P(X, MsMultiHeadAttention, Microsoft) P(X, MsGroupQueryAttention, Microsoft) \
+  P(X, MsRotaryEmbedding, Microsoft) P(X, MsEmbedLayerNormalization, Microsoft) P(X, MsQAttention, Microsoft) \
+  P(X, MsDynamicQuantizeLSTM, Microsoft) \
   P(X, ArrayFeatureExtractor, Ml) P(X, Binarizer, Ml) P(X, TreeEnsemble, Ml) \
   P(X, Adagrad, Training) P(X, Adam, Training) P(X, Momentum, Training) \
   P(X, AveragePoolGrad, Oneflow) \

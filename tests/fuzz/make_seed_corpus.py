@@ -195,6 +195,23 @@ def main(out):
                 ("b", np.array([100, -100, 5, 0], np.int32)),
                 ("w8", np.array([[1, -2], [3, 4], [-128, 127]], np.int8)), ("ws8", np.array(0.05, np.float32))]],
             extra_imports=[helper.make_opsetid("com.microsoft", 1)]),
+        # ONNX Runtime's attention contrib ops on a fed input: packed-QKV GroupQueryAttention with
+        # rotary, MultiHeadAttention with a key padding mask, EmbedLayerNormalization on constants.
+        "contrib_attention": model(
+            [helper.make_node("GroupQueryAttention", ["q", "", "", "", "", "sl", "tl", "cos", "sin"], ["g", "pk", "pv"],
+                              domain="com.microsoft", num_heads=2, kv_num_heads=1, do_rotary=1),
+             helper.make_node("MultiHeadAttention", ["g", "g", "g", "", "kpm"], ["m"], domain="com.microsoft",
+                              num_heads=2, unidirectional=1),
+             helper.make_node("EmbedLayerNormalization", ["ids", "", "we", "pe", "", "gm", "bt"], ["e", "mi"],
+                              domain="com.microsoft")],
+            [vi("q", f, [1, 2, 32])], [vi("m", f, None), vi("pk", f, None), vi("e", f, None)],
+            [numpy_helper.from_array(a, n) for n, a in [
+                ("sl", np.array([1], np.int32)), ("tl", np.array(2, np.int32)),
+                ("cos", np.ones((4, 4), np.float32)), ("sin", np.zeros((4, 4), np.float32)),
+                ("kpm", np.array([2], np.int32)), ("ids", np.array([[0, 2, 1]], np.int32)),
+                ("we", np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)), ("pe", np.ones((3, 4), np.float32)),
+                ("gm", np.ones(4, np.float32)), ("bt", np.zeros(4, np.float32))]],
+            extra_imports=[helper.make_opsetid("com.microsoft", 1)]),
         # Control flow: an If inside a Loop body reading a value two graphs out, a scan output, and a
         # Scan with axes and directions (subgraph import, captured values, the kernels' executors).
         "control_flow": model(

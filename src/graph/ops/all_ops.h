@@ -23,6 +23,7 @@ void RegisterSignalOps(OpRegistry& r);         // ops/signal.cc: the windows, DF
 void RegisterDetectionOps(OpRegistry& r);      // ops/detection.cc: NonMaxSuppression
 void RegisterContribOps(OpRegistry& r);        // ops/contrib.cc: ONNX Runtime's FastGelu, SkipLayerNormalization, ...
 void RegisterContribQuantizationOps(OpRegistry& r);  // ops/contrib_quantization.cc: QLinearAdd, DynamicQuantizeMatMul, ...
+void RegisterContribAttentionOps(OpRegistry& r);  // ops/contrib_attention.cc: Attention, MultiHeadAttention, GQA, ...
 void RegisterLlmBlockOps(OpRegistry& r);       // ops/llm_blocks.cc: SwiGLU, CausalConvWithState, LinearAttention
 void RegisterControlFlowOps(OpRegistry& r);     // ops/control_flow.cc: If, Loop, Scan
 void RegisterDeformConvOps(OpRegistry& r);      // ops/deform_conv.cc: DeformConv
@@ -52,6 +53,7 @@ inline void RegisterAllOps(OpRegistry& r) {
   RegisterDetectionOps(r);
   RegisterContribOps(r);
   RegisterContribQuantizationOps(r);
+  RegisterContribAttentionOps(r);
   RegisterLlmBlockOps(r);
   RegisterControlFlowOps(r);
   RegisterDeformConvOps(r);

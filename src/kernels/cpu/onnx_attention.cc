@@ -1,8 +1,8 @@
 // CPU kernels: ONNX Attention (opsets 23-25), RotaryEmbedding (23) and TensorScatter (24)
 // (graph/ops/attention.cc).
 //
-// Attention computes in f32 (f64 for f64 data; f16/bf16 widen to f32) one query row at a time:
-//   scores = scale * q K^T, softcapped (softcap * tanh(s / softcap)), plus the bias that
+// Attention computes in f32 (f64 for f64 data; f16/bf16 widen to f32) through the shared core
+// (attention_core.h): scores = scale * q K^T, softcapped (softcap * tanh(s / softcap)), plus the bias that
 //   attn_mask (boolean: 0 / -inf; else added as is; a short last dim padded with -inf), the
 //   causal frontier (key j <= i + offset), the sliding window (opset 25) and nonpad_kv_seqlen
 //   (key j < n[b]) make, softmax, times V. offset is the past length (past_key given), else
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "kernels/cpu/attention_core.h"
 #include "kernels/cpu/reduce_util.h"
 #include "kernels/kernel.h"
 #include "kernels/cpu/isa_region.h"
@@ -25,51 +26,10 @@ namespace {
 
 enum : size_t { kQ = 0, kK = 1, kV = 2, kMask = 3, kPastKey = 4, kPastValue = 5, kNonpad = 6 };
 
-// A float tensor's values in the compute type C.
-template <typename C>
-std::vector<C> Load(const Tensor& t) {
-  std::vector<C> out(static_cast<size_t>(t.numel()));
-  if constexpr (std::is_same_v<C, float>) {
-    if (t.dtype() == DType::kFloat32) {
-      std::copy_n(t.data<float>(), t.numel(), out.data());
-      return out;
-    }
-    if (IsHalfDType(t.dtype())) {
-      const Tensor f = WidenToFloat(t);
-      std::copy_n(f.data<float>(), t.numel(), out.data());
-      return out;
-    }
-  }
-  for (int64_t i = 0; i < t.numel(); ++i) out[static_cast<size_t>(i)] = static_cast<C>(t.GetAsDouble(i));
-  return out;
-}
-
-// Writes `v` (the compute type) into the float tensor `out`.
-template <typename C>
-void Store(const std::vector<C>& v, Tensor& out) {
-  if constexpr (std::is_same_v<C, float>) {
-    if (out.dtype() == DType::kFloat32) {
-      std::copy_n(v.data(), out.numel(), out.data<float>());
-      return;
-    }
-    Tensor f = Tensor::Uninitialized(DType::kFloat32, out.shape());
-    std::copy_n(v.data(), out.numel(), f.data<float>());
-    if (IsHalfDType(out.dtype())) {
-      NarrowFromFloat(f, out);
-      return;
-    }
-  }
-  DispatchFloating(out.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T* o = out.data<T>();
-    for (int64_t i = 0; i < out.numel(); ++i) o[i] = CastFromDouble<T>(static_cast<double>(v[static_cast<size_t>(i)]));
-  });
-}
-
 // [B, S, heads * d] -> [B, heads, S, d] (3-D inputs), or a copy of a 4-D [B, heads, S, d].
 template <typename C>
 std::vector<C> HeadsFirst(const Tensor& t, int64_t heads) {
-  std::vector<C> v = Load<C>(t);
+  std::vector<C> v = LoadCompute<C>(t);
   if (t.rank() == 4) return v;
   const int64_t B = t.dim(0), S = t.dim(1), d = t.dim(2) / heads;
   std::vector<C> out(v.size());
@@ -157,7 +117,7 @@ void AttentionCompute(KernelContext& ctx) {
                node, ": past_key ", ShapeToString(pk.shape()), " / past_value ", ShapeToString(pv.shape()),
                " must be [", B, ", ", Hkv, ", past, ", D, "] / [", B, ", ", Hkv, ", past, ", Dv, "]");
     past = pk.dim(2);
-    const std::vector<C> pkv = Load<C>(pk), pvv = Load<C>(pv);
+    const std::vector<C> pkv = LoadCompute<C>(pk), pvv = LoadCompute<C>(pv);
     auto concat = [&](const std::vector<C>& p, const std::vector<C>& n, int64_t d) {
       std::vector<C> out(static_cast<size_t>(B * Hkv * (past + Skv) * d));
       for (int64_t bh = 0; bh < B * Hkv; ++bh) {
@@ -170,8 +130,8 @@ void AttentionCompute(KernelContext& ctx) {
     v = concat(pvv, v, Dv);
   }
   const int64_t T = past + Skv;
-  if (ctx.has_output(1)) Store(k, ctx.output(1));
-  if (ctx.has_output(2)) Store(v, ctx.output(2));
+  if (ctx.has_output(1)) StoreCompute(k, ctx.output(1));
+  if (ctx.has_output(2)) StoreCompute(v, ctx.output(2));
 
   std::vector<int64_t> nonpad;
   if (ctx.num_inputs() > kNonpad && ctx.has_input(kNonpad)) {
@@ -184,73 +144,59 @@ void AttentionCompute(KernelContext& ctx) {
   const MaskView mask = ctx.has_input(kMask) ? ReadMask(ctx.input(kMask), B, Hq, Sq, node) : MaskView{};
   const bool causal = ctx.attrs().GetInt("is_causal", 0) != 0;
   const int64_t left = ctx.attrs().GetInt("left_window_size", -1), right = ctx.attrs().GetInt("right_window_size", -1);
-  const float softcap = ctx.attrs().GetFloat("softcap", 0.0f);
   const int64_t mode = ctx.attrs().GetInt("qk_matmul_output_mode", 0);
-  const C scale = static_cast<C>(ctx.attrs().GetFloat("scale", 1.0f / std::sqrt(static_cast<float>(D))));
   const C neg_inf = -std::numeric_limits<C>::infinity();
 
-  std::vector<C> y(static_cast<size_t>(B * Hq * Sq * Dv), C(0));
+  std::vector<C> y(static_cast<size_t>(B * Hq * Sq * Dv));
   std::vector<C> qk(ctx.has_output(3) ? static_cast<size_t>(B * Hq * Sq * T) : 0);
-  const int64_t group = Hq / Hkv;
-  ctx.pool().ParallelFor(B * Hq * Sq, static_cast<double>(T * (D + Dv)), [&](int64_t begin, int64_t end) {
-    std::vector<C> s(static_cast<size_t>(T)), bias(static_cast<size_t>(T));
-    for (int64_t r = begin; r < end; ++r) {
-      const int64_t i = r % Sq, h = (r / Sq) % Hq, b = r / (Sq * Hq);
+  AttentionProblem<C> p;
+  p.SetDims(B, Hq, Hkv, Sq, T, D, Dv);
+  p.q = HeadView<const C>::Bnsh(q.data(), Sq, Hq, D);
+  p.k = HeadView<const C>::Bnsh(k.data(), T, Hkv, D);
+  p.v = HeadView<const C>::Bnsh(v.data(), T, Hkv, Dv);
+  // A 3-D output is [B, Sq, Hq * Dv]: the core writes it in place.
+  p.y = three_d ? HeadView<C>::Bsnh(y.data(), Sq, Hq, Dv) : HeadView<C>::Bnsh(y.data(), Sq, Hq, Dv);
+  p.scale = static_cast<C>(ctx.attrs().GetFloat("scale", 1.0f / std::sqrt(static_cast<float>(D))));
+  p.softcap = static_cast<C>(std::max(0.0f, ctx.attrs().GetFloat("softcap", 0.0f)));
+  // The causal, right-window and nonpad frontiers are key_end below; a bias row is needed for the
+  // mask, for the left window, and for the scores an observer is shown.
+  if (mask.present || left >= 0 || (ctx.has_output(3) && (causal || right >= 0 || !nonpad.empty()))) {
+    p.bias = [&](int64_t b, int64_t h, int64_t i, C* bias) {
       const int64_t offset = !nonpad.empty() ? nonpad[static_cast<size_t>(b)] - Sq : past;
-      const C* qi = q.data() + r * D;
-      const C* kh = k.data() + (b * Hkv + h / group) * T * D;
-      const C* vh = v.data() + (b * Hkv + h / group) * T * Dv;
-      C bias_max = neg_inf;
+      const int64_t pos = offset + i;  // the query's absolute position
       for (int64_t j = 0; j < T; ++j) {
-        C dot = 0;
-        for (int64_t c = 0; c < D; ++c) dot += qi[c] * kh[j * D + c];
-        C x = dot * scale;
-        if (softcap > 0.0f) x = static_cast<C>(softcap) * std::tanh(x / static_cast<C>(softcap));
-        s[j] = x;
         C bj = static_cast<C>(mask.At(b, h, i, j));
-        const int64_t p = offset + i;  // the query's absolute position
-        if (causal && j > p) bj = neg_inf;
-        // As differences of positions: p + right would overflow for a window size near INT64_MAX.
-        if (left >= 0 && p - j > left) bj = neg_inf;
-        if (right >= 0 && j - p > right) bj = neg_inf;
+        if (causal && j > pos) bj = neg_inf;
+        // As differences of positions: pos + right would overflow for a window size near INT64_MAX.
+        if (left >= 0 && pos - j > left) bj = neg_inf;
+        if (right >= 0 && j - pos > right) bj = neg_inf;
         if (!nonpad.empty() && j >= nonpad[static_cast<size_t>(b)]) bj = neg_inf;
         bias[j] = bj;
-        bias_max = std::max(bias_max, bj);
       }
-      C* qk_row = qk.empty() ? nullptr : qk.data() + r * T;
-      if (qk_row && mode <= 1) std::copy_n(s.data(), T, qk_row);
-      for (int64_t j = 0; j < T; ++j) s[j] += bias[j];
-      if (qk_row && mode == 2) std::copy_n(s.data(), T, qk_row);
-      C* yi = y.data() + r * Dv;
-      if (bias_max == neg_inf) {  // every key masked: a zero row
-        if (qk_row && mode == 3) std::fill_n(qk_row, T, C(0));
-        continue;
-      }
-      C mx = neg_inf;
-      for (int64_t j = 0; j < T; ++j) mx = std::max(mx, s[j]);
-      C sum = 0;
-      for (int64_t j = 0; j < T; ++j) {
-        s[j] = s[j] == neg_inf ? C(0) : std::exp(s[j] - mx);
-        sum += s[j];
-      }
-      for (int64_t j = 0; j < T; ++j) s[j] /= sum;
-      if (qk_row && mode == 3) std::copy_n(s.data(), T, qk_row);
-      for (int64_t j = 0; j < T; ++j) {
-        if (s[j] == C(0)) continue;
-        for (int64_t c = 0; c < Dv; ++c) yi[c] += s[j] * vh[j * Dv + c];
-      }
-    }
-  });
-  if (ctx.has_output(3)) Store(qk, ctx.output(3));
-  if (three_d) {  // [B, Hq, Sq, Dv] -> [B, Sq, Hq * Dv]
-    std::vector<C> t(y.size());
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t h = 0; h < Hq; ++h)
-        for (int64_t i = 0; i < Sq; ++i)
-          std::copy_n(y.data() + ((b * Hq + h) * Sq + i) * Dv, Dv, t.data() + ((b * Sq + i) * Hq + h) * Dv);
-    y.swap(t);
+    };
   }
-  Store(y, ctx.output(0));
+  if (causal || right >= 0 || !nonpad.empty()) {
+    // The same frontier as a bound the core need not compute past.
+    p.key_end = [&](int64_t b, int64_t i) {
+      const int64_t pos = (!nonpad.empty() ? nonpad[static_cast<size_t>(b)] - Sq : past) + i;
+      int64_t end = T;
+      if (causal) end = std::min(end, pos + 1);
+      if (right >= 0 && right < T) end = std::min(end, pos + right + 1);
+      if (!nonpad.empty()) end = std::min(end, nonpad[static_cast<size_t>(b)]);
+      return end;
+    };
+  }
+  if (!qk.empty()) {
+    // Mode 0/1: the scaled (softcapped) scores; 2: plus the mask; 3: the probabilities.
+    const AttentionStage want = mode <= 1 ? AttentionStage::kScaled : mode == 2 ? AttentionStage::kBiased
+                                                                                : AttentionStage::kProbs;
+    p.observe = [&](AttentionStage stage, int64_t b, int64_t h, int64_t i, const C* row) {
+      if (stage == want) std::copy_n(row, T, qk.data() + ((b * Hq + h) * Sq + i) * T);
+    };
+  }
+  RunAttention(p, ctx.pool());
+  if (ctx.has_output(3)) StoreCompute(qk, ctx.output(3));
+  StoreCompute(y, ctx.output(0));
 }
 
 void AttentionKernel(KernelContext& ctx) {
@@ -299,25 +245,16 @@ void RotaryCompute(KernelContext& ctx) {
     OF_REQUIRE(cos_t.rank() == 3 && cos_t.dim(0) == B && cos_t.dim(1) == S, node,
                ": without position_ids the caches are [", B, ", ", S, ", ", half, "], got ", ShapeToString(cos_t.shape()));
   }
-  const std::vector<C> x = Load<C>(x0), cs = Load<C>(cos_t), sn = Load<C>(sin_t);
+  const std::vector<C> x = LoadCompute<C>(x0), cs = LoadCompute<C>(cos_t), sn = LoadCompute<C>(sin_t);
   std::vector<C> y(x.size());
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t s = 0; s < S; ++s) {
         const int64_t off = three_d ? ((b * S + s) * H + h) * D : ((b * H + h) * S + s) * D;
         const int64_t row = positions.empty() ? b * S + s : positions[static_cast<size_t>(b * S + s)];
-        const C* c = cs.data() + row * half;
-        const C* si = sn.data() + row * half;
-        const C* xi = x.data() + off;
-        C* yi = y.data() + off;
-        for (int64_t j = 0; j < half; ++j) {
-          const int64_t a = interleaved ? 2 * j : j, e = interleaved ? 2 * j + 1 : j + half;
-          yi[a] = c[j] * xi[a] - si[j] * xi[e];
-          yi[e] = si[j] * xi[a] + c[j] * xi[e];
-        }
-        std::copy(xi + rot, xi + D, yi + rot);
+        RotateHead(x.data() + off, y.data() + off, D, rot, interleaved, cs.data() + row * half, sn.data() + row * half);
       }
-  Store(y, ctx.output(0));
+  StoreCompute(y, ctx.output(0));
 }
 
 void RotaryEmbeddingKernel(KernelContext& ctx) {

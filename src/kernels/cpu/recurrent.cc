@@ -22,6 +22,7 @@
 #include "base/fast_math.h"
 #include "graph/ops/recurrent_spec.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/integer_gemm.h"
 #include "kernels/kernel.h"
 #include "kernels/cpu/isa_region.h"
 
@@ -177,14 +178,15 @@ struct Problem {
   }
 };
 
+// `weights` replaces inputs W and R where given (DynamicQuantizeLSTM's dequantized weights).
 template <typename T>
-Problem<T> ReadProblem(KernelContext& ctx, RecurrentCell cell) {
+Problem<T> ReadProblem(KernelContext& ctx, RecurrentCell cell, const Tensor* weights = nullptr) {
   Problem<T> p;
   p.spec = ParseRecurrentSpec(cell, ctx.attrs(), ctx.node_desc());
   const RecurrentSpec& s = p.spec;
   const Tensor& x = ctx.input(kX);
-  const Tensor& w = ctx.input(kW);
-  const Tensor& r = ctx.input(kR);
+  const Tensor& w = weights ? weights[0] : ctx.input(kW);
+  const Tensor& r = weights ? weights[1] : ctx.input(kR);
   OF_REQUIRE(x.rank() == 3 && w.rank() == 3 && r.rank() == 3, ctx.node_desc(), ": X, W and R must be 3-D, got ",
              ShapeToString(x.shape()), ", ", ShapeToString(w.shape()), ", ", ShapeToString(r.shape()));
   p.S = x.dim(s.layout ? 1 : 0);
@@ -415,8 +417,8 @@ void ForEachDirection(int64_t D, ThreadPool& pool, Fn&& fn) {
 
 template <typename T>
 void RecurrentForward(KernelContext& ctx, RecurrentCell cell, const std::vector<PackedMatrix>* r_packed,
-                      const std::vector<PackedMatrix>* w_packed) {
-  Problem<T> p = ReadProblem<T>(ctx, cell);
+                      const std::vector<PackedMatrix>* w_packed, const Tensor* weights = nullptr) {
+  Problem<T> p = ReadProblem<T>(ctx, cell, weights);
   p.r_packed = r_packed;
   p.w_packed = w_packed;
   T* Y = ctx.has_output(0) ? ctx.output(0).data<T>() : nullptr;
@@ -644,32 +646,37 @@ void RecurrentBackward(KernelContext& ctx, RecurrentCell cell) {
               false, d == 0 ? T(0) : T(1), dX, p.I, &ctx.pool());
 }
 
-// The forward kernel: packs a constant float R once, at session creation, for the step GEMMs
-// (a step multiplies only batch rows by it, so packing it per call would cost as much as the product).
+// W^T and R^T of each direction pre-packed for the GEMMs (Problem::w_packed / r_packed), from
+// constant float weights; a null or odd-shaped weight leaves its list empty (the run reports the shapes).
+void PackRecurrentWeights(RecurrentCell cell, const RecurrentSpec& s, const Tensor* w, const Tensor* r,
+                          std::vector<PackedMatrix>& w_packed, std::vector<PackedMatrix>& r_packed) {
+  if (w && w->dtype() == DType::kFloat32 && w->rank() == 3) {
+    const int64_t GH = w->dim(1), I = w->dim(2);
+    for (int64_t d = 0; d < w->dim(0); ++d) w_packed.push_back(PackGemmB(I, GH, w->data<float>() + d * GH * I, I, true));
+  }
+  if (!r || r->dtype() != DType::kFloat32 || r->rank() != 3) return;
+  const int64_t D = r->dim(0), GH = r->dim(1), H = r->dim(2);
+  if (GH != s.gates * H || D != s.num_directions) return;
+  const bool split_h = cell == RecurrentCell::kGru && !s.linear_before_reset;
+  for (int64_t d = 0; d < D; ++d) {
+    const float* Rd = r->data<float>() + d * GH * H;
+    if (split_h) {
+      r_packed.push_back(PackGemmB(H, 2 * H, Rd, H, true));
+      r_packed.push_back(PackGemmB(H, H, Rd + 2 * H * H, H, true));
+    } else {
+      r_packed.push_back(PackGemmB(H, GH, Rd, H, true));
+    }
+  }
+}
+
+// The forward kernel: packs constant float weights once, at session creation, for the step GEMMs
+// (a step multiplies only batch rows by R, so packing it per call would cost as much as the product).
 template <RecurrentCell kCell>
 class ForwardKernel final : public OpKernel {
  public:
   explicit ForwardKernel(const KernelInitContext& init) {
-    const Tensor* w = init.constant_input(kW);
-    if (w && w->dtype() == DType::kFloat32 && w->rank() == 3) {
-      const int64_t GH = w->dim(1), I = w->dim(2);
-      for (int64_t d = 0; d < w->dim(0); ++d) w_packed_.push_back(PackGemmB(I, GH, w->data<float>() + d * GH * I, I, true));
-    }
-    const Tensor* r = init.constant_input(kR);
-    if (!r || r->dtype() != DType::kFloat32 || r->rank() != 3) return;
     const RecurrentSpec s = ParseRecurrentSpec(kCell, init.attrs(), init.node().Describe());
-    const int64_t D = r->dim(0), GH = r->dim(1), H = r->dim(2);
-    if (GH != s.gates * H || D != s.num_directions) return;  // the run reports the shapes
-    const bool split_h = kCell == RecurrentCell::kGru && !s.linear_before_reset;
-    for (int64_t d = 0; d < D; ++d) {
-      const float* Rd = r->data<float>() + d * GH * H;
-      if (split_h) {
-        r_packed_.push_back(PackGemmB(H, 2 * H, Rd, H, true));
-        r_packed_.push_back(PackGemmB(H, H, Rd + 2 * H * H, H, true));
-      } else {
-        r_packed_.push_back(PackGemmB(H, GH, Rd, H, true));
-      }
-    }
+    PackRecurrentWeights(kCell, s, init.constant_input(kW), init.constant_input(kR), w_packed_, r_packed_);
   }
   void Compute(KernelContext& ctx) override {
     DispatchFloat(ctx.input(kX).dtype(), [&](auto tag) {
@@ -681,6 +688,72 @@ class ForwardKernel final : public OpKernel {
  private:
   std::vector<PackedMatrix> r_packed_, w_packed_;
 };
+
+// com.microsoft DynamicQuantizeLSTM: an LSTM whose W [D, I, 4H] and R [D, H, 4H] are 8-bit, with
+// scales and zero points per direction ([D]) or per gate column ([D, 4H]). The weights are
+// dequantized (once, when constant: the usual case) into LSTM's own [D, 4H, I] / [D, 4H, H] float
+// layout and the float LSTM runs. onnxruntime also quantizes the activations at each step; this
+// keeps them in float, so its outputs differ from ours by that rounding.
+enum : size_t { kWScale = 8, kWZeroPoint = 9, kRScale = 10, kRZeroPoint = 11 };
+
+Tensor DequantizeGateWeights(const Tensor& q, const Tensor& scale, const Tensor& zero_point, const char* name,
+                             const std::string& node) {
+  OF_REQUIRE(q.rank() == 3 && (q.dtype() == DType::kInt8 || q.dtype() == DType::kUInt8) && zero_point.dtype() == q.dtype() &&
+                 scale.dtype() == DType::kFloat32,
+             node, ": ", name, " must be 3-D int8/uint8 with float scales and zero points of its type");
+  const int64_t D = q.dim(0), K = q.dim(1), G = q.dim(2);
+  OF_REQUIRE((scale.numel() == D || scale.numel() == D * G) && zero_point.numel() == scale.numel(), node, ": ", name,
+             "'s scale and zero point must both have ", D, " (per direction) or ", D * G, " (per column) entries");
+  const bool per_column = scale.numel() == D * G;
+  Tensor out = Tensor::Uninitialized(DType::kFloat32, {D, G, K});
+  float* o = out.data<float>();
+  for (int64_t d = 0; d < D; ++d)
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t at = per_column ? d * G + g : d;
+      const float sc = scale.data<float>()[at];
+      OF_REQUIRE(std::isfinite(sc) && sc != 0.0f, node, ": ", name, "'s scale ", sc, " must be finite and nonzero");
+      const int32_t zp = integer_gemm::ByteAt(zero_point.dtype(), zero_point.raw(), at);
+      for (int64_t k = 0; k < K; ++k)
+        o[(d * G + g) * K + k] = static_cast<float>(integer_gemm::ByteAt(q.dtype(), q.raw(), (d * K + k) * G + g) - zp) * sc;
+    }
+  return out;
+}
+
+class DynamicQuantizeLstmKernel final : public OpKernel {
+ public:
+  explicit DynamicQuantizeLstmKernel(const KernelInitContext& init) {
+    const Tensor* w = init.constant_input(kW);
+    const Tensor* r = init.constant_input(kR);
+    const Tensor* ws = init.constant_input(kWScale);
+    const Tensor* wz = init.constant_input(kWZeroPoint);
+    const Tensor* rs = init.constant_input(kRScale);
+    const Tensor* rz = init.constant_input(kRZeroPoint);
+    if (!(w && r && ws && wz && rs && rz)) return;
+    const std::string node = init.node().Describe();
+    weights_[0] = DequantizeGateWeights(*w, *ws, *wz, "W", node);
+    weights_[1] = DequantizeGateWeights(*r, *rs, *rz, "R", node);
+    const RecurrentSpec s = ParseRecurrentSpec(RecurrentCell::kLstm, init.attrs(), node);
+    PackRecurrentWeights(RecurrentCell::kLstm, s, &weights_[0], &weights_[1], w_packed_, r_packed_);
+  }
+  void Compute(KernelContext& ctx) override {
+    const std::string& node = ctx.node_desc();
+    OF_REQUIRE(ctx.input(kX).dtype() == DType::kFloat32, node, ": X must be float32");
+    if (weights_[0].defined()) {
+      RecurrentForward<float>(ctx, RecurrentCell::kLstm, r_packed_.empty() ? nullptr : &r_packed_,
+                              w_packed_.empty() ? nullptr : &w_packed_, weights_);
+      return;
+    }
+    const Tensor weights[2] = {
+        DequantizeGateWeights(ctx.input(kW), ctx.input(kWScale), ctx.input(kWZeroPoint), "W", node),
+        DequantizeGateWeights(ctx.input(kR), ctx.input(kRScale), ctx.input(kRZeroPoint), "R", node)};
+    RecurrentForward<float>(ctx, RecurrentCell::kLstm, nullptr, nullptr, weights);
+  }
+
+ private:
+  Tensor weights_[2];
+  std::vector<PackedMatrix> r_packed_, w_packed_;
+};
+
 template <RecurrentCell kCell>
 void BackwardKernel(KernelContext& ctx) {
   DispatchFloat(ctx.input(kX).dtype(), [&](auto tag) { RecurrentBackward<typename decltype(tag)::type>(ctx, kCell); });
@@ -689,6 +762,7 @@ void BackwardKernel(KernelContext& ctx) {
 ONEFLOW_KERNEL_CLASS(RNN, ForwardKernel<RecurrentCell::kRnn>);
 ONEFLOW_KERNEL_CLASS(GRU, ForwardKernel<RecurrentCell::kGru>);
 ONEFLOW_KERNEL_CLASS(LSTM, ForwardKernel<RecurrentCell::kLstm>);
+ONEFLOW_KERNEL_CLASS(MsDynamicQuantizeLSTM, DynamicQuantizeLstmKernel);
 ONEFLOW_KERNEL(RNNGrad, BackwardKernel<RecurrentCell::kRnn>);
 ONEFLOW_KERNEL(GRUGrad, BackwardKernel<RecurrentCell::kGru>);
 ONEFLOW_KERNEL(LSTMGrad, BackwardKernel<RecurrentCell::kLstm>);
