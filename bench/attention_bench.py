@@ -13,7 +13,6 @@ Rows (all f32, batch 1):
 
     python3 bench/attention_bench.py [--lib build/liboneflow.so] [--isa native,avx2,sse4.2]
 """
-import argparse
 import json
 import os
 import sys
@@ -102,20 +101,7 @@ def run_tier(lib, max_seconds):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--lib", default="build/liboneflow.so")
-    ap.add_argument("--isa", default="native,avx2,sse4.2", help="tiers to time, comma-separated")
-    ap.add_argument("--max-seconds", type=float, default=3.0)
-    ap.add_argument("--tier-child", action="store_true", help=argparse.SUPPRESS)
-    a = ap.parse_args()
-    lib = run_bench.resolve_lib(a.lib)
-    if a.tier_child:
-        run_tier(lib, a.max_seconds)
-        return 0
-    import onnxruntime as ort
-    info = run_bench.machine_info()
-    print(f"CPU: {info['cpu']}; instruction set: {info['isa']}; onnxruntime {ort.__version__}; 1 thread")
-    return run_bench.time_rows_per_tier(__file__, lib, a.isa.split(","), a.max_seconds)
+    return run_bench.tier_bench_main(__file__, __doc__.splitlines()[0], run_tier)
 
 
 if __name__ == "__main__":

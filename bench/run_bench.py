@@ -375,6 +375,27 @@ def time_rows_per_tier(script, lib, tiers, max_seconds, label_width=36, extra_ar
     return 0
 
 
+def tier_bench_main(script, description, run_tier):
+    """The command line of a per-tier bench script: with --tier-child, run_tier(lib, max_seconds)
+    times the rows in this process; otherwise print the machine and run one child per tier
+    (time_rows_per_tier)."""
+    import argparse
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--lib", default="build/liboneflow.so")
+    ap.add_argument("--isa", default="native,avx2,sse4.2", help="tiers to time, comma-separated")
+    ap.add_argument("--max-seconds", type=float, default=3.0)
+    ap.add_argument("--tier-child", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    lib = resolve_lib(a.lib)
+    if a.tier_child:
+        run_tier(lib, a.max_seconds)
+        return 0
+    import onnxruntime as ort
+    info = machine_info()
+    print(f"CPU: {info['cpu']}; instruction set: {info['isa']}; onnxruntime {ort.__version__}; 1 thread")
+    return time_rows_per_tier(script, lib, a.isa.split(","), a.max_seconds)
+
+
 def resolve_lib(path):
     if os.path.isabs(path) or os.path.exists(path):
         return path
