@@ -190,7 +190,8 @@ void AttentionCompute(KernelContext& ctx) {
     // Mode 0/1: the scaled (softcapped) scores; 2: plus the mask; 3: the probabilities.
     const AttentionStage want = mode <= 1 ? AttentionStage::kScaled : mode == 2 ? AttentionStage::kBiased
                                                                                 : AttentionStage::kProbs;
-    p.observe = [&](AttentionStage stage, int64_t b, int64_t h, int64_t i, const C* row) {
+    // `want` by value: it ends with this block, the observer runs after it.
+    p.observe = [&, want](AttentionStage stage, int64_t b, int64_t h, int64_t i, const C* row) {
       if (stage == want) std::copy_n(row, T, qk.data() + ((b * Hq + h) * Sq + i) * T);
     };
   }
