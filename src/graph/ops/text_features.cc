@@ -5,6 +5,7 @@
 #include "graph/ops/text_features.h"
 
 #include <algorithm>
+#include <map>
 
 #include "graph/infer_util.h"
 #include "graph/op_schema.h"
@@ -55,8 +56,9 @@ TfIdfSpec ParseTfIdfSpec(const AttrMap& attrs, const std::string& node) {
   OF_CHECK(weights.empty() || weights.size() == s.columns.size(), kInvalidModel, node, ": weights has ",
            weights.size(), " entries for the pool's ", s.columns.size(), " n-grams");
   if (!weights.empty()) {
-    s.weights.assign(static_cast<size_t>(s.width), 1.0f);
-    for (size_t k = 0; k < weights.size(); ++k) s.weights[static_cast<size_t>(s.columns[k])] = weights[k];
+    std::map<int64_t, float> by_column;
+    for (size_t k = 0; k < weights.size(); ++k) by_column[s.columns[k]] = weights[k];
+    s.weights.assign(by_column.begin(), by_column.end());
   }
   return s;
 }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/attribute.h"
@@ -22,7 +23,10 @@ struct TfIdfSpec {
   int64_t max_skip = 0;                    // an n-gram's items may be up to max_skip + 1 apart
   std::vector<std::vector<int64_t>> grams;  // the pool's n-grams, in pool order
   std::vector<int64_t> columns;             // grams[k] counts into output column columns[k]
-  std::vector<float> weights;               // per output column (its n-gram's); empty: all 1
+  // (column, weight) for each column an n-gram counts into, the last n-gram's weight where several
+  // share one; empty: all 1. Sparse: a column index may be up to 2^31 (the output's width is
+  // allocated at run time, never here).
+  std::vector<std::pair<int64_t, float>> weights;
   int64_t width = 0;                        // output columns: max(columns) + 1
 };
 

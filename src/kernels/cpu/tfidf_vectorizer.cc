@@ -65,11 +65,12 @@ class TfIdfVectorizerKernel final : public OpKernel {
           }
           if (shortest == 1) shortest = 2;  // unigrams are the same at every skip distance
         }
-        for (int64_t c = 0; c < spec_.width; ++c) {
-          const float w = spec_.weights.empty() ? 1.0f : spec_.weights[static_cast<size_t>(c)];
-          if (spec_.mode == TfIdfMode::kIdf) counts[c] = counts[c] > 0 ? w : 0.0f;
-          else if (spec_.mode == TfIdfMode::kTfIdf) counts[c] *= w;
-        }
+        // IDF: 1 where counted; then IDF and TF-IDF scale by the weights (only columns an n-gram
+        // counts into can be nonzero, and those are the weighted ones).
+        if (spec_.mode == TfIdfMode::kIdf)
+          for (int64_t c = 0; c < spec_.width; ++c) counts[c] = counts[c] > 0 ? 1.0f : 0.0f;
+        if (spec_.mode != TfIdfMode::kTf)
+          for (const auto& [c, w] : spec_.weights) counts[c] *= w;
       }
     };
     const double skips = static_cast<double>(std::min<int64_t>(spec_.max_skip + 1, std::max<int64_t>(length, 1)));
