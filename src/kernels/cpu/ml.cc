@@ -60,7 +60,7 @@ ONEFLOW_KERNEL(ArrayFeatureExtractor, ArrayFeatureExtractorKernel);
 using TreeSpec = TreeEnsembleSpec;
 
 // Walks every tree of `spec` for blocks of rows and aggregates their leaves per target. The trees
-// are recast at construction into compact nodes (16 bytes: split, feature, the two next steps,
+// are recast at construction into compact nodes (24 bytes: split, feature, the two next steps,
 // a leaf as ~index), and a block of rows walks one tree after another while that tree is in
 // cache; ensembles of only `x <= split` branches without missing-value tracking (what
 // scikit-learn's converters write) take a loop with no mode dispatch.
