@@ -13,10 +13,8 @@ Rows (all f32, batch 1):
 
     python3 bench/attention_bench.py [--lib build/liboneflow.so] [--isa native,avx2,sse4.2]
 """
-import json
 import os
 import sys
-import tempfile
 
 import numpy as np
 import onnx
@@ -24,7 +22,7 @@ from onnx import helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import run_bench  # noqa: E402  (time_engines, machine_info, load_binding, make_ort_session)
+import run_bench  # noqa: E402  (time_rows_vs_ort, tier_bench_main)
 
 MS = "com.microsoft"
 
@@ -81,23 +79,8 @@ def rows():
 
 def run_tier(lib, max_seconds):
     """Times every row in this process (its ONEFLOW_MAX_ISA already set); prints JSON rows."""
-    oneflow = run_bench.load_binding(lib)
-    results = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, (model, feeds, outs) in rows():
-            path = os.path.join(tmp, "m.onnx")
-            onnx.save(model, path)
-            ort_sess = run_bench.make_ort_session(path, 1)
-            ours_sess = oneflow.Session(path, oneflow.SessionOptions(threads=1))
-            got, want = ours_sess.run(feeds), ort_sess.run(outs, feeds)
-            for o, w in zip(outs, want):
-                np.testing.assert_allclose(got[o], w, rtol=1e-3, atol=1e-4, err_msg=f"{name}: {o}")
-            row = {"row": name}
-            run_bench.time_engines([("ours", lambda: ours_sess.run(feeds)), ("ort", lambda: ort_sess.run(outs, feeds))],
-                                   iters=50, warmup=5, max_seconds=max_seconds, row=row, blocks=10, min_seconds=0.5)
-            results.append({"row": name, "ours_ms": row["ours"]["p50_ms"], "ort_ms": row["ort"]["p50_ms"]})
-            ours_sess.close()
-    print(json.dumps(results))
+    run_bench.time_rows_vs_ort(lib, max_seconds, [(name, model, feeds) for name, (model, feeds, _) in rows()],
+                               rtol=1e-3, atol=1e-4)
 
 
 def main():

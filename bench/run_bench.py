@@ -375,6 +375,33 @@ def time_rows_per_tier(script, lib, tiers, max_seconds, label_width=36, extra_ar
     return 0
 
 
+def time_rows_vs_ort(lib, max_seconds, rows, rtol, atol):
+    """For per-tier bench scripts: each row (name, onnx model, feeds) runs in both engines on one
+    thread, every output checked against onnxruntime's (rtol/atol), then timed in alternating
+    blocks; prints the rows as one JSON list of {row, ours_ms, ort_ms}."""
+    import json
+    import tempfile
+    import onnx
+    oneflow = load_binding(lib)
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, model, feeds in rows:
+            path = os.path.join(tmp, "m.onnx")
+            onnx.save(model, path)
+            outs = [o.name for o in model.graph.output]
+            ort_sess = make_ort_session(path, 1)
+            ours_sess = oneflow.Session(path, oneflow.SessionOptions(threads=1))
+            got, want = ours_sess.run(feeds), ort_sess.run(outs, feeds)
+            for o, w in zip(outs, want):
+                np.testing.assert_allclose(got[o], w, rtol=rtol, atol=atol, err_msg=f"{name}: {o}")
+            row = {"row": name}
+            time_engines([("ours", lambda: ours_sess.run(feeds)), ("ort", lambda: ort_sess.run(outs, feeds))],
+                         iters=50, warmup=5, max_seconds=max_seconds, row=row, blocks=10, min_seconds=0.5)
+            results.append({"row": name, "ours_ms": row["ours"]["p50_ms"], "ort_ms": row["ort"]["p50_ms"]})
+            ours_sess.close()
+    print(json.dumps(results))
+
+
 def tier_bench_main(script, description, run_tier):
     """The command line of a per-tier bench script: with --tier-child, run_tier(lib, max_seconds)
     times the rows in this process; otherwise print the machine and run one child per tier
