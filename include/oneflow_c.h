@@ -68,9 +68,10 @@ extern "C" {
  * training, global-tensor plans; 3 struct sizes passed by the caller (`*_init_sized`, behind the
  * `*_init` macros), CUDA devices and device sessions, the distributed trainer, the inference
  * server; 4 the narrow storage dtypes (oneflow_dtype_t 17 to 26); 5 sequences and optionals (values
- * of ONNX's two non-tensor kinds, and oneflow_value_info_t.kind). Bumped when declarations or
- * enum values are added. */
-#define ONEFLOW_API_VERSION 5
+ * of ONNX's two non-tensor kinds, and oneflow_value_info_t.kind); 6 string tensors
+ * (ONEFLOW_DTYPE_STRING, oneflow_tensor_create_strings, oneflow_tensor_string_element). Bumped when
+ * declarations or enum values are added. */
+#define ONEFLOW_API_VERSION 6
 
 /* Marks an exported function with the ABI version that added it. */
 #define ONEFLOW_API_SINCE(abi_version) ONEFLOW_API
@@ -120,6 +121,7 @@ typedef enum oneflow_dtype_t { /* ABI 1 */
   ONEFLOW_DTYPE_I16 = 5,
   ONEFLOW_DTYPE_I32 = 6,
   ONEFLOW_DTYPE_I64 = 7,
+  ONEFLOW_DTYPE_STRING = 8, /* ABI 6: byte strings, see "String tensors" below */
   ONEFLOW_DTYPE_BOOL = 9, /* one byte per element, 0 or 1 */
   ONEFLOW_DTYPE_F16 = 10,
   ONEFLOW_DTYPE_F64 = 11,
@@ -399,6 +401,25 @@ ONEFLOW_API_SINCE(5) size_t oneflow_tensor_sequence_length(const oneflow_tensor_
  * write changes the sequence too). Errors: not a sequence, index out of range. */
 ONEFLOW_API_SINCE(5) oneflow_status_t oneflow_tensor_sequence_element(const oneflow_tensor_t* sequence, size_t index,
                                                                      oneflow_tensor_t** out_element);
+
+/* ---- String tensors (ABI 6) -----------------------------------------------------------------
+ * ONNX's string element type: each element is a byte string of its own length (any bytes, NUL
+ * included; the ops that interpret text read UTF-8). The library keeps its own copies, so a string
+ * tensor has no flat buffer: oneflow_tensor_data returns NULL and oneflow_tensor_byte_size 0 for one,
+ * and oneflow_tensor_create_borrowed refuses ONEFLOW_DTYPE_STRING. oneflow_tensor_create with it makes
+ * a tensor of empty strings. Only the ops that read or write strings take them (docs/string-ops.md);
+ * session creation refuses a model that feeds strings to any other op, naming the node. */
+
+/* Creates a string tensor of `shape`, copying element i from data[i]: lengths[i] bytes, or up to its
+ * NUL when `lengths` is NULL. `data` may be NULL only when the tensor has no elements. */
+ONEFLOW_API_SINCE(6) oneflow_status_t oneflow_tensor_create_strings(const int64_t* shape, size_t rank,
+                                                                   const char* const* data, const size_t* lengths,
+                                                                   oneflow_tensor_t** out_tensor);
+/* Element `index` (row-major) of a string tensor: `*out_data` points at its `*out_length` bytes,
+ * followed by a NUL the length does not count; valid until the tensor is released. Errors: not a
+ * string tensor, index out of range, a NULL pointer. */
+ONEFLOW_API_SINCE(6) oneflow_status_t oneflow_tensor_string_element(const oneflow_tensor_t* tensor, int64_t index,
+                                                                   const char** out_data, size_t* out_length);
 
 /* Device tensors.
  * Device tensors view memory on a CUDA device; the host never reads their bytes. They are accepted

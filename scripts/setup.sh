@@ -17,6 +17,7 @@ APT_PACKAGES+=(python3-venv)                                                # th
 PIP_PACKAGES=("numpy>=1.26" "onnx==1.23.2" "onnxruntime==1.31.1")
 PIP_PACKAGES+=("setuptools>=64" "wheel" "pytest")  # the Python binding's build and tests
 APT_PACKAGES+=(flatbuffers-compiler libflatbuffers-dev)                      # the native .ofm format
+APT_PACKAGES+=(libre2-dev)                                                  # RegexFullMatch (RE2, as the ONNX spec names)
 PIP_PACKAGES+=("scikit-learn>=1.3")                 # the digits data of the training demo
 PIP_PACKAGES+=("skl2onnx==1.20.0")                   # scikit-learn models converted as users convert them (tests)
 APT_PACKAGES+=(libevent-dev rapidjson-dev libgrpc++-dev protobuf-compiler-grpc)  # oneflow serve

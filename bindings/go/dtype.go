@@ -20,6 +20,8 @@ const (
 	Int16     DType = C.ONEFLOW_DTYPE_I16
 	Int32     DType = C.ONEFLOW_DTYPE_I32
 	Int64     DType = C.ONEFLOW_DTYPE_I64
+	// String elements (ABI 6): byte strings of any length. Use NewStringTensor and Tensor.Strings.
+	String DType = C.ONEFLOW_DTYPE_STRING
 	Bool      DType = C.ONEFLOW_DTYPE_BOOL // one byte per element, 0 or 1
 	Float16   DType = C.ONEFLOW_DTYPE_F16
 	Float64   DType = C.ONEFLOW_DTYPE_F64

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -225,6 +226,51 @@ func TestTensorMetadata(t *testing.T) {
 
 // TestSequencesAndOptionals: a sequence in (concatenated, counted and returned as is), an empty and a
 // present optional, the declared kinds, and a value of the wrong kind refused.
+// The string ops against what Go's own strings package says each output must be.
+func TestStringTensors(t *testing.T) {
+	s := must(NewSession(capi(t, "string_model.onnx")))(t)
+	defer s.Close()
+	text := []string{"Hello there", "a", "b  c d ", "", "héllo wörld"}
+	in := must(NewStringTensor(text, int64(len(text))))(t)
+	defer in.Close()
+	if in.DType() != String || in.ByteSize() != 0 {
+		t.Fatalf("a string tensor: dtype %v, %d bytes", in.DType(), in.ByteSize())
+	}
+	assertEqual(t, "round trip", must(in.Strings())(t), text)
+	out := must(s.Run(map[string]*Tensor{"text": in}))(t)
+	defer func() {
+		for _, o := range out {
+			o.Close()
+		}
+	}()
+	shout, words, greeting, ids := []string{}, []int64{}, []bool{}, []int64{}
+	for _, x := range text {
+		shout = append(shout, x+"!")
+		words = append(words, int64(len(strings.Fields(x))))
+		greeting = append(greeting, strings.HasPrefix(strings.ToLower(x), "hello"))
+		id, known := map[string]int64{"a": 1, "b": 2}[x]
+		if !known {
+			id = -1
+		}
+		ids = append(ids, id)
+	}
+	assertEqual(t, "shout", must(out["shout"].Strings())(t), shout)
+	assertEqual(t, "words", must(Values[int64](out["words"]))(t), words)
+	assertEqual(t, "greeting", must(Values[bool](out["greeting"]))(t), greeting)
+	assertEqual(t, "id", must(Values[int64](out["id"]))(t), ids)
+	if _, err := Values[int64](out["shout"]); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("int64 values of a string tensor: %v", err)
+	}
+	num := must(NewTensor([]int64{1}, 1))(t)
+	defer num.Close()
+	if _, err := s.Run(map[string]*Tensor{"text": num}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("an int64 tensor for a string input: %v", err)
+	}
+	if _, err := NewStringTensor([]string{"x"}, 2); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("1 string for shape [2]: %v", err)
+	}
+}
+
 func TestSequencesAndOptionals(t *testing.T) {
 	s := must(NewSession(capi(t, "sequence_model.onnx")))(t)
 	defer s.Close()

@@ -87,6 +87,60 @@ func NewTensorBytes(dtype DType, raw []byte, shape ...int64) (*Tensor, error) {
 	return t, nil
 }
 
+// NewStringTensor makes a tensor of dtype String with the given shape from data (copied; any bytes,
+// UTF-8 for the ops that read text), which must have exactly as many elements as the shape.
+func NewStringTensor(data []string, shape ...int64) (*Tensor, error) {
+	// C may not keep Go pointers: the strings travel in C memory, freed once the engine has copied them.
+	n := len(data)
+	ptrs := (*[1 << 30]*C.char)(C.malloc(C.size_t(n+1) * C.size_t(unsafe.Sizeof((*C.char)(nil)))))[: n+1 : n+1]
+	lens := (*[1 << 30]C.size_t)(C.malloc(C.size_t(n+1) * C.size_t(unsafe.Sizeof(C.size_t(0)))))[: n+1 : n+1]
+	defer C.free(unsafe.Pointer(&ptrs[0]))
+	defer C.free(unsafe.Pointer(&lens[0]))
+	for i, s := range data {
+		ptrs[i] = (*C.char)(C.CBytes([]byte(s)))
+		lens[i] = C.size_t(len(s))
+		defer C.free(unsafe.Pointer(ptrs[i]))
+	}
+	var h *C.oneflow_tensor_t
+	dims := (*C.int64_t)(dataPointer(shape))
+	count := int64(1)
+	for _, d := range shape {
+		count *= d
+	}
+	if len(shape) > 0 && count != int64(n) || len(shape) == 0 && n != 1 {
+		return nil, invalidArgument("%d strings do not match shape %v", n, shape)
+	}
+	if err := statusError(C.oneflow_tensor_create_strings(dims, C.size_t(len(shape)), &ptrs[0], &lens[0], &h)); err != nil {
+		return nil, err
+	}
+	return adoptTensor(h), nil
+}
+
+// Strings copies a String tensor's elements out.
+func (t *Tensor) Strings() ([]string, error) {
+	if t == nil {
+		return nil, invalidArgument("tensor is nil")
+	}
+	if t.dtype != String || t.kind != KindTensor {
+		return nil, invalidArgument("the tensor holds %s, not strings", t.dtype)
+	}
+	h, err := t.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer t.mu.RUnlock()
+	out := make([]string, t.count)
+	for i := range out {
+		var data *C.char
+		var n C.size_t
+		if err := statusError(C.oneflow_tensor_string_element(h, C.int64_t(i), &data, &n)); err != nil {
+			return nil, err
+		}
+		out[i] = C.GoStringN(data, C.int(n))
+	}
+	return out, nil
+}
+
 // ValueKind is what a Tensor holds: a dense tensor, or one of ONNX's two non-tensor values a model may
 // take or return — a sequence of tensors, or an optional that holds nothing (an optional that holds a
 // value is that tensor or sequence).

@@ -12,6 +12,7 @@ size_t DTypeSize(DType t) {
     case DType::kFloat8E4M3FN: case DType::kFloat8E4M3FNUZ: case DType::kFloat8E5M2: case DType::kFloat8E5M2FNUZ:
     case DType::kUInt4: case DType::kInt4: case DType::kFloat4E2M1: case DType::kFloat8E8M0: case DType::kUInt2:
     case DType::kInt2: return 1;  // narrow types: one element per byte in memory (narrow_types.h)
+    case DType::kString: return sizeof(std::string);
     default: return 0;
   }
 }

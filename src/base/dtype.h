@@ -21,7 +21,7 @@ enum class DType : int32_t {
   kInt16 = 5,
   kInt32 = 6,
   kInt64 = 7,
-  kString = 8,  // recognised so models can name it; no kernel supports it
+  kString = 8,  // std::string elements (Storage::AllocateStrings); only ops whose schema says takes_strings
   kBool = 9,
   kFloat16 = 10,
   kFloat64 = 11,
@@ -41,10 +41,12 @@ enum class DType : int32_t {
   kInt2 = 26,
 };
 
-// Bytes per element; 0 for kUndefined and kString.
+// Bytes per element (sizeof(std::string) for kString, whose storage holds constructed strings); 0 for
+// kUndefined.
 size_t DTypeSize(DType t);
 const char* DTypeName(DType t);  // "float32", "int64", ...
-bool IsKnownDType(int32_t code);  // a DType we can store tensors of
+// A DType we can store tensors of as plain bytes (not kString: callers that accept strings say so).
+bool IsKnownDType(int32_t code);
 bool IsFloatDType(DType t);       // f16, bf16, f32, f64
 bool IsIntegerDType(DType t);     // signed or unsigned integers (not bool)
 inline bool IsHalfDType(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }

@@ -65,6 +65,14 @@ std::shared_ptr<Storage> Storage::Borrow(void* data, size_t bytes, std::function
   return s;
 }
 
+std::shared_ptr<Storage> Storage::AllocateStrings(size_t count) {
+  std::shared_ptr<Storage> s(new Storage());
+  s->strings_.reset(new std::string[count == 0 ? 1 : count]);
+  s->data_ = s->strings_.get();
+  s->bytes_ = count * sizeof(std::string);
+  return s;
+}
+
 Storage::~Storage() {
   if (owned_) std::free(data_);
   if (release_) release_();
@@ -73,11 +81,12 @@ Storage::~Storage() {
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   OF_REQUIRE(DTypeSize(dtype) != 0, "cannot create a tensor of dtype ", DTypeName(dtype));
   numel_ = NumElements(shape_);
-  storage_ = Storage::Allocate(nbytes());
+  storage_ = dtype == DType::kString ? Storage::AllocateStrings(static_cast<size_t>(numel_)) : Storage::Allocate(nbytes());
 }
 
 Tensor Tensor::Uninitialized(DType dtype, Shape shape) {
   OF_REQUIRE(DTypeSize(dtype) != 0, "cannot create a tensor of dtype ", DTypeName(dtype));
+  if (dtype == DType::kString) return Tensor(dtype, std::move(shape));  // strings are always constructed
   size_t bytes = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
   return Tensor(dtype, std::move(shape), Storage::AllocateUninitialized(bytes), 0);
 }
@@ -87,6 +96,11 @@ Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage, size_
   OF_REQUIRE(DTypeSize(dtype) != 0, "cannot create a tensor of dtype ", DTypeName(dtype));
   numel_ = NumElements(shape_);
   OF_ASSERT(storage_ != nullptr);
+  // A string tensor over raw bytes would read unconstructed std::strings; the reverse would let a
+  // numeric kernel scribble over them.
+  OF_REQUIRE((dtype == DType::kString) == storage_->holds_strings(), "a ", DTypeName(dtype),
+             " tensor cannot view ", storage_->holds_strings() ? "string" : "raw byte", " storage");
+  OF_REQUIRE(offset_ % DTypeSize(dtype) == 0 || dtype != DType::kString, "misaligned string tensor view");
   OF_REQUIRE(offset_ + nbytes() <= storage_->bytes(), "tensor of ", nbytes(), " bytes at offset ",
              offset_, " does not fit its ", storage_->bytes(), "-byte buffer");
 }
@@ -147,12 +161,19 @@ Tensor Tensor::Clone() const {
     return Sequence(dtype_, std::move(copies));
   }
   Tensor t(dtype_, shape_);
-  if (nbytes()) std::memcpy(t.raw(), raw(), nbytes());
+  if (dtype_ == DType::kString) std::copy(strings(), strings() + numel_, t.strings());
+  else if (nbytes()) std::memcpy(t.raw(), raw(), nbytes());
   return t;
+}
+
+std::string* Tensor::strings() const {
+  OF_REQUIRE(is_tensor() && dtype_ == DType::kString, "not a string tensor: ", DescribeValue(*this));
+  return data<std::string>();
 }
 
 double Tensor::GetAsDouble(int64_t i) const {
   OF_ASSERT(i >= 0 && i < numel_);
+  OF_REQUIRE(dtype_ != DType::kString, "a string tensor has no numeric value");
   if (IsNarrowDType(dtype_)) return NarrowToDouble(dtype_, static_cast<const uint8_t*>(raw())[i]);
   return DispatchAll(dtype_, [&](auto tag) -> double {
     using T = typename decltype(tag)::type;
@@ -162,6 +183,7 @@ double Tensor::GetAsDouble(int64_t i) const {
 
 int64_t Tensor::GetAsInt64(int64_t i) const {
   OF_ASSERT(i >= 0 && i < numel_);
+  OF_REQUIRE(dtype_ != DType::kString, "a string tensor has no numeric value");
   if (IsNarrowDType(dtype_)) {
     const double v = NarrowToDouble(dtype_, static_cast<const uint8_t*>(raw())[i]);  // at most 2^127
     return std::isnan(v) ? 0 : static_cast<int64_t>(std::clamp(v, -9.2e18, 9.2e18));

@@ -32,6 +32,9 @@ class Storage {
   static std::shared_ptr<Storage> Allocate(size_t bytes);  // zero-filled, aligned
   static std::shared_ptr<Storage> AllocateUninitialized(size_t bytes);  // aligned, contents undefined
   static std::shared_ptr<Storage> Borrow(void* data, size_t bytes, std::function<void()> release = {});
+  // `count` constructed empty std::strings, destroyed with the storage: the only storage a kString
+  // tensor may view, so no string tensor ever sits in raw bytes (an arena, a caller's buffer).
+  static std::shared_ptr<Storage> AllocateStrings(size_t count);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -39,6 +42,7 @@ class Storage {
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
   bool owned() const { return owned_; }
+  bool holds_strings() const { return strings_ != nullptr; }
 
  private:
   Storage() = default;
@@ -46,6 +50,7 @@ class Storage {
   size_t bytes_ = 0;
   bool owned_ = false;
   std::function<void()> release_;
+  std::unique_ptr<std::string[]> strings_;  // AllocateStrings: data_ points here
 };
 
 // What a run-time value is. Most are dense tensors; ONNX also has two non-tensor kinds that
@@ -92,6 +97,8 @@ class Tensor {
 
   void* raw() const { return storage_ ? static_cast<char*>(storage_->data()) + offset_ : nullptr; }
   template <typename T> T* data() const { return static_cast<T*>(raw()); }
+  // A kString tensor's elements (data<std::string>() by another name, checked).
+  std::string* strings() const;
   const std::shared_ptr<Storage>& storage() const { return storage_; }
   size_t byte_offset() const { return offset_; }  // where the data starts in storage()
 

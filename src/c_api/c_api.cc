@@ -20,8 +20,13 @@ using namespace oneflow::capi;
 namespace {
 
 // A dtype argument named `what`, validated: ONEFLOW_INVALID_ARGUMENT naming it and the value.
-DType ReadDType(const oneflow_dtype_t& dtype, const char* what) {
+// ONEFLOW_DTYPE_STRING only where `strings_allowed` (the calls that make a tensor of its own).
+DType ReadDType(const oneflow_dtype_t& dtype, const char* what, bool strings_allowed = false) {
   const int32_t raw = RawEnum(dtype);
+  if (raw == ONEFLOW_DTYPE_STRING) {
+    OF_REQUIRE(strings_allowed, what, ": string tensors have no byte buffer to borrow; use oneflow_tensor_create_strings");
+    return DType::kString;
+  }
   OF_REQUIRE(IsKnownDType(raw), what, ": unknown dtype ", raw, " (not a oneflow_dtype_t value)");
   return static_cast<DType>(raw);
 }
@@ -51,7 +56,7 @@ size_t oneflow_dtype_size(oneflow_dtype_t dtype) {
 }
 const char* oneflow_dtype_name(oneflow_dtype_t dtype) {
   const int32_t raw = RawEnum(dtype);
-  return IsKnownDType(raw) ? DTypeName(static_cast<DType>(raw)) : "undefined";
+  return IsKnownDType(raw) || raw == ONEFLOW_DTYPE_STRING ? DTypeName(static_cast<DType>(raw)) : "undefined";
 }
 
 oneflow_status_t oneflow_env_create(oneflow_env_t** out_env) { return oneflow_env_create_with_options(nullptr, out_env); }
@@ -85,8 +90,41 @@ oneflow_status_t oneflow_tensor_create(oneflow_dtype_t dtype, const int64_t* sha
   return Guard([&] {
     OF_REQUIRE(out_tensor != nullptr, "out_tensor is NULL");
     auto t = std::make_unique<oneflow_tensor_s>();
-    t->tensor = Tensor(ReadDType(dtype, "dtype"), ToShape(shape, rank));
+    t->tensor = Tensor(ReadDType(dtype, "dtype", true), ToShape(shape, rank));
     *out_tensor = t.release();
+  });
+}
+
+oneflow_status_t oneflow_tensor_create_strings(const int64_t* shape, size_t rank, const char* const* data,
+                                               const size_t* lengths, oneflow_tensor_t** out_tensor) {
+  return Guard([&] {
+    OF_REQUIRE(out_tensor != nullptr, "out_tensor is NULL");
+    Tensor strings(DType::kString, ToShape(shape, rank));
+    OF_REQUIRE(data != nullptr || strings.numel() == 0, "data is NULL for ", strings.numel(), " strings");
+    std::string* dst = strings.strings();
+    for (int64_t i = 0; i < strings.numel(); ++i) {
+      const char* s = data[i];
+      OF_REQUIRE(s != nullptr || (lengths && lengths[i] == 0), "data[", i, "] is NULL");
+      if (s) dst[i] = lengths ? std::string(s, lengths[i]) : std::string(s);
+    }
+    auto t = std::make_unique<oneflow_tensor_s>();
+    t->tensor = std::move(strings);
+    *out_tensor = t.release();
+  });
+}
+
+oneflow_status_t oneflow_tensor_string_element(const oneflow_tensor_t* tensor, int64_t index, const char** out_data,
+                                               size_t* out_length) {
+  return Guard([&] {
+    OF_REQUIRE(tensor != nullptr, "tensor is NULL");
+    OF_REQUIRE(out_data != nullptr && out_length != nullptr, "out_data or out_length is NULL");
+    OF_REQUIRE(tensor->tensor.is_tensor() && tensor->tensor.dtype() == DType::kString, "not a string tensor: ",
+               DescribeValue(tensor->tensor));
+    OF_REQUIRE(index >= 0 && index < tensor->tensor.numel(), "index ", index, " is out of range for ",
+               DescribeValue(tensor->tensor));
+    const std::string& s = tensor->tensor.strings()[index];
+    *out_data = s.c_str();
+    *out_length = s.size();
   });
 }
 
@@ -119,15 +157,17 @@ const int64_t* oneflow_tensor_shape(const oneflow_tensor_t* t) {
   return t && !t->tensor.shape().empty() ? t->tensor.shape().data() : nullptr;
 }
 int64_t oneflow_tensor_element_count(const oneflow_tensor_t* t) { return t ? t->tensor.numel() : 0; }
-size_t oneflow_tensor_byte_size(const oneflow_tensor_t* t) { return t ? t->tensor.nbytes() : 0; }
-void* oneflow_tensor_data(const oneflow_tensor_t* t) { return t ? t->tensor.raw() : nullptr; }
+// A string tensor's elements are objects, not a byte layout a caller could read or write.
+static bool HasBytes(const oneflow_tensor_t* t) { return t && t->tensor.dtype() != DType::kString; }
+size_t oneflow_tensor_byte_size(const oneflow_tensor_t* t) { return HasBytes(t) ? t->tensor.nbytes() : 0; }
+void* oneflow_tensor_data(const oneflow_tensor_t* t) { return HasBytes(t) ? t->tensor.raw() : nullptr; }
 
 oneflow_status_t oneflow_tensor_create_sequence(oneflow_dtype_t elem_dtype, const oneflow_tensor_t* const* elements,
                                                 size_t count, oneflow_tensor_t** out_sequence) {
   return Guard([&] {
     OF_REQUIRE(out_sequence != nullptr, "out_sequence is NULL");
     OF_REQUIRE(elements != nullptr || count == 0, "elements is NULL for ", count, " elements");
-    const DType dtype = ReadDType(elem_dtype, "elem_dtype");
+    const DType dtype = ReadDType(elem_dtype, "elem_dtype", true);
     std::vector<Tensor> items;
     items.reserve(count);
     for (size_t i = 0; i < count; ++i) {
@@ -148,7 +188,7 @@ oneflow_status_t oneflow_tensor_create_sequence(oneflow_dtype_t elem_dtype, cons
 oneflow_status_t oneflow_tensor_create_none(oneflow_dtype_t elem_dtype, oneflow_tensor_t** out_none) {
   return Guard([&] {
     OF_REQUIRE(out_none != nullptr, "out_none is NULL");
-    const DType dtype = elem_dtype == ONEFLOW_DTYPE_UNDEFINED ? DType::kUndefined : ReadDType(elem_dtype, "elem_dtype");
+    const DType dtype = elem_dtype == ONEFLOW_DTYPE_UNDEFINED ? DType::kUndefined : ReadDType(elem_dtype, "elem_dtype", true);
     auto t = std::make_unique<oneflow_tensor_s>();
     t->tensor = Tensor::None(dtype);
     *out_none = t.release();

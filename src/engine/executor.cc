@@ -108,7 +108,7 @@ std::shared_ptr<const Executor::Plan> Executor::StaticPlan() const {
     if (def_step_[v] < 0) continue;
     const TensorType& t = g.values[v].type;
     if (!t.fully_known() || t.dtype == DType::kUndefined) return nullptr;
-    bytes[v] = static_cast<size_t>(NumElements(t.ToShape())) * DTypeSize(t.dtype);
+    if (t.dtype != DType::kString) bytes[v] = static_cast<size_t>(NumElements(t.ToShape())) * DTypeSize(t.dtype);
   }
   std::vector<Shape> key;
   for (int in : g.inputs) {
@@ -254,7 +254,8 @@ void Executor::RunSteps(Slots& slots, const Plan* plan, const std::shared_ptr<St
     RunStream* stream;
   } st{nullptr, false, plan, &arena, observed, &dev, &stream};
   const OutputAllocator alloc = [s = &st](size_t i, DType dtype, const Shape& shape) -> Tensor {
-    if (s->on_host_instead) return Tensor::Uninitialized(dtype, shape);
+    // Strings are constructed objects with their own storage, never an arena slot.
+    if (s->on_host_instead || dtype == DType::kString) return Tensor::Uninitialized(dtype, shape);
     const size_t v = static_cast<size_t>(s->node->outputs[i]);
     const size_t bytes = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
     if (s->observed) (*s->observed)[v] = bytes;

@@ -56,7 +56,7 @@
   P(X, MeanVarianceNormalization, Onnx) P(X, Mod, Onnx) P(X, Multinomial, Onnx) P(X, NegativeLogLikelihoodLoss, Onnx) P(X, NonMaxSuppression, Onnx) \
   P(X, NonZero, Onnx) P(X, Not, Onnx) P(X, OneHot, Onnx) P(X, Optional, Onnx) P(X, OptionalGetElement, Onnx) \
   P(X, OptionalHasElement, Onnx) P(X, Or, Onnx) P(X, PRelu, Onnx) \
-  P(X, Pad, Onnx) P(X, QLinearConv, Onnx) P(X, QLinearMatMul, Onnx) P(X, QuantizeLinear, Onnx) P(X, RMSNormalization, Onnx) P(X, RNN, Onnx) \
+  P(X, Pad, Onnx) P(X, QLinearConv, Onnx) P(X, QLinearMatMul, Onnx) P(X, QuantizeLinear, Onnx) P(X, RegexFullMatch, Onnx) P(X, RMSNormalization, Onnx) P(X, RNN, Onnx) \
   P(X, RandomNormal, Onnx) P(X, RandomNormalLike, Onnx) P(X, RandomUniform, Onnx) P(X, RandomUniformLike, Onnx) P(X, Range, Onnx) P(X, ReduceL1, Onnx) \
   P(X, ReduceL2, Onnx) P(X, ReduceLogSum, Onnx) P(X, ReduceLogSumExp, Onnx) P(X, ReduceMax, Onnx) \
   P(X, ReduceMean, Onnx) P(X, ReduceMin, Onnx) P(X, ReduceProd, Onnx) P(X, ReduceSum, Onnx) \
@@ -65,7 +65,7 @@
   P(X, SequenceConstruct, Onnx) P(X, SequenceEmpty, Onnx) P(X, SequenceErase, Onnx) P(X, SequenceInsert, Onnx) \
   P(X, SequenceLength, Onnx) P(X, SequenceMap, Onnx) P(X, Shape, Onnx) P(X, Shrink, Onnx) \
   P(X, Size, Onnx) P(X, Slice, Onnx) P(X, Softmax, Onnx) P(X, SoftmaxCrossEntropyLoss, Onnx) \
-  P(X, SpaceToDepth, Onnx) P(X, Split, Onnx) P(X, SplitToSequence, Onnx) P(X, STFT, Onnx) P(X, Squeeze, Onnx) P(X, Sum, Onnx) P(X, SwiGLU, Onnx) P(X, TensorScatter, Onnx) P(X, TfIdfVectorizer, Onnx) P(X, Tile, Onnx) \
+  P(X, SpaceToDepth, Onnx) P(X, Split, Onnx) P(X, SplitToSequence, Onnx) P(X, STFT, Onnx) P(X, Squeeze, Onnx) P(X, StringConcat, Onnx) P(X, StringNormalizer, Onnx) P(X, StringSplit, Onnx) P(X, Sum, Onnx) P(X, SwiGLU, Onnx) P(X, TensorScatter, Onnx) P(X, TfIdfVectorizer, Onnx) P(X, Tile, Onnx) \
   P(X, TopK, Onnx) P(X, Transpose, Onnx) P(X, Trilu, Onnx) P(X, Unique, Onnx) \
   P(X, Unsqueeze, Onnx) P(X, Where, Onnx) P(X, Xor, Onnx) P(X, SimplifiedLayerNormalization, Onnx) \
   P(X, MsBiasGelu, Microsoft) P(X, MsFastGelu, Microsoft) P(X, MsFusedMatMul, Microsoft) \
@@ -76,7 +76,7 @@
   P(X, MsAttention, Microsoft) P(X, MsMultiHeadAttention, Microsoft) P(X, MsGroupQueryAttention, Microsoft) \
   P(X, MsRotaryEmbedding, Microsoft) P(X, MsEmbedLayerNormalization, Microsoft) P(X, MsQAttention, Microsoft) \
   P(X, MsDynamicQuantizeLSTM, Microsoft) \
-  P(X, ArrayFeatureExtractor, Ml) P(X, Binarizer, Ml) P(X, TreeEnsemble, Ml) P(X, TreeEnsembleClassifier, Ml) \
+  P(X, ArrayFeatureExtractor, Ml) P(X, Binarizer, Ml) P(X, LabelEncoder, Ml) P(X, TreeEnsemble, Ml) P(X, TreeEnsembleClassifier, Ml) \
   P(X, TreeEnsembleRegressor, Ml) \
   P(X, Adagrad, Training) P(X, Adam, Training) P(X, Momentum, Training) \
   P(X, AveragePoolGrad, Oneflow) \

@@ -134,6 +134,10 @@ struct OpSchema {
   std::vector<size_t> type_only_inputs;
   PrecisionClass precision = PrecisionClass::kKeep;
   FlopsFn flops;
+  // The op's kernels read or write string tensors (std::string elements, not bytes). Session
+  // creation refuses a string-typed input or output anywhere else, so no byte-copying kernel ever
+  // sees one (graph/shape_inference.cc).
+  bool takes_strings = false;
   // Output 0 is input 0's bytes under the inferred shape (Reshape, Squeeze, Identity, ...): no
   // kernel runs, on any device; the executor aliases the two and the planner counts no compute.
   bool view = false;
@@ -184,6 +188,7 @@ struct OpSchema {
   OpSchema& Precision(PrecisionClass p) { precision = p; return *this; }
   OpSchema& Flops(FlopsFn fn) { flops = std::move(fn); return *this; }
   OpSchema& View() { view = true; return *this; }
+  OpSchema& TakesStrings() { takes_strings = true; return *this; }
   OpSchema& OutputsShapedByKernel() { outputs_shaped_by_kernel = true; return *this; }
   OpSchema& Random() { random = true; return *this; }
 

@@ -53,9 +53,24 @@ static void CheckInputKinds(const Graph& g, const Node& n) {
   }
 }
 
+// String tensors hold constructed std::strings, not bytes: only ops whose kernels say so
+// (OpSchema::takes_strings) may read or write one, so no byte-copying kernel ever meets one.
+static void CheckStringValues(const Graph& g, const Node& n, bool outputs) {
+  if (n.schema->takes_strings) return;
+  const std::vector<int>& values = outputs ? n.outputs : n.inputs;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] == kNoValue) continue;
+    const Value& v = g.values[static_cast<size_t>(values[i])];
+    OF_CHECK(v.type.dtype != DType::kString, kUnsupported, n.Describe(), ": ", outputs ? "output" : "input", " '",
+             v.name, "' is ", v.type.ToString(), ", and this op does not take string tensors (docs/string-ops.md "
+             "lists the ops that do)");
+  }
+}
+
 void InferNodeTypes(Graph& g, const Node& n) {
   OF_ASSERT(n.schema != nullptr);
   CheckInputKinds(g, n);
+  CheckStringValues(g, n, false);
   const std::string desc = n.Describe();
   InferContext ctx(n.attrs, n.opset, desc, n.outputs.size());
   for (int v : n.inputs) {
@@ -77,6 +92,7 @@ void InferNodeTypes(Graph& g, const Node& n) {
     Value& out = g.values[static_cast<size_t>(n.outputs[i])];
     out.type = Merge(out.type, ctx.output(i), n);
   }
+  CheckStringValues(g, n, true);
 }
 
 int AppendTypedNode(Graph& g, const std::string& op, std::vector<int> inputs, const std::string& out, AttrMap attrs,

@@ -89,6 +89,16 @@ std::shared_ptr<const NodeRunner::InferCache> NodeRunner::CachedOutputs(const st
   return c;
 }
 
+// The run-time half of session creation's check (graph/shape_inference.cc): a value whose type was
+// not known statically may still turn out to be strings, which only takes_strings ops handle.
+static void RefuseStrings(const std::vector<const Tensor*>& inputs, const InferContext& infer, const std::string& desc_) {
+  for (const Tensor* t : inputs)
+    OF_CHECK(!t || !t->is_tensor() || t->dtype() != DType::kString, kUnsupported, desc_,
+             ": this op does not take string tensors, got ", DescribeValue(*t));
+  for (size_t i = 0; i < infer.num_outputs(); ++i)
+    OF_CHECK(infer.output(i).dtype != DType::kString, kUnsupported, desc_, ": this op does not make string tensors");
+}
+
 void NodeRunner::Run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs, ThreadPool& pool,
                      const OutputAllocator& alloc) const {
   Run(inputs, inputs, outputs, pool, alloc);
@@ -132,6 +142,7 @@ void NodeRunner::Run(const std::vector<const Tensor*>& inputs, const std::vector
       infer.AddInput(&input_types[i], infer_values[i]);  // host values (device sessions mirror shape inputs)
     }
     node_.schema->infer(infer);
+    if (!node_.schema->takes_strings) RefuseStrings(inputs, infer, desc_);
     auto fresh = std::make_shared<InferCache>();
     for (const Tensor* t : inputs) fresh->inputs.emplace_back(t ? t->dtype() : DType::kUndefined, t ? t->shape() : Shape());
     for (size_t i = 0; i < num_outputs; ++i) {

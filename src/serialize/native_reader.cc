@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "base/file_pages.h"
+#include "base/packed_strings.h"
 #include "ofm_generated.h"
 #include "serialize/native_layout.h"
 #include "serialize/native_plan.h"
@@ -222,21 +223,23 @@ void Reader::CheckSegments() {
     if (static_cast<uint8_t>(s->role()) > static_cast<uint8_t>(ofm::SegmentRole::MAX))
       Bad(what, " has unknown role ", static_cast<int>(s->role()));
     info.role = static_cast<TensorRole>(s->role());
-    if (!IsKnownDType(s->dtype()) || DTypeSize(static_cast<DType>(s->dtype())) == 0)
+    const bool strings = s->dtype() == static_cast<int32_t>(DType::kString);
+    if (!strings && (!IsKnownDType(s->dtype()) || DTypeSize(static_cast<DType>(s->dtype())) == 0))
       Bad(what, " has unknown or unstorable dtype ", s->dtype());
     info.dtype = static_cast<DType>(s->dtype());
     if (s->dims() && s->dims()->size() > 64) Bad(what, " has rank ", s->dims()->size(), " (at most 64)");
     info.shape = Elements(s->dims());
     for (int64_t d : info.shape)
       if (d < 0) Bad(what, " has negative dimension ", d);
-    // dtype x shape must equal the stored length; computed without overflow.
-    uint64_t expect = DTypeSize(info.dtype);
+    // dtype x shape must equal the stored length; computed without overflow. A string segment is a
+    // packed run (base/packed_strings.h) of any length: MakeTensors checks its element count.
+    uint64_t expect = strings ? 1 : DTypeSize(info.dtype);
     for (int64_t d : info.shape) {
       if (d != 0 && expect > UINT64_MAX / static_cast<uint64_t>(d)) Bad(what, " has a shape too large to address");
       expect *= static_cast<uint64_t>(d);
     }
     info.length = s->length();
-    if (info.length != expect)
+    if (!strings && info.length != expect)
       Bad(what, " holds ", info.length, " bytes; ", DTypeName(info.dtype), ShapeToString(info.shape), " needs ", expect);
     if (s->file() > externals_.size()) Bad(what, " names external file ", s->file(), ", which does not exist");
     info.region = s->file() == 0 ? &main_ : &externals_[s->file() - 1];
@@ -341,6 +344,18 @@ void Reader::MakeTensors() {
       for (uint64_t i = 0; i < s.length; ++i)
         if (b[i] > 1) Bad("bool tensor '", s.name, "' holds the byte ", static_cast<int>(b[i]), " (must be 0 or 1)");
     }
+    if (s.dtype == DType::kString) {  // unpacked into strings of their own: the file's bytes are not objects
+      const char* run = reinterpret_cast<const char*>(s.region->data + s.file_offset);
+      std::string problem;
+      const int64_t count = CountPackedStrings(run, static_cast<size_t>(s.length), &problem);
+      if (count < 0) Bad("string tensor '", s.name, "' is malformed: ", problem);
+      if (count != NumElements(s.shape))
+        Bad("string tensor '", s.name, "' packs ", count, " strings; shape ", ShapeToString(s.shape), " holds ",
+            NumElements(s.shape));
+      s.tensor = Tensor(DType::kString, s.shape);
+      UnpackStrings(run, count, s.tensor.strings());
+      continue;
+    }
     s.tensor = Tensor(s.dtype, s.shape, s.region->storage, static_cast<size_t>(s.file_offset));
   }
 }
@@ -348,7 +363,8 @@ void Reader::MakeTensors() {
 TensorType DecodeType(const ofm::TensorType* t, const std::string& what) {
   TensorType out;
   if (!t) return out;
-  OF_CHECK(t->dtype() == 0 || IsKnownDType(t->dtype()), kInvalidModel, what, " has unknown dtype ", t->dtype());
+  OF_CHECK(t->dtype() == 0 || t->dtype() == static_cast<int32_t>(DType::kString) || IsKnownDType(t->dtype()),
+           kInvalidModel, what, " has unknown dtype ", t->dtype());
   out.dtype = static_cast<DType>(t->dtype());
   out.has_rank = t->has_rank();
   out.is_sequence = t->is_sequence();

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "base/file_util.h"
+#include "base/packed_strings.h"
 #include "ofm_generated.h"
 #include "serialize/native_layout.h"
 #include "serialize/native_plan.h"
@@ -45,6 +46,11 @@ struct PendingSegment {
   std::string target, slot;
   uint64_t offset = 0;    // within the data area
   uint64_t checksum = 0;
+  std::string packed;     // a string tensor's elements as base/packed_strings.h lays them out
+
+  // The bytes the file holds for the tensor: its memory, or for strings the packed run.
+  const void* data() const { return tensor.dtype() == DType::kString ? packed.data() : tensor.raw(); }
+  uint64_t size() const { return tensor.dtype() == DType::kString ? packed.size() : tensor.nbytes(); }
 };
 
 // What one file holds: optionally a graph, optionally checkpoint tensors and training state.
@@ -97,6 +103,7 @@ class Writer {
     OF_CHECK(DTypeSize(t.dtype()) != 0, kUnsupported, "tensor '", name, "' has dtype ", DTypeName(t.dtype()),
              ", which the native format cannot store");
     segments_.push_back({std::move(name), role, t, std::move(target), std::move(slot)});
+    if (t.dtype() == DType::kString) segments_.back().packed = PackStrings(t.strings(), t.numel());
     return static_cast<int>(segments_.size() - 1);
   }
 
@@ -132,8 +139,8 @@ class Writer {
     uint64_t offset = 0;
     for (PendingSegment& s : segments_) {
       s.offset = offset;
-      offset = AlignUpChecked(offset + s.tensor.nbytes(), s.name);
-      if (checksums) s.checksum = ChunkedXxh64(s.tensor.raw(), s.tensor.nbytes(), kChecksumChunkBytes);
+      offset = AlignUpChecked(offset + s.size(), s.name);
+      if (checksums) s.checksum = ChunkedXxh64(s.data(), s.size(), kChecksumChunkBytes);
     }
     return offset;
   }
@@ -144,7 +151,7 @@ class Writer {
       const Shape& shape = s.tensor.shape();
       out.push_back(ofm::CreateSegment(
           b, b.CreateString(s.name), static_cast<ofm::SegmentRole>(s.role), static_cast<int32_t>(s.tensor.dtype()),
-          b.CreateVector(shape), file, s.offset, s.tensor.nbytes(),
+          b.CreateVector(shape), file, s.offset, s.size(),
           checksums ? ofm::ChecksumKind::Xxh64Chunked : ofm::ChecksumKind::None, s.checksum,
           checksums ? kChecksumChunkBytes : 0, s.target.empty() ? 0 : b.CreateString(s.target),
           s.slot.empty() ? 0 : b.CreateString(s.slot)));
@@ -155,8 +162,8 @@ class Writer {
   // Writes every segment followed by zero padding to the next 64-byte boundary.
   void WriteSegments(FileSink& sink) const {
     for (const PendingSegment& s : segments_) {
-      if (s.tensor.nbytes()) sink.Write(s.tensor.raw(), s.tensor.nbytes());
-      WriteZeros(sink, native::AlignUp(s.tensor.nbytes(), kSegmentAlignment) - s.tensor.nbytes());
+      if (s.size()) sink.Write(s.data(), s.size());
+      WriteZeros(sink, native::AlignUp(s.size(), kSegmentAlignment) - s.size());
     }
   }
 

@@ -78,6 +78,10 @@ void FillTensorHeader(const Tensor& t, const std::string& name, onnx::TensorProt
 
 void FillTensorInline(const Tensor& t, const std::string& name, onnx::TensorProto* tp) {
   FillTensorHeader(t, name, tp);
+  if (t.dtype() == DType::kString) {  // ONNX keeps strings in string_data, never raw bytes
+    for (int64_t i = 0; i < t.numel(); ++i) tp->add_string_data(t.strings()[i]);
+    return;
+  }
   if (NarrowBitWidth(t.dtype()) < 8) {  // ONNX packs the sub-byte types; memory holds a byte each
     std::string packed(PackedByteCount(t.dtype(), t.numel()), '\0');
     PackSubByte(t.dtype(), static_cast<const uint8_t*>(t.raw()), t.numel(), reinterpret_cast<uint8_t*>(packed.data()));
@@ -218,7 +222,7 @@ void PlaceExternal(const Graph& g, const OnnxExportOptions& options, TensorPlan&
     const Tensor& t = g.values[static_cast<size_t>(plan.initializers[i])].constant;
     uint64_t bytes = t.nbytes();
     // Sub-byte tensors stay inline, packed (FillTensorInline): the data file holds memory's bytes.
-    if (bytes < options.min_external_tensor_bytes || NarrowBitWidth(t.dtype()) < 8) continue;
+    if (bytes < options.min_external_tensor_bytes || NarrowBitWidth(t.dtype()) < 8 || t.dtype() == DType::kString) continue;
     end = (end + kExternalAlignment - 1) / kExternalAlignment * kExternalAlignment;
     plan.external[i] = true;
     plan.offset[i] = end;

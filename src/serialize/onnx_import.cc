@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 namespace {
 
 DType ToDType(int32_t elem_type, const std::string& what) {
-  OF_CHECK(IsKnownDType(elem_type), kUnsupported, what, " has element type ",
+  OF_CHECK(IsKnownDType(elem_type) || elem_type == static_cast<int32_t>(DType::kString), kUnsupported, what, " has element type ",
            onnx::TensorProto_DataType_IsValid(elem_type)
                ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(elem_type))
                : std::to_string(elem_type),
@@ -188,6 +188,17 @@ Tensor TensorFromProto(const onnx::TensorProto& tp, const ImportContext& ctx) {
   OF_CHECK(elem == 0 || static_cast<uint64_t>(numel) <= SIZE_MAX / elem, kInvalidModel, "tensor '", name,
            "' has shape ", ShapeToString(shape), ", which is too large");
   const size_t nbytes = static_cast<size_t>(numel) * elem;
+  if (dtype == DType::kString) {
+    // Strings live in string_data only (raw and external data are byte layouts; ONNX has none for them).
+    OF_CHECK(!tp.has_raw_data() && tp.data_location() != onnx::TensorProto::EXTERNAL, kInvalidModel, "tensor '",
+             name, "' is a string tensor with raw or external data (strings are stored in string_data)");
+    OF_CHECK(tp.string_data_size() == numel, kInvalidModel, "tensor '", name, "' has ", tp.string_data_size(),
+             " strings for shape ", ShapeToString(shape));
+    Tensor t(dtype, shape);
+    std::string* dst = t.strings();
+    for (int i = 0; i < tp.string_data_size(); ++i) dst[i] = tp.string_data(i);
+    return t;
+  }
   if (NarrowBitWidth(dtype) < 8) return SubByteTensorFromProto(tp, ctx, dtype, shape);
   if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string bytes = ReadExternalData(ctx, tp, nbytes);

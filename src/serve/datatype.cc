@@ -1,6 +1,8 @@
 #include "serve/datatype.h"
 
+#include "base/packed_strings.h"
 #include "model_config.pb.h"
+#include "serve/status.h"
 
 namespace oneflow {
 namespace serve {
@@ -46,6 +48,27 @@ DType DTypeFromConfigDataType(int config_type) {
   for (const TypeRow& r : kTypes)
     if (r.config == config_type) return r.dtype;
   return DType::kUndefined;
+}
+
+std::string SerializeBytesTensor(const Tensor& strings) { return PackStrings(strings.strings(), strings.numel()); }
+
+Tensor DeserializeBytesTensor(const char* data, size_t size, const Shape& shape, const std::string& where) {
+  // Count the elements first: the shape may claim any number, the data cannot.
+  std::string problem;
+  const int64_t count = CountPackedStrings(data, size, &problem);
+  if (count < 0) Refuse(StatusCode::kInvalidArgument, where, ": malformed BYTES data: ", problem);
+  int64_t want = 0;
+  try {
+    want = NumElements(shape);
+  } catch (const Error&) {
+    Refuse(StatusCode::kInvalidArgument, where, ": shape ", ShapeToString(shape), " is too large");
+  }
+  if (count != want)
+    Refuse(StatusCode::kInvalidArgument, where, " has ", count, " BYTES elements but shape ", ShapeToString(shape),
+           " holds ", want);
+  Tensor t(DType::kString, shape);
+  UnpackStrings(data, count, t.strings());
+  return t;
 }
 
 }  // namespace serve

@@ -5,11 +5,12 @@
 #include <string>
 
 #include "base/dtype.h"
+#include "base/tensor.h"
 
 namespace oneflow {
 namespace serve {
 
-// "FP32" etc.; "BYTES" for kString (which no kernel consumes, so requests are refused earlier).
+// "FP32" etc.; "BYTES" for kString.
 const char* ProtocolDatatypeName(DType t);
 // DType::kUndefined when `name` is not a protocol datatype.
 DType DTypeFromProtocolName(const std::string& name);
@@ -18,5 +19,12 @@ DType DTypeFromProtocolName(const std::string& name);
 int ConfigDataTypeOf(DType t);
 DType DTypeFromConfigDataType(int config_type);
 
+// BYTES tensors as binary data (KServe's HTTP binary extension, gRPC raw contents): each element as a
+// 4-byte little-endian length followed by its bytes, the layout Triton's clients write and read.
+std::string SerializeBytesTensor(const Tensor& strings);
+// The `size` bytes at `data` as a string tensor of `shape`; a length that runs past the end, too few
+// or too many elements are refused (kInvalidArgument) naming `where`. Nothing is allocated for the
+// elements before the lengths are checked against the data actually sent.
+Tensor DeserializeBytesTensor(const char* data, size_t size, const Shape& shape, const std::string& where);
 }  // namespace serve
 }  // namespace oneflow

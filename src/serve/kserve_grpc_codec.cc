@@ -1,5 +1,6 @@
 #include "serve/kserve_grpc_codec.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -51,6 +52,7 @@ int64_t TypedCount(const inference::InferTensorContents& c, DType dtype) {
     case DType::kUInt64: return c.uint64_contents_size();
     case DType::kFloat32: return c.fp32_contents_size();
     case DType::kFloat64: return c.fp64_contents_size();
+    case DType::kString: return c.bytes_contents_size();
     default: return -1;
   }
 }
@@ -68,6 +70,9 @@ void CopyTypedContents(const inference::InferTensorContents& c, const std::strin
     case DType::kUInt64: return CopyContents<uint64_t>(c.uint64_contents(), "uint64_contents", name, t);
     case DType::kFloat32: return CopyContents<float>(c.fp32_contents(), "fp32_contents", name, t);
     case DType::kFloat64: return CopyContents<double>(c.fp64_contents(), "fp64_contents", name, t);
+    case DType::kString:
+      std::copy(c.bytes_contents().begin(), c.bytes_contents().end(), t.strings());
+      return;
     default:
       Refuse(StatusCode::kInvalidArgument, "input '", name, "': datatype ", ProtocolDatatypeName(t.dtype()),
              " has no typed contents field; send it in raw_input_contents");
@@ -98,13 +103,16 @@ InferRequest DecodeGrpcInferRequest(const inference::ModelInferRequest& message)
     DType dtype = DTypeFromProtocolName(in.datatype());
     if (dtype == DType::kUndefined)
       Refuse(StatusCode::kInvalidArgument, "input '", in.name(), "' has unknown datatype '", in.datatype(), "'");
-    if (dtype == DType::kString)
-      Refuse(StatusCode::kInvalidArgument, "input '", in.name(), "': datatype BYTES is not supported (no engine op takes strings)");
     Shape shape = ShapeOf(in);
     if (raw) {
       if (in.has_contents())
         Refuse(StatusCode::kInvalidArgument, "input '", in.name(), "' has contents although the request uses raw_input_contents");
       const std::string& bytes = message.raw_input_contents(i);
+      if (dtype == DType::kString) {
+        req.inputs.emplace_back(in.name(), DeserializeBytesTensor(bytes.data(), bytes.size(), shape,
+                                                                  "input '" + in.name() + "'"));
+        continue;
+      }
       size_t needed = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
       if (bytes.size() != needed)
         Refuse(StatusCode::kInvalidArgument, "input '", in.name(), "': raw_input_contents holds ", bytes.size(),
@@ -142,7 +150,8 @@ void EncodeGrpcInferResponse(const std::string& model, int64_t version, const st
     out->set_datatype(ProtocolDatatypeName(t.dtype()));
     for (int64_t d : t.shape()) out->add_shape(d);
     std::string* bytes = response->add_raw_output_contents();
-    if (t.nbytes()) bytes->assign(static_cast<const char*>(t.raw()), t.nbytes());
+    if (t.dtype() == DType::kString) *bytes = SerializeBytesTensor(t);
+    else if (t.nbytes()) bytes->assign(static_cast<const char*>(t.raw()), t.nbytes());
   }
 }
 

@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "base/error.h"
+#include "base/utf8.h"
 #include "serve/datatype.h"
 
 namespace oneflow {
@@ -132,7 +133,10 @@ T ElementOf(const rj::Value& v, const std::string& name, int64_t index) {
   auto refuse = [&](const char* what) {
     Refuse(StatusCode::kInvalidArgument, "input '", name, "' element ", index, ": ", what);
   };
-  if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (!v.IsString()) refuse("expected a string (datatype BYTES)");
+    return std::string(v.GetString(), v.GetStringLength());
+  } else if constexpr (std::is_same_v<T, bool>) {
     if (!v.IsBool()) refuse("expected true or false (datatype BOOL)");
     return v.GetBool();
   } else if constexpr (std::is_integral_v<T>) {
@@ -254,8 +258,6 @@ HttpInferRequest DecodeHttpInferRequest(const char* body, size_t size, std::opti
     std::string datatype = StringMember(in, "datatype", where.c_str(), true);
     DType dtype = DTypeFromProtocolName(datatype);
     if (dtype == DType::kUndefined) Refuse(StatusCode::kInvalidArgument, where, " has unknown datatype '", datatype, "'");
-    if (dtype == DType::kString)
-      Refuse(StatusCode::kInvalidArgument, where, ": datatype BYTES is not supported (no engine op takes strings)");
     Shape shape = ShapeOf(in, name);
     int64_t numel = CheckedElements(shape, name);
     const rj::Value* in_params = Member(in, "parameters");
@@ -272,6 +274,14 @@ HttpInferRequest DecodeHttpInferRequest(const char* body, size_t size, std::opti
       if (!header_length)
         Refuse(StatusCode::kInvalidArgument, where, " has binary data but the request has no Inference-Header-Content-Length");
       uint64_t n = binary_size->GetUint64();
+      if (dtype == DType::kString) {  // length-prefixed elements: their count, not a byte size, is checked
+        if (n > size - binary_offset)
+          Refuse(StatusCode::kInvalidArgument, where, ": its ", n, " bytes of binary data run past the end of the body (",
+                 size - binary_offset, " left)");
+        req.inputs.emplace_back(std::move(name), DeserializeBytesTensor(body + binary_offset, n, shape, where));
+        binary_offset += n;
+        continue;
+      }
       if (n != nbytes)
         Refuse(StatusCode::kInvalidArgument, where, ": binary_data_size is ", n, " bytes but shape ",
                ShapeToString(shape), " of ", datatype, " takes ", nbytes);
@@ -289,10 +299,14 @@ HttpInferRequest DecodeHttpInferRequest(const char* body, size_t size, std::opti
                " holds ", numel);
       t = Tensor::Uninitialized(dtype, shape);
       int64_t count = 0;
-      DispatchAll(dtype, [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        Flatten<T>(*data, name, t.data<T>(), numel, count, 0);
-      });
+      if (dtype == DType::kString) {
+        Flatten<std::string>(*data, name, t.strings(), numel, count, 0);
+      } else {
+        DispatchAll(dtype, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          Flatten<T>(*data, name, t.data<T>(), numel, count, 0);
+        });
+      }
     }
     req.inputs.emplace_back(std::move(name), std::move(t));
   }
@@ -321,7 +335,7 @@ HttpBody EncodeHttpInferResponse(const std::string& model, int64_t version, cons
                                  const NamedTensors& outputs) {
   rj::StringBuffer buf;
   rj::Writer<rj::StringBuffer> w(buf);
-  std::vector<const Tensor*> binary;
+  std::vector<std::string> binary;  // each binary output's bytes, in order (BYTES serialized, else as in memory)
   w.StartObject();
   w.Key("model_name");
   w.String(model.c_str(), static_cast<rj::SizeType>(model.size()));
@@ -349,12 +363,25 @@ HttpBody EncodeHttpInferResponse(const std::string& model, int64_t version, cons
     for (int64_t d : t.shape()) w.Int64(d);
     w.EndArray();
     if (as_binary) {
+      binary.push_back(t.dtype() == DType::kString ? SerializeBytesTensor(t)
+                                                   : std::string(static_cast<const char*>(t.raw()), t.nbytes()));
       w.Key("parameters");
       w.StartObject();
       w.Key("binary_data_size");
-      w.Uint64(t.nbytes());
+      w.Uint64(binary.back().size());
       w.EndObject();
-      binary.push_back(&t);
+    } else if (t.dtype() == DType::kString) {
+      // A JSON string holds text: an element that is not UTF-8 can only travel as binary data.
+      w.Key("data");
+      w.StartArray();
+      for (int64_t k = 0; k < t.numel(); ++k) {
+        const std::string& e = t.strings()[k];
+        if (!IsUtf8(e))
+          Refuse(StatusCode::kInvalidArgument, "output '", name, "' element ", k,
+                 " is not UTF-8, so JSON cannot carry it: request the output as binary data");
+        w.String(e.data(), static_cast<rj::SizeType>(e.size()));
+      }
+      w.EndArray();
     } else {
       w.Key("data");
       w.StartArray();
@@ -374,8 +401,7 @@ HttpBody EncodeHttpInferResponse(const std::string& model, int64_t version, cons
   body.bytes.assign(buf.GetString(), buf.GetSize());
   if (!binary.empty()) {
     body.header_length = body.bytes.size();
-    for (const Tensor* t : binary)
-      if (t->nbytes()) body.bytes.append(static_cast<const char*>(t->raw()), t->nbytes());
+    for (const std::string& b : binary) body.bytes.append(b);
   }
   return body;
 }

@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/half.h"
 #include "serve/datatype.h"
+#include "serve/status.h"
 
 namespace oneflow {
 namespace serve {
@@ -214,6 +215,8 @@ void FillRandom(Tensor& t, std::mt19937& rng) {
 
 // `file` of the model's warmup directory, exactly `bytes` long: a regular file that lies inside
 // that directory once links are resolved (a model repository is not a way to read other files).
+// `bytes` is the size the file must have, or kAnySize (BYTES samples: length-prefixed, checked by the parser).
+constexpr size_t kAnySize = SIZE_MAX;
 std::vector<char> ReadWarmupFile(const std::string& model_dir, const std::string& file, size_t bytes,
                                  const std::string& what) {
   namespace fs = std::filesystem;
@@ -231,8 +234,9 @@ std::vector<char> ReadWarmupFile(const std::string& model_dir, const std::string
   OF_CHECK(r.compare(0, d.size(), d) == 0, kInvalidModel, what, ": input_data_file ", path.string(),
            " leads outside the model's 'warmup' directory");
   const uintmax_t size = fs::file_size(real, ec);
-  OF_CHECK(!ec && size == bytes, kInvalidModel, what, ": input_data_file ", path.string(), " holds ", size,
-           " bytes; the sample needs ", bytes);
+  OF_CHECK(!ec && (size == bytes || (bytes == kAnySize && size < (uintmax_t{1} << 31))), kInvalidModel, what,
+           ": input_data_file ", path.string(), " holds ", size, " bytes; the sample needs ", bytes == kAnySize ? 0 : bytes);
+  bytes = static_cast<size_t>(size);
   std::vector<char> data(bytes);
   std::ifstream in(real, std::ios::binary);
   OF_CHECK(in.read(data.data(), static_cast<std::streamsize>(bytes)) || bytes == 0, kInvalidModel, what,
@@ -285,9 +289,20 @@ std::vector<WarmupSample> ResolveWarmup(const inference::ModelConfig& config, co
                  DimsToString({in.dims().begin(), in.dims().end()}), "; the input's are ", DimsToString(spec.dims));
         row.push_back(in.dims(d));
       }
-      Tensor one(dtype, row);  // zero_data, or none given
+      Tensor one(dtype, row);  // zero_data (empty strings for BYTES), or none given
+      const bool strings = dtype == DType::kString;
       if (in.input_data_type_case() == inference::ModelWarmup::Input::kRandomData && in.random_data()) {
+        OF_CHECK(!strings, kInvalidModel, of, ": random_data is not defined for TYPE_STRING; use zero_data or an "
+                 "input_data_file of length-prefixed strings");
         FillRandom(one, rng);
+      } else if (in.input_data_type_case() == inference::ModelWarmup::Input::kInputDataFile && strings) {
+        // Triton's layout for BYTES samples: each element a 4-byte little-endian length and its bytes.
+        std::vector<char> data = ReadWarmupFile(model_dir, in.input_data_file(), kAnySize, of);
+        try {
+          one = DeserializeBytesTensor(data.data(), data.size(), row, of);
+        } catch (const ServeError& e) {
+          Fail(ErrorCode::kInvalidModel, e.what());
+        }
       } else if (in.input_data_type_case() == inference::ModelWarmup::Input::kInputDataFile) {
         std::vector<char> data = ReadWarmupFile(model_dir, in.input_data_file(), one.nbytes(), of);
         if (!data.empty()) std::memcpy(one.raw(), data.data(), data.size());
@@ -297,8 +312,10 @@ std::vector<WarmupSample> ResolveWarmup(const inference::ModelConfig& config, co
         Shape shape = row;
         shape[0] = rows;
         whole = Tensor(dtype, shape);
-        for (int64_t r = 0; r < rows; ++r)
-          std::memcpy(static_cast<char*>(whole.raw()) + static_cast<size_t>(r) * one.nbytes(), one.raw(), one.nbytes());
+        for (int64_t r = 0; r < rows; ++r) {
+          if (strings) std::copy(one.strings(), one.strings() + one.numel(), whole.strings() + r * one.numel());
+          else std::memcpy(static_cast<char*>(whole.raw()) + static_cast<size_t>(r) * one.nbytes(), one.raw(), one.nbytes());
+        }
       }
       sample.inputs.emplace_back(spec.name, whole);
     }

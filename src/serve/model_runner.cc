@@ -58,7 +58,8 @@ class ShardedRunner final : public ModelRunner {
       in->set_name(feed.first);
       in->set_datatype(ProtocolDatatypeName(feed.second.dtype()));
       for (int64_t d : feed.second.shape()) in->add_shape(d);
-      batch.add_raw_input_contents(static_cast<const char*>(feed.second.raw()), feed.second.nbytes());
+      if (feed.second.dtype() == DType::kString) batch.add_raw_input_contents(SerializeBytesTensor(feed.second));
+      else batch.add_raw_input_contents(static_cast<const char*>(feed.second.raw()), feed.second.nbytes());
     }
     for (const std::string& f : fetches) batch.add_outputs()->set_name(f);
     ShardBatchGuard guard(batch.SerializeAsString());

@@ -297,10 +297,17 @@ void ModelScheduler::RunBatch(ModelRunner& runner, std::vector<Pending>& batch) 
       Shape shape = first.shape();
       shape[0] = total;
       Tensor joined = Tensor::Uninitialized(first.dtype(), shape);
-      char* dst = static_cast<char*>(joined.raw());
+      const bool strings = first.dtype() == DType::kString;  // objects, copied one by one
+      char* dst = strings ? nullptr : static_cast<char*>(joined.raw());
+      int64_t row = 0;
       for (const Pending& p : live) {
         for (const auto& [n, t] : p.request.inputs) {
           if (n != name) continue;
+          if (strings) {
+            std::copy(t.strings(), t.strings() + t.numel(), joined.strings() + row);
+            row += t.numel();
+            continue;
+          }
           if (t.nbytes()) std::memcpy(dst, t.raw(), t.nbytes());
           dst += t.nbytes();
         }

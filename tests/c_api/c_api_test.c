@@ -784,6 +784,93 @@ static void test_sequences_and_optionals(void) {
   oneflow_session_release(s);
 }
 
+/* Whether string tensor `t` holds exactly `want` (n elements, each its NUL-terminated bytes). */
+static int strings_equal(const oneflow_tensor_t* t, const char* const* want, int64_t n) {
+  if (oneflow_tensor_dtype(t) != ONEFLOW_DTYPE_STRING || oneflow_tensor_element_count(t) != n) return 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const char* data = NULL;
+    size_t len = 0;
+    if (oneflow_tensor_string_element(t, i, &data, &len) != NULL) return 0;
+    if (len != strlen(want[i]) || memcmp(data, want[i], len) != 0 || data[len] != '\0') return 0;
+  }
+  return 1;
+}
+
+/* string_model.onnx (make_c_api_fixture.py): each output checked against values worked out by hand. */
+static void test_string_tensors(void) {
+  oneflow_session_t* s = make_session("string_model.onnx");
+  oneflow_value_info_t info;
+  oneflow_value_info_init(&info);
+  REQUIRE_OK(oneflow_session_get_input_info(s, 0, &info));
+  EXPECT_TRUE(info.dtype == ONEFLOW_DTYPE_STRING && strcmp(oneflow_dtype_name(ONEFLOW_DTYPE_STRING), "string") == 0);
+
+  /* Explicit lengths: an element may hold a NUL ("b\0c" is three bytes). */
+  const char* text[4] = {"Hello you", "a", "b\0c d", ""};
+  const size_t lengths[4] = {9, 1, 5, 0};
+  int64_t n = 4;
+  oneflow_tensor_t* in = NULL;
+  REQUIRE_OK(oneflow_tensor_create_strings(&n, 1, text, lengths, &in));
+  EXPECT_TRUE(oneflow_tensor_data(in) == NULL && oneflow_tensor_byte_size(in) == 0);
+  const char* data = NULL;
+  size_t len = 0;
+  REQUIRE_OK(oneflow_tensor_string_element(in, 2, &data, &len));
+  EXPECT_TRUE(len == 5 && memcmp(data, "b\0c d", 5) == 0);
+
+  const char* names[1] = {"text"};
+  const oneflow_tensor_t* inputs[1] = {in};
+  oneflow_tensor_t* out[4] = {NULL, NULL, NULL, NULL};
+  REQUIRE_OK(oneflow_session_run(s, names, inputs, 1, NULL, 0, out, 4));
+  REQUIRE_OK(oneflow_tensor_string_element(out[0], 2, &data, &len));
+  EXPECT_TRUE(len == 6 && memcmp(data, "b\0c d!", 6) == 0);
+  const char* shout_ends[2] = {"Hello you!", "a!"};
+  EXPECT_TRUE(oneflow_tensor_element_count(out[0]) == 4);
+  for (int i = 0; i < 2; ++i) {
+    REQUIRE_OK(oneflow_tensor_string_element(out[0], i, &data, &len));
+    EXPECT_TRUE(len == strlen(shout_ends[i]) && memcmp(data, shout_ends[i], len) == 0);
+  }
+  const int64_t* words = (const int64_t*)oneflow_tensor_data(out[1]);
+  EXPECT_TRUE(words[0] == 2 && words[1] == 1 && words[2] == 2 && words[3] == 0);
+  const uint8_t* greeting = (const uint8_t*)oneflow_tensor_data(out[2]);
+  EXPECT_TRUE(greeting[0] == 1 && greeting[1] == 0 && greeting[2] == 0 && greeting[3] == 0);
+  const int64_t* ids = (const int64_t*)oneflow_tensor_data(out[3]);
+  EXPECT_TRUE(ids[0] == -1 && ids[1] == 1 && ids[2] == -1 && ids[3] == -1);
+  for (int i = 0; i < 4; ++i) oneflow_tensor_release(out[i]);
+
+  /* NUL-terminated elements (lengths NULL), a 2-D shape, and the bad calls. */
+  const char* grid[4] = {"x", "yy", "", "zzz"};
+  int64_t shape[2] = {2, 2};
+  oneflow_tensor_t* g = NULL;
+  REQUIRE_OK(oneflow_tensor_create_strings(shape, 2, grid, NULL, &g));
+  EXPECT_TRUE(strings_equal(g, grid, 4));
+  EXPECT_ERROR(oneflow_tensor_string_element(g, 4, &data, &len), ONEFLOW_INVALID_ARGUMENT, "out of range");
+  EXPECT_ERROR(oneflow_tensor_string_element(g, 0, NULL, &len), ONEFLOW_INVALID_ARGUMENT, "NULL");
+  int64_t one = 1;
+  oneflow_tensor_t* f = NULL;
+  REQUIRE_OK(oneflow_tensor_create(ONEFLOW_DTYPE_F32, &one, 1, &f));
+  EXPECT_ERROR(oneflow_tensor_string_element(f, 0, &data, &len), ONEFLOW_INVALID_ARGUMENT, "not a string tensor");
+  const char* holes[2] = {"a", NULL};
+  oneflow_tensor_t* bad = NULL;
+  int64_t two = 2;
+  EXPECT_ERROR(oneflow_tensor_create_strings(&two, 1, holes, NULL, &bad), ONEFLOW_INVALID_ARGUMENT, "data[1] is NULL");
+  EXPECT_ERROR(oneflow_tensor_create_strings(&two, 1, NULL, NULL, &bad), ONEFLOW_INVALID_ARGUMENT, "data is NULL");
+  char buf[64];
+  EXPECT_ERROR(oneflow_tensor_create_borrowed(ONEFLOW_DTYPE_STRING, &one, 1, buf, sizeof buf, NULL, NULL, &bad),
+               ONEFLOW_INVALID_ARGUMENT, "oneflow_tensor_create_strings");
+  /* A float tensor where the model takes strings, and strings where it takes floats. */
+  const oneflow_tensor_t* wrong[1] = {f};
+  EXPECT_ERROR(oneflow_session_run(s, names, wrong, 1, NULL, 0, out, 4), ONEFLOW_INVALID_ARGUMENT, "text");
+  oneflow_session_t* m = make_session("const_model.onnx");
+  const char* x_name[1] = {"x"};
+  const oneflow_tensor_t* strings_in[1] = {g};
+  oneflow_tensor_t* y[1] = {NULL};
+  EXPECT_ERROR(oneflow_session_run(m, x_name, strings_in, 1, NULL, 0, y, 1), ONEFLOW_INVALID_ARGUMENT, "string");
+  oneflow_session_release(m);
+  oneflow_tensor_release(f);
+  oneflow_tensor_release(g);
+  oneflow_tensor_release(in);
+  oneflow_session_release(s);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s FIXTURE_DIR\n", argv[0]);
@@ -802,5 +889,6 @@ int main(int argc, char** argv) {
   test_struct_sizes();
   test_bad_models();
   test_sequences_and_optionals();
+  test_string_tensors();
   return c_test_finish("c_api_test");
 }

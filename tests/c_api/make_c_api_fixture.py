@@ -15,6 +15,9 @@ are little-endian float32 files (*.f32) with shapes the C test knows:
                                             (upgraded to opset 13 at import)
   sequence_model.onnx  s: seq(float32), o: optional(float32) -> cat = ConcatFromSequence(s, axis 0),
                        n = SequenceLength(s), has = OptionalHasElement(o), same = Identity(s)
+  string_model.onnx  text: string[n] -> shout = StringConcat(text, "!"), words = StringSplit(text)'s counts,
+                     greeting = RegexFullMatch(text, "(?i)hello.*"), id = LabelEncoder(text) over
+                     {"a": 1, "b": 2} (default -1); the tests compute what each should be themselves
 """
 import os
 import sys
@@ -103,6 +106,25 @@ def sequence_model():
     return m
 
 
+def string_model():
+    s = TensorProto.STRING
+    bang = helper.make_tensor("bang", s, [], [b"!"])
+    nodes = [helper.make_node("StringConcat", ["text", "bang"], ["shout"]),
+             helper.make_node("StringSplit", ["text"], ["pieces", "words"]),
+             helper.make_node("RegexFullMatch", ["text"], ["greeting"], pattern="(?i)hello.*"),
+             helper.make_node("LabelEncoder", ["text"], ["id"], domain="ai.onnx.ml", keys_strings=["a", "b"],
+                              values_int64s=[1, 2], default_int64=-1)]
+    inputs = [helper.make_tensor_value_info("text", s, ["n"])]
+    outputs = [helper.make_tensor_value_info("shout", s, ["n"]), helper.make_tensor_value_info("words", TensorProto.INT64, ["n"]),
+               helper.make_tensor_value_info("greeting", TensorProto.BOOL, ["n"]),
+               helper.make_tensor_value_info("id", TensorProto.INT64, ["n"])]
+    m = helper.make_model(helper.make_graph(nodes, "strings", inputs, outputs, [bang]),
+                          opset_imports=[helper.make_opsetid("", 20), helper.make_opsetid("ai.onnx.ml", 4)])
+    m.ir_version = IR_VERSION
+    onnx.checker.check_model(m)
+    return m
+
+
 def main(out):
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(1234)
@@ -134,6 +156,7 @@ def main(out):
     save(relu_model(6), os.path.join(out, "opset6.onnx"))
     save(relu_model(6, "PRelu"), os.path.join(out, "opset6_prelu.onnx"))
     save(sequence_model(), os.path.join(out, "sequence_model.onnx"))
+    save(string_model(), os.path.join(out, "string_model.onnx"))
     open(os.path.join(out, "empty.onnx"), "wb").close()
     return 0
 

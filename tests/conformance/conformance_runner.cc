@@ -49,6 +49,11 @@ std::string BitDiff(const Tensor& a, const Tensor& b) {
   }
   if (a.dtype() != b.dtype() || a.shape() != b.shape())
     return StrCat(DTypeName(b.dtype()), ShapeToString(b.shape()), " != ", DTypeName(a.dtype()), ShapeToString(a.shape()));
+  if (a.dtype() == DType::kString) {
+    for (int64_t i = 0; i < a.numel(); ++i)
+      if (a.strings()[i] != b.strings()[i]) return StrCat("string ", i, " differs");
+    return "";
+  }
   const auto* x = static_cast<const unsigned char*>(a.raw());
   const auto* y = static_cast<const unsigned char*>(b.raw());
   for (size_t i = 0; i < a.nbytes(); ++i)
@@ -84,6 +89,12 @@ std::string Compare(const Tensor& want, const Tensor& got, double rtol, double a
     return StrCat("dtype ", DTypeName(got.dtype()), " != expected ", DTypeName(want.dtype()));
   if (want.shape() != got.shape())
     return StrCat("shape ", ShapeToString(got.shape()), " != expected ", ShapeToString(want.shape()));
+  if (want.dtype() == DType::kString) {  // strings match exactly, byte for byte
+    for (int64_t i = 0; i < want.numel(); ++i)
+      if (want.strings()[i] != got.strings()[i])
+        return StrCat("element ", i, ": got \"", got.strings()[i], "\", expected \"", want.strings()[i], "\"");
+    return "";
+  }
   for (int64_t i = 0; i < want.numel(); ++i) {
     double w = want.GetAsDouble(i), g = got.GetAsDouble(i);
     if (std::isnan(w) && std::isnan(g)) continue;

@@ -266,6 +266,24 @@ def main(out):
              vi("has", TensorProto.BOOL, [])],
             [numpy_helper.from_array(np.array([1, 2], np.int64), "split"),
              numpy_helper.from_array(np.int64(0), "pos")], opset=18),
+        # String tensors: string initializers (folded through StringSplit and StringNormalizer at load),
+        # a string graph input through the regex, the table lookup and concatenation.
+        "strings": model(
+            [helper.make_node("StringSplit", ["words"], ["pieces", "counts"], delimiter=" ", maxsplit=2),
+             helper.make_node("StringNormalizer", ["words"], ["norm"], case_change_action="UPPER",
+                              stopwords=["b c"]),
+             helper.make_node("RegexFullMatch", ["x"], ["match"], pattern="(?i)[a-z]+ \\d*"),
+             helper.make_node("StringConcat", ["x", "norm"], ["joined"]),
+             helper.make_node("LabelEncoder", ["x"], ["ids"], domain="ai.onnx.ml",
+                              keys_tensor=helper.make_tensor("k", TensorProto.STRING, [2], [b"a", b"b c"]),
+                              values_tensor=helper.make_tensor("v", TensorProto.INT16, [2], [1, 2]),
+                              default_tensor=helper.make_tensor("d", TensorProto.INT16, [1], [0])),
+             helper.make_node("Equal", ["x", "words"], ["same"])],
+            [vi("x", TensorProto.STRING, [3])],
+            [vi("pieces", TensorProto.STRING, None), vi("match", TensorProto.BOOL, [3]),
+             vi("joined", TensorProto.STRING, None), vi("ids", TensorProto.INT16, [3]), vi("same", TensorProto.BOOL, [3])],
+            [helper.make_tensor("words", TensorProto.STRING, [3], [b"a", b"b c", "d \u00e9 f g".encode()])],
+            opset=20, extra_imports=[helper.make_opsetid("ai.onnx.ml", 4)]),
     }
     for name, m in seeds.items():
         with open(os.path.join(out, name + ".onnx"), "wb") as fh:

@@ -38,6 +38,14 @@ def main(out_dir):
         {"name": "x", "shape": [2], "datatype": "INT64", "parameters": {"binary_data_size": 16}},
         {"name": "z", "shape": [4], "datatype": "UINT8", "parameters": {"binary_data_size": 4}}]},
         np.array([1, -1], np.int64), np.array([1, 2, 3, 4], np.uint8))
+    # BYTES: JSON strings, and binary data packed as Triton packs it (a 4-byte length, then the bytes).
+    seeds["json_bytes"] = http_json({"inputs": [{"name": "t", "shape": [1, 2], "datatype": "BYTES",
+                                                 "data": [["hello", "w\u00f6rld"]]}]})
+    packed = b"".join(struct.pack("<I", len(w)) + w for w in (b"ab", b"", "\u00e9".encode()))
+    seeds["binary_bytes"] = http_binary({"inputs": [{"name": "t", "shape": [3], "datatype": "BYTES",
+                                                     "parameters": {"binary_data_size": len(packed)}}],
+                                         "outputs": [{"name": "u", "parameters": {"binary_data": True}}]},
+                                        np.frombuffer(packed, np.uint8))
     # RapidJSON 1.1's full-precision parser once tripped UBSan on a zero significand (clz(0)).
     seeds["json_long_zero"] = b"\x00" + b'{"inputs":[{"name":"x","shape":[1],"datatype":"FP64","data":[0.' + b"0" * 40 + b"]}]}"
     seeds["json_broken"] = b"\x00" + b'{"inputs":[{"name":"x","shape":[2,3],"datatype":"FP32","data":[1,2'
@@ -54,6 +62,11 @@ def main(out_dir):
         t.contents.bool_contents.append(True)
         req2.parameters["timeout"].int64_param = 5
         seeds["grpc_typed"] = b"\x02" + req2.SerializeToString()
+        req3 = service_pb2.ModelInferRequest(model_name="m")
+        t = req3.inputs.add(name="t", datatype="BYTES", shape=[2])
+        t.contents.bytes_contents.extend([b"one", b"\xff"])
+        t = req3.inputs.add(name="r", datatype="BYTES", shape=[1])
+        seeds["grpc_bytes"] = b"\x02" + req3.SerializeToString()
     except ImportError:
         print("make_serve_seeds: tritonclient[grpc] not installed; no gRPC seeds", file=sys.stderr)
     for name, data in seeds.items():

@@ -106,6 +106,7 @@ def test_transformer_optimizer_output(tmp_path):
     """A BERT-style layer written as exporters write it, rewritten by onnxruntime's transformer
     optimizer into SkipLayerNormalization and its GELU contrib op: same outputs."""
     optimizer = pytest.importorskip("onnxruntime.transformers.optimizer", reason="onnxruntime's transformers tools")
+    pytest.importorskip("torch", reason="onnxruntime's transformer optimizer imports torch (pip install torch)")
     d, ffn = 32, 64
     nodes, inits = [], []
 

@@ -102,7 +102,8 @@ def ensemble(op, mode="BRANCH_LEQ", opset=1, as_tensor=False, x_type=TensorProto
         for key in ["nodes_values", "base_values", "target_weights", "class_weights"]:
             if key in a:
                 a[key + "_as_tensor"] = numpy_helper.from_array(np.asarray(a.pop(key), np.float32), key)
-    outs = [helper.make_tensor_value_info("Y", TensorProto.INT64 if op.endswith("Classifier") else TensorProto.FLOAT, None)]
+    label = TensorProto.STRING if "classlabels_strings" in a and "classlabels_int64s" not in a else TensorProto.INT64
+    outs = [helper.make_tensor_value_info("Y", label if op.endswith("Classifier") else TensorProto.FLOAT, None)]
     if op.endswith("Classifier"):
         outs.append(helper.make_tensor_value_info("Z", TensorProto.FLOAT, None))
     graph = helper.make_graph([helper.make_node(op, ["X"], [o.name for o in outs], domain=ML, **a)], "trees",
@@ -224,10 +225,16 @@ def test_malformed_ensembles_are_refused(change, message):
             s.run({"X": features()})
 
 
-def test_string_labels_are_refused_by_name():
+def test_string_labels_match_onnxruntime_and_both_label_kinds_are_refused():
+    # String class labels give a string Y (tests/python/test_string_ops_vs_onnxruntime.py runs skl2onnx's
+    # string-labelled forests); a classifier may not name its classes both ways.
     trees, nodes, ids, weights = targets_weights(1)
     data = ensemble("TreeEnsembleClassifier", class_treeids=trees, class_nodeids=nodes, class_ids=ids,
                     class_weights=weights, classlabels_strings=["no", "yes"])
-    with pytest.raises(oneflow.OneflowError, match="classlabels_strings"):
-        with oneflow.Session(data) as s:
-            s.run({"X": features()})
+    got, want = run_both(data, {"X": features()})
+    assert got[0].tolist() == want[0].tolist() and set(want[0].tolist()) <= {"no", "yes"}
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-6)
+    both = ensemble("TreeEnsembleClassifier", class_treeids=trees, class_nodeids=nodes, class_ids=ids,
+                    class_weights=weights, classlabels_strings=["no", "yes"], classlabels_int64s=[0, 1])
+    with pytest.raises(oneflow.InvalidModelError, match="exactly one of classlabels_int64s and classlabels_strings"):
+        oneflow.Session(both)

@@ -71,7 +71,7 @@ TEST(ServeHttpCodec, RefusalsNameTheProblem) {
   EXPECT_NE(Refusal("{}").find("no 'inputs' array"), std::string::npos);
   EXPECT_NE(Refusal(input(R"("shape":[1],"datatype":"FP128","data":[1])")).find("unknown datatype 'FP128'"),
             std::string::npos);
-  EXPECT_NE(Refusal(input(R"("shape":[1],"datatype":"BYTES","data":["a"])")).find("BYTES is not supported"),
+  EXPECT_NE(Refusal(input(R"("shape":[2],"datatype":"BYTES","data":["a",1])")).find("element 1: expected a string"),
             std::string::npos);
   EXPECT_NE(Refusal(input(R"("shape":[3],"datatype":"FP32","data":[1,2])")).find("has 2 data elements but shape [3]"),
             std::string::npos);
@@ -116,6 +116,49 @@ TEST(ServeHttpCodec, ResponseJsonAndBinary) {
   EXPECT_NE(head.find(R"("data":[-7])"), std::string::npos) << head;
   ASSERT_EQ(mixed.bytes.size(), *mixed.header_length + 16);
   EXPECT_EQ(std::memcmp(mixed.bytes.data() + *mixed.header_length, values, 16), 0);
+}
+
+// BYTES (string tensors): JSON strings and the packed binary form (a 4-byte little-endian length,
+// then the bytes) in, the same out, checked against bytes written here by hand.
+TEST(ServeHttpCodec, BytesTensors) {
+  const std::string json = R"({"inputs":[{"name":"t","shape":[2],"datatype":"BYTES","data":["a\u00fc",""]}]})";
+  HttpInferRequest r = DecodeHttpInferRequest(json.data(), json.size(), std::nullopt);
+  ASSERT_EQ(r.request.inputs.size(), 1u);
+  const Tensor& t = r.request.inputs[0].second;
+  ASSERT_EQ(t.dtype(), DType::kString);
+  EXPECT_EQ(t.strings()[0], "a\xc3\xbc");
+  EXPECT_EQ(t.strings()[1], "");
+
+  const std::string packed("\x02\x00\x00\x00hi\x00\x00\x00\x00\x01\x00\x00\x00\xff", 15);
+  const std::string header =
+      R"({"inputs":[{"name":"t","shape":[3],"datatype":"BYTES","parameters":{"binary_data_size":15}}]})";
+  HttpInferRequest b = DecodeHttpInferRequest((header + packed).data(), header.size() + packed.size(), header.size());
+  const Tensor& bt = b.request.inputs[0].second;
+  ASSERT_EQ(bt.numel(), 3);
+  EXPECT_EQ(bt.strings()[0], "hi");
+  EXPECT_EQ(bt.strings()[1], "");
+  EXPECT_EQ(bt.strings()[2], "\xff");
+  std::string short_header = header;  // the last element's byte cut off, its size said so
+  short_header.replace(short_header.find("15"), 2, "14");
+  EXPECT_NE(Refusal(short_header + packed.substr(0, 14), short_header.size()).find("claims 1 bytes but 0 remain"),
+            std::string::npos);
+
+  HttpInferRequest ask;
+  ask.request.outputs = {"t"};
+  ask.binary_output = {true};
+  HttpBody out = EncodeHttpInferResponse("m", 1, ask, {{"t", bt}});
+  ASSERT_TRUE(out.header_length.has_value());
+  EXPECT_NE(out.bytes.find(R"("binary_data_size":15)"), std::string::npos) << out.bytes;
+  EXPECT_EQ(out.bytes.substr(*out.header_length), packed);
+  ask.binary_output = {false};  // JSON cannot carry the element that is not UTF-8
+  try {
+    EncodeHttpInferResponse("m", 1, ask, {{"t", bt}});
+    ADD_FAILURE() << "a non-UTF-8 element was written as a JSON string";
+  } catch (const ServeError& e) {
+    EXPECT_NE(std::string(e.what()).find("element 2 is not UTF-8"), std::string::npos) << e.what();
+  }
+  HttpBody text = EncodeHttpInferResponse("m", 1, ask, {{"t", t}});
+  EXPECT_NE(text.bytes.find("\"data\":[\"a\xc3\xbc\",\"\"]"), std::string::npos) << text.bytes;
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
   X(oneflow_tensor_element_count) X(oneflow_tensor_byte_size) X(oneflow_tensor_data)             \
   X(oneflow_tensor_create_sequence) X(oneflow_tensor_create_none) X(oneflow_tensor_kind)           \
   X(oneflow_tensor_sequence_length) X(oneflow_tensor_sequence_element)                             \
+  X(oneflow_tensor_create_strings) X(oneflow_tensor_string_element)                                \
   X(oneflow_graph_load_file) X(oneflow_graph_load_memory) X(oneflow_graph_release)               \
   X(oneflow_value_info_init_sized) X(oneflow_session_options_init_sized) X(oneflow_session_create)           \
   X(oneflow_session_release) X(oneflow_session_run) X(oneflow_session_input_count)               \

@@ -249,6 +249,51 @@ static void frame_free(RunFrame* f) {
   PyMem_Free(f->heap);
 }
 
+/* A string tensor from a numpy array of str ('U'), bytes ('S') or objects that are each str or bytes
+ * ('O', what onnxruntime takes and returns): str elements travel as UTF-8. The engine copies them. */
+static int strings_from_array(PyArrayObject* arr, const char* kind, PyObject* name, const oneflow_tensor_t** tensor,
+                              oneflow_tensor_t** owned) {
+  const npy_intp n = PyArray_SIZE(arr);
+  PyObject* items = PyList_New(n); /* keeps each element's object alive while its bytes are read */
+  const char** data = PyMem_Calloc((size_t)n + 1, sizeof *data);
+  size_t* lengths = PyMem_Calloc((size_t)n + 1, sizeof *lengths);
+  int rc = -1;
+  if (items == NULL || data == NULL || lengths == NULL) {
+    if (items) PyErr_NoMemory();
+    goto done;
+  }
+  const npy_intp stride = PyArray_ITEMSIZE(arr);
+  for (npy_intp i = 0; i < n; ++i) {
+    PyObject* item = PyArray_GETITEM(arr, PyArray_BYTES(arr) + i * stride);
+    if (item == NULL) goto done;
+    PyList_SET_ITEM(items, i, item);
+    Py_ssize_t len = 0;
+    if (PyUnicode_Check(item)) {
+      data[i] = PyUnicode_AsUTF8AndSize(item, &len);
+      if (data[i] == NULL) goto done;
+    } else if (PyBytes_Check(item)) {
+      char* bytes = NULL;
+      if (PyBytes_AsStringAndSize(item, &bytes, &len) < 0) goto done;
+      data[i] = bytes;
+    } else {
+      PyErr_Format(PyExc_TypeError, "%s '%U': element %zd is %.100s; a string tensor takes str or bytes", kind, name,
+                   (Py_ssize_t)i, Py_TYPE(item)->tp_name);
+      goto done;
+    }
+    lengths[i] = (size_t)len;
+  }
+  if (ofpy_check(OF(oneflow_tensor_create_strings)((const int64_t*)PyArray_SHAPE(arr), (size_t)PyArray_NDIM(arr), data,
+                                                   lengths, owned)) < 0)
+    goto done;
+  *tensor = *owned;
+  rc = 0;
+done:
+  Py_XDECREF(items);
+  PyMem_Free(data);
+  PyMem_Free(lengths);
+  return rc;
+}
+
 int ofpy_tensor_from_value(PyObject* value, const char* kind, PyObject* name, PyObject** keep,
                            const oneflow_tensor_t** tensor, oneflow_tensor_t** owned) {
   if (Py_IS_TYPE(value, &ofpy_TensorType)) {
@@ -270,6 +315,8 @@ int ofpy_tensor_from_value(PyObject* value, const char* kind, PyObject* name, Py
     if (arr == NULL) return -1;
   }
   *keep = (PyObject*)arr;
+  const char kind_code = PyArray_DESCR(arr)->kind;
+  if (kind_code == 'U' || kind_code == 'S' || kind_code == 'O') return strings_from_array(arr, kind, name, tensor, owned);
   oneflow_dtype_t dtype = ofpy_engine_dtype(PyArray_DESCR(arr));
   if (dtype == ONEFLOW_DTYPE_UNDEFINED) {
     PyErr_Format(PyExc_TypeError, "%s '%U': numpy dtype %R has no oneflow counterpart", kind, name,

@@ -21,8 +21,50 @@ static void tensor_dealloc(ofpy_TensorObject* self) {
   PyObject_Free(self);
 }
 
+/* The tensor's dims as numpy's (into `dims`, NPY_MAXDIMS long); its rank, or -1 with an error set. */
+static int numpy_dims(ofpy_TensorObject* self, npy_intp* dims) {
+  const size_t rank = OF(oneflow_tensor_rank)(self->handle);
+  if (rank > NPY_MAXDIMS) {
+    PyErr_Format(PyExc_ValueError, "rank %zu exceeds numpy's limit of %d dims", rank, NPY_MAXDIMS);
+    return -1;
+  }
+  const int64_t* shape = OF(oneflow_tensor_shape)(self->handle);
+  for (size_t i = 0; i < rank; ++i) dims[i] = (npy_intp)shape[i];
+  return (int)rank;
+}
+
+/* A string tensor as numpy does strings for ONNX (and onnxruntime returns them): an object array of str,
+ * decoded from UTF-8; an element that is not UTF-8 comes back as bytes. A copy: the engine's strings
+ * are not a buffer numpy could view. */
+static PyObject* strings_to_numpy(ofpy_TensorObject* self) {
+  npy_intp dims[NPY_MAXDIMS];
+  const int rank = numpy_dims(self, dims);
+  if (rank < 0) return NULL;
+  PyArrayObject* arr = (PyArrayObject*)PyArray_SimpleNew(rank, dims, NPY_OBJECT);
+  if (arr == NULL) return NULL;
+  PyObject** out = (PyObject**)PyArray_DATA(arr);
+  const int64_t n = OF(oneflow_tensor_element_count)(self->handle);
+  for (int64_t i = 0; i < n; ++i) {
+    const char* data = NULL;
+    size_t len = 0;
+    if (ofpy_check(OF(oneflow_tensor_string_element)(self->handle, i, &data, &len)) < 0) goto fail;
+    PyObject* item = PyUnicode_DecodeUTF8(data, (Py_ssize_t)len, "strict");
+    if (item == NULL) {
+      PyErr_Clear();
+      item = PyBytes_FromStringAndSize(data, (Py_ssize_t)len);
+      if (item == NULL) goto fail;
+    }
+    Py_XSETREF(out[i], item);
+  }
+  return (PyObject*)arr;
+fail:
+  Py_DECREF(arr);
+  return NULL;
+}
+
 PyObject* ofpy_tensor_to_numpy(ofpy_TensorObject* self) {
   oneflow_dtype_t dtype = OF(oneflow_tensor_dtype)(self->handle);
+  if (dtype == ONEFLOW_DTYPE_STRING) return strings_to_numpy(self);
   int typenum = ofpy_numpy_type(dtype);
   if (typenum < 0) {
     if (dtype >= ONEFLOW_DTYPE_F8E4M3FN) /* the narrow storage types: DLPack has no agreed layout for them either */
@@ -33,16 +75,11 @@ PyObject* ofpy_tensor_to_numpy(ofpy_TensorObject* self) {
                    OF(oneflow_dtype_name)(dtype));
     return NULL;
   }
-  size_t rank = OF(oneflow_tensor_rank)(self->handle);
-  if (rank > NPY_MAXDIMS) {
-    PyErr_Format(PyExc_ValueError, "rank %zu exceeds numpy's limit of %d dims", rank, NPY_MAXDIMS);
-    return NULL;
-  }
   npy_intp dims[NPY_MAXDIMS];
-  const int64_t* shape = OF(oneflow_tensor_shape)(self->handle);
-  for (size_t i = 0; i < rank; ++i) dims[i] = (npy_intp)shape[i];
+  const int rank = numpy_dims(self, dims);
+  if (rank < 0) return NULL;
   int flags = NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | (self->readonly ? 0 : NPY_ARRAY_WRITEABLE);
-  PyObject* arr = PyArray_NewFromDescr(&PyArray_Type, PyArray_DescrFromType(typenum), (int)rank, dims, NULL,
+  PyObject* arr = PyArray_NewFromDescr(&PyArray_Type, PyArray_DescrFromType(typenum), rank, dims, NULL,
                                        OF(oneflow_tensor_data)(self->handle), flags, NULL);
   if (arr == NULL) return NULL;
   Py_INCREF(self);

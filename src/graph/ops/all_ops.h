@@ -32,6 +32,7 @@ void RegisterSequenceOps(OpRegistry& r);         // ops/sequence.cc: Sequence*, 
 void RegisterRandomOps(OpRegistry& r);           // ops/random.cc: RandomNormal/Uniform(Like), Bernoulli, Multinomial
 void RegisterTrainingOps(OpRegistry& r);         // ops/training.cc: ai.onnx.preview.training Adagrad, Adam, Momentum
 void RegisterMlOps(OpRegistry& r);              // ops/ml.cc: ai.onnx.ml Binarizer, ArrayFeatureExtractor, TreeEnsemble
+void RegisterStringOps(OpRegistry& r);          // ops/string.cc: StringConcat/Split/Normalizer, RegexFullMatch, LabelEncoder
 void AttachSbpRules(OpRegistry& r);            // ops/sbp_rules.cc: SBP signatures of the families above
 
 inline void RegisterAllOps(OpRegistry& r) {
@@ -62,6 +63,7 @@ inline void RegisterAllOps(OpRegistry& r) {
   RegisterRandomOps(r);
   RegisterTrainingOps(r);
   RegisterMlOps(r);
+  RegisterStringOps(r);
   AttachSbpRules(r);
 }
 

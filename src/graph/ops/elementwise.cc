@@ -205,7 +205,9 @@ void RegisterElementwiseOps(OpRegistry& r) {
 
   // ---- Comparison and logic ---------------------------------------------------------------------
   for (const char* op : {op::kEqual, op::kLess, op::kLessOrEqual, op::kGreater, op::kGreaterOrEqual, op::kAnd, op::kOr, op::kXor}) {
-    r.Register(Binary(op, InferBroadcastToBool));
+    OpSchema schema = Binary(op, InferBroadcastToBool);
+    if (op == std::string_view(op::kEqual)) schema.TakesStrings();  // Equal compares strings too (opset 19)
+    r.Register(std::move(schema));
   }
   r.Register(Unary(op::kNot));
   r.Register(Unary(op::kIsNaN).Infer(InferSameShapeBool));
@@ -233,7 +235,7 @@ void RegisterElementwiseOps(OpRegistry& r) {
                  .Attr("saturate", Attribute::Int(1))
                  .Attr("round_mode", Attribute::String("up"))
                  .Infer(InferCastLike).Grad(GradCastLike));
-  r.Register(OpSchema(op::kIdentity).Since(13).Input("input").Accepting(kAnyKind).Output("output").Infer(InferSameAsInput0).Grad(GradPassThrough)
+  r.Register(OpSchema(op::kIdentity).Since(13).Input("input").Accepting(kAnyKind).Output("output").TakesStrings().Infer(InferSameAsInput0).Grad(GradPassThrough)
                  .Precision(PrecisionClass::kFollow).View());
   r.Register(OpSchema(op::kDropout).Since(13).Input("data").OptionalInput("ratio").OptionalInput("training_mode")
                  .Output("output").OptionalOutput("mask").OptionalAttr("seed", AttrKind::kInt).Infer(InferDropout)

@@ -5,7 +5,7 @@
 //                                Z[..., j] = X[..., Y[j]]; a 1-D X gives [1, k]
 //   TreeEnsemble(X [N, F]) -> Y [N, n_targets]   (opset 5; the trees: tree_ensemble.h)
 //   TreeEnsembleRegressor(X [N, F]) -> Y [N, n_targets] float       (opsets 1, 3)
-//   TreeEnsembleClassifier(X [N, F]) -> Y [N] int64 labels, Z [N, classes] float scores  (1, 3)
+//   TreeEnsembleClassifier(X [N, F]) -> Y [N] int64 or string labels, Z [N, classes] float scores  (1, 3)
 #include <cmath>
 #include <limits>
 #include <string>
@@ -75,7 +75,8 @@ void InferTreeEnsembleLegacy(InferContext& ctx, bool classifier) {
     ctx.Error("the trees read feature ", s.features - 1, " but X has ", features.value);
   const Dim rows = !x.has_rank ? Dim::Unknown() : x.rank() == 1 ? Dim::Known(1) : x.dims[0];
   if (classifier) {
-    ctx.set_output(0, TensorType::Of(DType::kInt64, {rows}));
+    const DType label = ctx.attrs().has("classlabels_strings") ? DType::kString : DType::kInt64;
+    ctx.set_output(0, TensorType::Of(label, {rows}));
     if (ctx.num_outputs() > 1) ctx.set_output(1, TensorType::Of(DType::kFloat32, {rows, Dim::Known(s.targets)}));
   } else {
     ctx.set_output(0, TensorType::Of(DType::kFloat32, {rows, Dim::Known(s.targets)}));
@@ -104,6 +105,7 @@ OpSchema TreeEnsembleLegacySchema(OpId id, int since, bool classifier) {
     s.OptionalAttr("base_values_as_tensor", AttrKind::kTensor).OptionalAttr("nodes_hitrates_as_tensor", AttrKind::kTensor)
         .OptionalAttr("nodes_values_as_tensor", AttrKind::kTensor).OptionalAttr(w + "weights_as_tensor", AttrKind::kTensor);
   }
+  if (classifier) s.TakesStrings();  // string class labels (the kernel writes Y's strings itself)
   return s.Infer([classifier](InferContext& ctx) { InferTreeEnsembleLegacy(ctx, classifier); });
 }
 

@@ -524,8 +524,6 @@ void InferConstant(InferContext& ctx) {
                         "value_strings", "sparse_value"})
     count += a.has(n) ? 1 : 0;
   if (count != 1) ctx.Error("exactly one value attribute must be set, got ", count);
-  if (a.has("value_string") || a.has("value_strings"))
-    Fail(ErrorCode::kUnsupported, ctx.node(), ": string constants are not supported");
   if (a.has("sparse_value")) Fail(ErrorCode::kUnsupported, ctx.node(), ": sparse constants are not supported");
   if (a.has("value")) {
     const Tensor& t = a.GetTensor("value");
@@ -536,6 +534,10 @@ void InferConstant(InferContext& ctx) {
     ctx.set_output(0, TensorType::Of(DType::kFloat32, Shape{static_cast<int64_t>(a.GetFloats("value_floats").size())}));
   } else if (a.has("value_int")) {
     ctx.set_output(0, TensorType::Of(DType::kInt64, Shape{}));
+  } else if (a.has("value_string")) {
+    ctx.set_output(0, TensorType::Of(DType::kString, Shape{}));
+  } else if (a.has("value_strings")) {
+    ctx.set_output(0, TensorType::Of(DType::kString, Shape{static_cast<int64_t>(a.GetStrings("value_strings").size())}));
   } else {
     ctx.set_output(0, TensorType::Of(DType::kInt64, Shape{static_cast<int64_t>(a.GetInts("value_ints").size())}));
   }
@@ -622,12 +624,12 @@ void InferCenterCropPad(InferContext& ctx) {
 
 void RegisterTensorOps(OpRegistry& r) {
   r.Register(OpSchema(op::kReshape).Since(13).Input("data").ShapeInput("shape").Output("reshaped")
-                 .Attr("allowzero", Attribute::Int(0)).Precision(PrecisionClass::kFollow).View().Infer(InferReshape).Grad(GradReshapeLike));
-  r.Register(OpSchema(op::kFlatten).Since(13).Input("input").Output("output").Precision(PrecisionClass::kFollow).View()
+                 .Attr("allowzero", Attribute::Int(0)).Precision(PrecisionClass::kFollow).View().TakesStrings().Infer(InferReshape).Grad(GradReshapeLike));
+  r.Register(OpSchema(op::kFlatten).Since(13).Input("input").Output("output").Precision(PrecisionClass::kFollow).View().TakesStrings()
                  .Attr("axis", Attribute::Int(1)).Infer(InferFlatten).Grad(GradReshapeLike));
-  r.Register(OpSchema(op::kSqueeze).Since(13).Input("data").OptionalShapeInput("axes").Output("squeezed").View().Infer(InferSqueeze)
+  r.Register(OpSchema(op::kSqueeze).Since(13).Input("data").OptionalShapeInput("axes").Output("squeezed").View().TakesStrings().Infer(InferSqueeze)
                  .Grad(GradReshapeLike));
-  r.Register(OpSchema(op::kUnsqueeze).Since(13).Input("data").ShapeInput("axes").Output("expanded").View().Infer(InferUnsqueeze)
+  r.Register(OpSchema(op::kUnsqueeze).Since(13).Input("data").ShapeInput("axes").Output("expanded").View().TakesStrings().Infer(InferUnsqueeze)
                  .Grad(GradReshapeLike));
   r.Register(OpSchema(op::kTranspose).Since(13).Input("data").Output("transposed").Precision(PrecisionClass::kFollow)
                  .OptionalAttr("perm", AttrKind::kInts).Infer(InferTranspose).Grad(GradTranspose));
@@ -652,7 +654,7 @@ void RegisterTensorOps(OpRegistry& r) {
                  .OptionalAttr("value_float", AttrKind::kFloat).OptionalAttr("value_floats", AttrKind::kFloats)
                  .OptionalAttr("value_int", AttrKind::kInt).OptionalAttr("value_ints", AttrKind::kInts)
                  .OptionalAttr("value_string", AttrKind::kString).OptionalAttr("value_strings", AttrKind::kStrings)
-                 .Infer(InferConstant));
+                 .TakesStrings().Infer(InferConstant));
   r.Register(OpSchema(op::kEyeLike).Since(13).Input("input").Output("output").Attr("k", Attribute::Int(0))
                  .OptionalAttr("dtype", AttrKind::kInt).Infer(InferEyeLike));
   r.Register(OpSchema(op::kTrilu).Since(14).Input("input").OptionalInput("k").Output("output")

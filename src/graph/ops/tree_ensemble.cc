@@ -259,10 +259,12 @@ TreeEnsembleSpec ParseTreeEnsembleLegacySpec(const AttrMap& attrs, const std::st
            kInvalidModel, node, ": ", prefix, "treeids, ", prefix, "nodeids, ", prefix, "ids and ", prefix,
            "weights must have one length");
   if (classifier) {
-    OF_CHECK(!attrs.has("classlabels_strings"), kUnsupported, node,
-             ": string class labels (classlabels_strings) are not supported; int64 labels are");
-    s.targets = static_cast<int64_t>(attrs.GetInts("classlabels_int64s").size());
-    OF_CHECK(s.targets >= 1, kInvalidModel, node, ": classlabels_int64s is empty");
+    const bool strings = attrs.has("classlabels_strings");
+    OF_CHECK(strings != attrs.has("classlabels_int64s"), kInvalidModel, node,
+             ": exactly one of classlabels_int64s and classlabels_strings must be set");
+    s.targets = static_cast<int64_t>(strings ? attrs.GetStrings("classlabels_strings").size()
+                                             : attrs.GetInts("classlabels_int64s").size());
+    OF_CHECK(s.targets >= 1, kInvalidModel, node, ": ", strings ? "classlabels_strings" : "classlabels_int64s", " is empty");
   } else {
     s.targets = attrs.GetInt("n_targets", 1);
   }

@@ -56,8 +56,7 @@ struct TreeEnsembleSpec {
 TreeEnsembleSpec ParseTreeEnsembleSpec(const AttrMap& attrs, const std::string& node_desc);
 
 // TreeEnsembleRegressor (classifier false) or TreeEnsembleClassifier: the same checks; a
-// classifier's targets are its classes (classlabels_int64s; string labels are refused as
-// unsupported).
+// classifier's targets are its classes (classlabels_int64s or classlabels_strings).
 TreeEnsembleSpec ParseTreeEnsembleLegacySpec(const AttrMap& attrs, const std::string& node_desc, bool classifier);
 
 }  // namespace oneflow

@@ -24,7 +24,19 @@ void CompareBinary(KernelContext& ctx, G g, bool allow_bool) {
   });
 }
 
-void EqualKernel(KernelContext& ctx) { CompareBinary(ctx, [](auto x, auto y) { return x == y; }, true); }
+void EqualKernel(KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (a.dtype() == DType::kString || b.dtype() == DType::kString) {
+    OF_REQUIRE(a.dtype() == b.dtype(), ctx.node_desc(), ": inputs must share one dtype, got ", DTypeName(a.dtype()),
+               " and ", DTypeName(b.dtype()));
+    Tensor& out = ctx.output(0);
+    BroadcastBinary(ctx.pool(), a.strings(), a.shape(), b.strings(), b.shape(), out.data<bool>(), out.shape(),
+                    [](const std::string& x, const std::string& y) { return x == y; }, kMathCost);
+    return;
+  }
+  CompareBinary(ctx, [](auto x, auto y) { return x == y; }, true);
+}
 ONEFLOW_KERNEL(Equal, EqualKernel);
 void LessKernel(KernelContext& ctx) { CompareBinary(ctx, [](auto x, auto y) { return x < y; }, false); }
 ONEFLOW_KERNEL(Less, LessKernel);

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -314,7 +316,12 @@ class TreeEnsembleClassifierKernel final : public OpKernel {
   explicit TreeEnsembleClassifierKernel(const KernelInitContext& c)
       : spec_(ParseTreeEnsembleLegacySpec(c.attrs(), c.node().Describe(), true)),
         walker_(spec_),
-        labels_(c.attrs().GetInts("classlabels_int64s")) {
+        labels_(c.attrs().GetInts("classlabels_int64s", {})) {
+    if (c.attrs().has("classlabels_strings")) {  // rows pick a class index; Compute writes its name
+      names_ = c.attrs().GetStrings("classlabels_strings");
+      labels_.resize(names_.size());
+      std::iota(labels_.begin(), labels_.end(), int64_t{0});
+    }
     const std::vector<int64_t> ids(spec_.leaf_targets.begin(), spec_.leaf_targets.end());
     one_class_weighted_ = !ids.empty() && std::all_of(ids.begin(), ids.end(), [&](int64_t i) { return i == ids[0]; });
     all_positive_ = std::all_of(spec_.leaf_weights.begin(), spec_.leaf_weights.end(), [](double w) { return w >= 0; });
@@ -324,7 +331,9 @@ class TreeEnsembleClassifierKernel final : public OpKernel {
   }
 
   void Compute(KernelContext& ctx) override {
-    int64_t* y = ctx.output(0).data<int64_t>();
+    Tensor& labels = ctx.output(0);
+    std::vector<int64_t> class_index(names_.empty() ? 0 : static_cast<size_t>(labels.numel()));
+    int64_t* y = names_.empty() ? labels.data<int64_t>() : class_index.data();
     float* z_out = ctx.has_output(1) ? ctx.output(1).data<float>() : nullptr;
     const int64_t classes = spec_.targets;
     ForEachRowBlock(ctx.input(0), spec_, walker_, ctx, [&](int64_t r0, int64_t n, const double* accs, const char* seen) {
@@ -334,6 +343,7 @@ class TreeEnsembleClassifierKernel final : public OpKernel {
         Row(accs + i * classes, seen + i * classes, &y[r], z_out ? z_out + r * classes : scratch.data(), z_out != nullptr);
       }
     });
+    for (size_t r = 0; r < class_index.size(); ++r) labels.strings()[r] = names_[static_cast<size_t>(class_index[r])];
   }
 
  private:
@@ -396,6 +406,7 @@ class TreeEnsembleClassifierKernel final : public OpKernel {
   TreeEnsembleSpec spec_;
   TreeWalker walker_;
   std::vector<int64_t> labels_;
+  std::vector<std::string> names_;  // classlabels_strings; labels_ is then 0..classes-1
   bool one_class_weighted_ = false, all_positive_ = true;
 };
 ONEFLOW_KERNEL_CLASS(TreeEnsembleClassifier, TreeEnsembleClassifierKernel);

@@ -71,7 +71,13 @@ void ConstantKernel(KernelContext& ctx) {
   Tensor& y = ctx.output(0);
   if (a.has("value")) {
     const Tensor& t = a.GetTensor("value");
-    if (t.nbytes()) std::memcpy(y.raw(), t.raw(), t.nbytes());
+    if (t.dtype() == DType::kString) std::copy(t.strings(), t.strings() + t.numel(), y.strings());
+    else if (t.nbytes()) std::memcpy(y.raw(), t.raw(), t.nbytes());
+  } else if (a.has("value_string")) {
+    *y.strings() = a.GetString("value_string");
+  } else if (a.has("value_strings")) {
+    const auto& v = a.GetStrings("value_strings");
+    std::copy(v.begin(), v.end(), y.strings());
   } else if (a.has("value_float")) {
     *y.data<float>() = a.GetFloat("value_float");
   } else if (a.has("value_floats")) {
