@@ -261,6 +261,75 @@ JNIEXPORT jlong JNICALL Java_org_oneflow_Native_tensorCreateSequence(JNIEnv* env
   return (jlong)(intptr_t)t;
 }
 
+/* A string tensor: the Java byte arrays are read once each and copied by the engine. */
+JNIEXPORT jlong JNICALL Java_org_oneflow_Native_tensorCreateStrings(JNIEnv* env, jclass cls, jlongArray shape,
+                                                                    jobjectArray elements) {
+  jsize rank = (*env)->GetArrayLength(env, shape);
+  jsize n = (*env)->GetArrayLength(env, elements);
+  jlong* dims = (*env)->GetLongArrayElements(env, shape, NULL);
+  const char** data = (const char**)calloc((size_t)n + 1, sizeof *data);
+  size_t* lengths = (size_t*)calloc((size_t)n + 1, sizeof *lengths);
+  jbyteArray* arrays = (jbyteArray*)calloc((size_t)n + 1, sizeof *arrays);
+  oneflow_tensor_t* t = NULL;
+  oneflow_status_t st = NULL;
+  jsize got = 0;
+  (void)cls;
+  if (!dims || !data || !lengths || !arrays) {
+    throw_class(env, "java/lang/OutOfMemoryError", "oneflow: no memory for the strings");
+    goto done;
+  }
+  for (; got < n; ++got) {
+    arrays[got] = (jbyteArray)(*env)->GetObjectArrayElement(env, elements, got);
+    if (arrays[got] == NULL) {
+      throw_class(env, "java/lang/NullPointerException", "oneflow: a string element is null");
+      goto done;
+    }
+    lengths[got] = (size_t)(*env)->GetArrayLength(env, arrays[got]);
+    data[got] = (const char*)(*env)->GetByteArrayElements(env, arrays[got], NULL);
+    if (data[got] == NULL) goto done; /* OutOfMemoryError pending */
+  }
+  st = oneflow_tensor_create_strings((const int64_t*)dims, (size_t)rank, data, lengths, &t);
+  throw_status(env, st);
+done:
+  for (jsize i = 0; i < got; ++i) {
+    if (data[i]) (*env)->ReleaseByteArrayElements(env, arrays[i], (jbyte*)data[i], JNI_ABORT);
+    (*env)->DeleteLocalRef(env, arrays[i]);
+  }
+  if (got < n && arrays && arrays[got]) (*env)->DeleteLocalRef(env, arrays[got]);
+  if (dims) (*env)->ReleaseLongArrayElements(env, shape, dims, JNI_ABORT);
+  free(data);
+  free(lengths);
+  free(arrays);
+  return (jlong)(intptr_t)t;
+}
+
+JNIEXPORT jobjectArray JNICALL Java_org_oneflow_Native_tensorStrings(JNIEnv* env, jclass cls, jlong h) {
+  const oneflow_tensor_t* t = HANDLE(oneflow_tensor_t, h);
+  jlong n = oneflow_tensor_element_count(t);
+  jclass bytes_class = (*env)->FindClass(env, "[B");
+  jobjectArray out;
+  (void)cls;
+  if (oneflow_tensor_dtype(t) != ONEFLOW_DTYPE_STRING) {
+    throw_class(env, "java/lang/IllegalStateException", "oneflow: not a STRING tensor");
+    return NULL;
+  }
+  if (bytes_class == NULL) return NULL;
+  out = (*env)->NewObjectArray(env, (jsize)n, bytes_class, NULL);
+  if (out == NULL) return NULL;
+  for (jlong i = 0; i < n; ++i) {
+    const char* data = NULL;
+    size_t len = 0;
+    jbyteArray b;
+    if (throw_status(env, oneflow_tensor_string_element(t, i, &data, &len))) return NULL;
+    b = (*env)->NewByteArray(env, (jsize)len);
+    if (b == NULL) return NULL;
+    (*env)->SetByteArrayRegion(env, b, 0, (jsize)len, (const jbyte*)data);
+    (*env)->SetObjectArrayElement(env, out, (jsize)i, b);
+    (*env)->DeleteLocalRef(env, b);
+  }
+  return out;
+}
+
 JNIEXPORT jlong JNICALL Java_org_oneflow_Native_tensorCreateNone(JNIEnv* env, jclass cls, jint dtype) {
   oneflow_tensor_t* t = NULL;
   (void)cls;

@@ -244,38 +244,53 @@ class LabelEncoderKernel final : public OpKernel {
     const Tensor& x = ctx.input(0);
     OF_REQUIRE(x.dtype() == spec_.keys.dtype(), desc_, ": X is ", DescribeValue(x), " but the keys are ",
                DTypeName(spec_.keys.dtype()));
-    Tensor& y = ctx.output(0);
-    const int64_t n = x.numel();
-    std::vector<int64_t> index(static_cast<size_t>(n));
+    // One typed loop per (key type, value type): the lookup and the write inline, no per-element dispatch.
     auto find = [](const auto& map, const auto& key) -> int64_t {
       auto it = map.find(key);
       return it == map.end() ? -1 : it->second;
     };
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t& at = index[static_cast<size_t>(i)];
-      if (x.dtype() == DType::kString) at = find(by_string_, x.strings()[i]);
-      else if (x.dtype() == DType::kInt64) at = find(by_int_, x.data<int64_t>()[i]);
-      else at = find(by_double_, x.GetAsDouble(i));  // NaN finds nothing
-    }
-    const Tensor& values = spec_.values;
-    if (values.dtype() == DType::kString) {
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t at = index[static_cast<size_t>(i)];
-        y.strings()[i] = at < 0 ? spec_.default_value.strings()[0] : values.strings()[at];
-      }
-      return;
-    }
-    const size_t elem = DTypeSize(values.dtype());
-    const char* from = static_cast<const char*>(values.raw());
-    const char* fallback = static_cast<const char*>(spec_.default_value.raw());
-    char* to = static_cast<char*>(y.raw());
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t at = index[static_cast<size_t>(i)];
-      std::memcpy(to + static_cast<size_t>(i) * elem, at < 0 ? fallback : from + static_cast<size_t>(at) * elem, elem);
+    if (x.dtype() == DType::kString) {
+      const std::string* in = x.strings();
+      WriteValues(x.numel(), [&](int64_t i) { return find(by_string_, in[i]); }, ctx.output(0));
+    } else if (x.dtype() == DType::kInt64) {
+      const int64_t* in = x.data<int64_t>();
+      WriteValues(x.numel(), [&](int64_t i) { return find(by_int_, in[i]); }, ctx.output(0));
+    } else {
+      DispatchNumeric(x.dtype(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T* in = x.data<T>();
+        // NaN finds nothing.
+        WriteValues(x.numel(), [&](int64_t i) { return find(by_double_, static_cast<double>(in[i])); }, ctx.output(0));
+      });
     }
   }
 
  private:
+  // y[i] = values[index_of(i)], or the default where index_of(i) < 0.
+  template <typename IndexOf>
+  void WriteValues(int64_t n, IndexOf index_of, Tensor& y) const {
+    const Tensor& values = spec_.values;
+    if (values.dtype() == DType::kString) {
+      const std::string* v = values.strings();
+      const std::string& fallback = spec_.default_value.strings()[0];
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t at = index_of(i);
+        y.strings()[i] = at < 0 ? fallback : v[at];
+      }
+      return;
+    }
+    DispatchNumeric(values.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* v = values.data<T>();
+      const T fallback = spec_.default_value.data<T>()[0];
+      T* out = y.data<T>();
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t at = index_of(i);
+        out[i] = at < 0 ? fallback : v[at];
+      }
+    });
+  }
+
   std::string desc_;
   LabelEncoderSpec spec_;
   std::unordered_map<std::string, int64_t> by_string_;

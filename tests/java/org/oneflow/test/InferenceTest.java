@@ -273,4 +273,40 @@ class InferenceTest {
       ErrorTest.expect(org.oneflow.StatusCode.INVALID_ARGUMENT, "out of range", () -> seq.element(2));
     }
   }
+
+  /** String tensors: string_model.onnx (make_c_api_fixture.py) against values worked out here. */
+  @Test
+  void stringTensors() {
+    String[] text = {"Hello there", "a", "b  c d ", "", "h\u00e9llo w\u00f6rld"};
+    try (Session s = Session.load(Fixtures.capi("string_model.onnx"), null);
+        Tensor in = Tensor.fromStrings(text, text.length)) {
+      assertEquals(DType.STRING, in.dtype());
+      assertArrayEquals(text, in.toStringArray());
+      try (Outputs out = s.run(Map.of("text", in))) {
+        String[] shout = new String[text.length];
+        long[] words = new long[text.length];
+        boolean[] greeting = new boolean[text.length];
+        long[] ids = new long[text.length];
+        for (int i = 0; i < text.length; ++i) {
+          shout[i] = text[i] + "!";
+          words[i] = java.util.Arrays.stream(text[i].trim().split(" +")).filter(w -> !w.isEmpty()).count();
+          greeting[i] = text[i].toLowerCase().startsWith("hello");
+          ids[i] = text[i].equals("a") ? 1 : text[i].equals("b") ? 2 : -1;
+        }
+        assertArrayEquals(shout, out.get("shout").toStringArray());
+        assertArrayEquals(words, out.get("words").toLongArray());
+        assertArrayEquals(greeting, out.get("greeting").toBooleanArray());
+        assertArrayEquals(ids, out.get("id").toLongArray());
+      }
+      byte[][] raw = {{(byte) 0xff, 0, 1}, {}};
+      try (Tensor b = Tensor.fromByteStrings(raw, 2)) {
+        byte[][] back = b.toByteStrings();
+        assertArrayEquals(raw[0], back[0]);
+        assertArrayEquals(raw[1], back[1]);
+      }
+      try (Tensor f = Tensor.fromArray(new float[] {1f}, 1)) {
+        ErrorTest.expect(org.oneflow.StatusCode.INVALID_ARGUMENT, "expects string", () -> s.run(Map.of("text", f)));
+      }
+    }
+  }
 }

@@ -11,6 +11,8 @@ public enum DType {
   INT16(5),
   INT32(6),
   INT64(7),
+  /** Byte strings (ABI 6): use {@link Tensor#fromStrings} and {@link Tensor#toStringArray}. */
+  STRING(8),
   /** One byte per element, 0 or 1. */
   BOOL(9),
   FLOAT16(10),

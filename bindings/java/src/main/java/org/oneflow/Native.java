@@ -39,6 +39,10 @@ final class Native {
 
   static native long tensorCreateNone(int dtype);
 
+  static native long tensorCreateStrings(long[] shape, byte[][] elements);
+
+  static native byte[][] tensorStrings(long tensor);
+
   static native int tensorKind(long tensor);
 
   static native long tensorSequenceLength(long tensor);

@@ -144,6 +144,25 @@ public final class Tensor extends NativeHandle {
     }
   }
 
+  /** A STRING tensor of {@code shape} from {@code data} (UTF-8; copied), one element per entry. */
+  public static Tensor fromStrings(String[] data, long... shape) {
+    byte[][] bytes = new byte[data.length][];
+    for (int i = 0; i < data.length; ++i) {
+      if (data[i] == null) throw new NullPointerException("data[" + i + "] is null");
+      bytes[i] = data[i].getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+    return fromByteStrings(bytes, shape);
+  }
+
+  /** A STRING tensor of {@code shape} whose elements are these byte strings (any bytes; copied). */
+  public static Tensor fromByteStrings(byte[][] data, long... shape) {
+    long count = 1;
+    for (long d : shape) count *= d;
+    if (count != data.length)
+      throw new IllegalArgumentException(data.length + " strings do not match shape " + java.util.Arrays.toString(shape));
+    return new Tensor(Native.tensorCreateStrings(shape, data), null);
+  }
+
   /** An empty optional (ONNX's None) of element type {@code elementType}, for an optional model input. */
   public static Tensor none(DType elementType) {
     return new Tensor(Native.tensorCreateNone(elementType.code()), null);
@@ -296,6 +315,24 @@ public final class Tensor extends NativeHandle {
       boolean[] a = new boolean[arrayLength(h)];
       Native.tensorReadArray(h, a, Native.tensorByteSize(h));
       return a;
+    } finally {
+      unlock();
+    }
+  }
+
+  /** A STRING tensor's elements, decoded as UTF-8 (malformed bytes become U+FFFD, as Java decodes). */
+  public String[] toStringArray() {
+    byte[][] raw = toByteStrings();
+    String[] out = new String[raw.length];
+    for (int i = 0; i < raw.length; ++i) out[i] = new String(raw[i], java.nio.charset.StandardCharsets.UTF_8);
+    return out;
+  }
+
+  /** A STRING tensor's elements as the bytes they are. */
+  public byte[][] toByteStrings() {
+    long h = lock();
+    try {
+      return Native.tensorStrings(h);
     } finally {
       unlock();
     }
