@@ -71,6 +71,17 @@ class ServerProcess:
             self.proc.wait(10)
 
 
+def server_fixture(*extra):
+    """A module-scoped pytest fixture: `oneflow serve` (with `extra` arguments) over the module's
+    `repository` fixture, killed when the module's tests are done."""
+    @pytest.fixture(scope="module")
+    def server(repository):
+        s = ServerProcess(repository, *extra)
+        yield s
+        s.kill()
+    return server
+
+
 def save_model(path, nodes, inputs, outputs, initializers=(), opset=17):
     graph = helper.make_graph(nodes, os.path.basename(os.path.dirname(os.path.dirname(path))), inputs, outputs,
                               list(initializers))

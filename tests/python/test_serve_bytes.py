@@ -14,7 +14,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
-from serve_support import ServerProcess
+from serve_support import server_fixture
 
 grpcclient = pytest.importorskip("tritonclient.grpc", reason="tritonclient[grpc] is not installed")
 httpclient = pytest.importorskip("tritonclient.http", reason="tritonclient[http] is not installed")
@@ -58,11 +58,7 @@ def reference(repository):
     return ort.InferenceSession(str(repository / "text" / "1" / "model.onnx"), providers=["CPUExecutionProvider"])
 
 
-@pytest.fixture(scope="module")
-def server(repository):
-    s = ServerProcess(repository, "--threads", "2")
-    yield s
-    s.kill()
+server = server_fixture("--threads", "2")
 
 
 def sample(i=0):

@@ -8,7 +8,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from serve_support import ServerProcess, mlp_model
+from serve_support import ServerProcess, mlp_model, server_fixture
 
 grpcclient = pytest.importorskip("tritonclient.grpc", reason="tritonclient[grpc] is not installed")
 httpclient = pytest.importorskip("tritonclient.http", reason="tritonclient[http] is not installed")
@@ -37,11 +37,7 @@ def reference(repository):
     return ort.InferenceSession(str(repository / "mlp" / "1" / "model.onnx"), providers=["CPUExecutionProvider"])
 
 
-@pytest.fixture(scope="module")
-def server(repository):
-    s = ServerProcess(repository, "--threads", "2")
-    yield s
-    s.kill()
+server = server_fixture("--threads", "2")
 
 
 def grpc_infer(client, model, x, **kw):
