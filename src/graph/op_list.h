@@ -76,7 +76,8 @@
   P(X, MsAttention, Microsoft) P(X, MsMultiHeadAttention, Microsoft) P(X, MsGroupQueryAttention, Microsoft) \
   P(X, MsRotaryEmbedding, Microsoft) P(X, MsEmbedLayerNormalization, Microsoft) P(X, MsQAttention, Microsoft) \
   P(X, MsDynamicQuantizeLSTM, Microsoft) \
-  P(X, ArrayFeatureExtractor, Ml) P(X, Binarizer, Ml) P(X, LabelEncoder, Ml) P(X, TreeEnsemble, Ml) P(X, TreeEnsembleClassifier, Ml) \
+  P(X, ArrayFeatureExtractor, Ml) P(X, Binarizer, Ml) P(X, LabelEncoder, Ml) P(X, LinearClassifier, Ml) \
+  P(X, LinearRegressor, Ml) P(X, Normalizer, Ml) P(X, OneHotEncoder, Ml) P(X, TreeEnsemble, Ml) P(X, TreeEnsembleClassifier, Ml) \
   P(X, TreeEnsembleRegressor, Ml) \
   P(X, Adagrad, Training) P(X, Adam, Training) P(X, Momentum, Training) \
   P(X, AveragePoolGrad, Oneflow) \

@@ -46,7 +46,7 @@ struct PendingSegment {
   std::string target, slot;
   uint64_t offset = 0;    // within the data area
   uint64_t checksum = 0;
-  std::string packed;     // a string tensor's elements as base/packed_strings.h lays them out
+  std::string packed{};   // a string tensor's elements as base/packed_strings.h lays them out
 
   // The bytes the file holds for the tensor: its memory, or for strings the packed run.
   const void* data() const { return tensor.dtype() == DType::kString ? packed.data() : tensor.raw(); }

@@ -31,7 +31,7 @@ void RegisterTextFeatureOps(OpRegistry& r);     // ops/text_features.cc: TfIdfVe
 void RegisterSequenceOps(OpRegistry& r);         // ops/sequence.cc: Sequence*, SplitToSequence, Optional*
 void RegisterRandomOps(OpRegistry& r);           // ops/random.cc: RandomNormal/Uniform(Like), Bernoulli, Multinomial
 void RegisterTrainingOps(OpRegistry& r);         // ops/training.cc: ai.onnx.preview.training Adagrad, Adam, Momentum
-void RegisterMlOps(OpRegistry& r);              // ops/ml.cc: ai.onnx.ml Binarizer, ArrayFeatureExtractor, TreeEnsemble
+void RegisterMlOps(OpRegistry& r);              // ops/ml.cc: ai.onnx.ml trees, linear models, Normalizer, OneHotEncoder, ...
 void RegisterStringOps(OpRegistry& r);          // ops/string.cc: StringConcat/Split/Normalizer, RegexFullMatch, LabelEncoder
 void AttachSbpRules(OpRegistry& r);            // ops/sbp_rules.cc: SBP signatures of the families above
 

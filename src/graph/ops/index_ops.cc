@@ -266,7 +266,7 @@ void InferUnique(InferContext& ctx) {
 }  // namespace
 
 void RegisterIndexOps(OpRegistry& r) {
-  r.Register(OpSchema(op::kGather).Since(13).Input("data").Input("indices").Output("output")
+  r.Register(OpSchema(op::kGather).Since(13).Input("data").Input("indices").Output("output").TakesStrings()
                  .Attr("axis", Attribute::Int(0)).Infer(InferGather).Grad(GradGather));
   r.Register(OpSchema(op::kGatherElements).Since(13).Input("data").Input("indices").Output("output")
                  .Attr("axis", Attribute::Int(0)).Infer(InferGatherElements).Grad(GradGatherElements));

@@ -155,27 +155,29 @@ TreeEnsembleSpec ParseTreeEnsembleSpec(const AttrMap& attrs, const std::string& 
   return s;
 }
 
+TreeEnsembleSpec::PostTransform ParseMlPostTransform(const AttrMap& attrs, const std::string& node) {
+  using Post = TreeEnsembleSpec::PostTransform;
+  static const std::pair<const char*, Post> kPosts[] = {{"NONE", Post::kNone}, {"SOFTMAX", Post::kSoftmax},
+                                                        {"LOGISTIC", Post::kLogistic}, {"SOFTMAX_ZERO", Post::kSoftmaxZero},
+                                                        {"PROBIT", Post::kProbit}};
+  const std::string post = attrs.GetString("post_transform", "NONE");
+  for (const auto& [name, value] : kPosts)
+    if (post == name) return value;
+  Fail(ErrorCode::kInvalidModel, node, ": post_transform must be NONE, SOFTMAX, LOGISTIC, SOFTMAX_ZERO or PROBIT, got '",
+       post, "'");
+}
 
 TreeEnsembleSpec ParseTreeEnsembleLegacySpec(const AttrMap& attrs, const std::string& node, bool classifier) {
   Spec s;
   const std::string aggregate = attrs.GetString("aggregate_function", "SUM");
-  const std::string post = attrs.GetString("post_transform", "NONE");
   static const std::pair<const char*, Spec::Aggregate> kAggregates[] = {
       {"AVERAGE", Spec::Aggregate::kAverage}, {"SUM", Spec::Aggregate::kSum}, {"MIN", Spec::Aggregate::kMin},
       {"MAX", Spec::Aggregate::kMax}};
-  static const std::pair<const char*, Spec::PostTransform> kPosts[] = {
-      {"NONE", Spec::PostTransform::kNone}, {"SOFTMAX", Spec::PostTransform::kSoftmax},
-      {"LOGISTIC", Spec::PostTransform::kLogistic}, {"SOFTMAX_ZERO", Spec::PostTransform::kSoftmaxZero},
-      {"PROBIT", Spec::PostTransform::kProbit}};
   bool known = false;
   for (const auto& [name, value] : kAggregates)
     if (aggregate == name) s.aggregate = value, known = true;
   OF_CHECK(known, kInvalidModel, node, ": aggregate_function must be SUM, AVERAGE, MIN or MAX, got '", aggregate, "'");
-  known = false;
-  for (const auto& [name, value] : kPosts)
-    if (post == name) s.post = value, known = true;
-  OF_CHECK(known, kInvalidModel, node, ": post_transform must be NONE, SOFTMAX, LOGISTIC, SOFTMAX_ZERO or PROBIT, got '",
-           post, "'");
+  s.post = ParseMlPostTransform(attrs, node);
 
   // The nodes, named (tree id, node id).
   const std::vector<int64_t>& tree_ids = attrs.GetInts("nodes_treeids");

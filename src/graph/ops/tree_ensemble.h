@@ -59,4 +59,8 @@ TreeEnsembleSpec ParseTreeEnsembleSpec(const AttrMap& attrs, const std::string& 
 // classifier's targets are its classes (classlabels_int64s or classlabels_strings).
 TreeEnsembleSpec ParseTreeEnsembleLegacySpec(const AttrMap& attrs, const std::string& node_desc, bool classifier);
 
+// ai.onnx.ml's `post_transform` string (NONE, SOFTMAX, LOGISTIC, SOFTMAX_ZERO, PROBIT), which the tree
+// ensembles and the linear models share; anything else is kInvalidModel naming `node_desc`.
+TreeEnsembleSpec::PostTransform ParseMlPostTransform(const AttrMap& attrs, const std::string& node_desc);
+
 }  // namespace oneflow

@@ -1,6 +1,7 @@
 // CPU kernels of the ai.onnx.ml ops (graph/ops/ml.cc): Binarizer, ArrayFeatureExtractor,
 // TreeEnsemble, TreeEnsembleRegressor and TreeEnsembleClassifier (rows in parallel; per row every
-// tree walked from its root to a leaf: TreeWalker).
+// tree walked from its root to a leaf: TreeWalker), LinearRegressor, LinearClassifier, Normalizer and
+// OneHotEncoder (rows in parallel).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -8,8 +9,10 @@
 #include <numeric>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
+#include "graph/ops/linear_model.h"
 #include "graph/ops/tree_ensemble.h"
 
 #include "kernels/cpu/isa_region.h"
@@ -48,8 +51,13 @@ void ArrayFeatureExtractorKernel(KernelContext& ctx) {
     OF_CHECK(idx[j] >= 0 && idx[j] < features, kInvalidArgument, ctx.node_desc(), ": index ", idx[j],
              " (Y[", j, "]) is outside X's last dimension of ", features);
   Tensor& z = ctx.output(0);
-  const size_t item = DTypeSize(x.dtype());
   const int64_t rows = features == 0 ? 0 : x.numel() / features;  // no features: no index passed the check
+  if (x.dtype() == DType::kString) {  // objects, copied one by one
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < k; ++j) z.strings()[r * k + j] = x.strings()[r * features + idx[j]];
+    return;
+  }
+  const size_t item = DTypeSize(x.dtype());
   const char* in = static_cast<const char*>(x.raw());
   char* out = static_cast<char*>(z.raw());
   for (int64_t r = 0; r < rows; ++r)
@@ -410,6 +418,169 @@ class TreeEnsembleClassifierKernel final : public OpKernel {
   bool one_class_weighted_ = false, all_positive_ = true;
 };
 ONEFLOW_KERNEL_CLASS(TreeEnsembleClassifier, TreeEnsembleClassifierKernel);
+
+// ---- LinearRegressor / LinearClassifier (graph/ops/linear_model.h), Normalizer, OneHotEncoder -------
+
+// Runs fn(row, x_row as doubles) for every row of X [N, F] (a 1-D X is one row), rows in parallel.
+template <typename Fn>
+void ForEachFeatureRow(const Tensor& x, int64_t features, KernelContext& ctx, Fn&& fn) {
+  OF_REQUIRE(x.rank() == 1 || x.rank() == 2, ctx.node_desc(), ": X must be [N, F] or [F], got ", DescribeValue(x));
+  const int64_t n = x.rank() == 1 ? 1 : x.dim(0);
+  OF_REQUIRE(x.numel() == n * features, ctx.node_desc(), ": X is ", DescribeValue(x), " but the model reads ",
+             features, " features per row");
+  DispatchNumeric(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* in = x.data<T>();
+    ctx.pool().ParallelFor(n, static_cast<double>(features) * 4.0, [&](int64_t begin, int64_t end) {
+      std::vector<double> row(static_cast<size_t>(features));
+      for (int64_t r = begin; r < end; ++r) {
+        for (int64_t f = 0; f < features; ++f) row[static_cast<size_t>(f)] = static_cast<double>(in[r * features + f]);
+        fn(r, row.data());
+      }
+    });
+  });
+}
+
+// scores[k] = intercepts[k] + row . coefficients[k], in float as onnxruntime keeps them.
+void LinearScores(const LinearModelSpec& s, const double* row, float* scores) {
+  for (int64_t k = 0; k < s.rows; ++k) {
+    const float* w = s.coefficients.data() + k * s.features;
+    double acc = s.intercepts[static_cast<size_t>(k)];
+    for (int64_t f = 0; f < s.features; ++f) acc += static_cast<double>(w[f]) * row[f];
+    scores[k] = static_cast<float>(acc);
+  }
+}
+
+class LinearRegressorKernel final : public OpKernel {
+ public:
+  explicit LinearRegressorKernel(const KernelInitContext& c) : spec_(ParseLinearRegressorSpec(c.attrs(), c.node().Describe())) {}
+  void Compute(KernelContext& ctx) override {
+    float* y = ctx.output(0).data<float>();
+    ForEachFeatureRow(ctx.input(0), spec_.features, ctx, [&](int64_t r, const double* row) {
+      float* out = y + r * spec_.rows;
+      LinearScores(spec_, row, out);
+      PostTransform(spec_.post, out, spec_.rows);
+    });
+  }
+
+ private:
+  LinearModelSpec spec_;
+};
+ONEFLOW_KERNEL_CLASS(LinearRegressor, LinearRegressorKernel);
+
+class LinearClassifierKernel final : public OpKernel {
+ public:
+  explicit LinearClassifierKernel(const KernelInitContext& c)
+      : spec_(ParseLinearClassifierSpec(c.attrs(), c.node().Describe())) {
+    OF_CHECK(!(spec_.binary && spec_.post == TreeSpec::PostTransform::kProbit), kUnsupported, c.node().Describe(),
+             ": PROBIT on a one-row binary classifier is not supported (onnxruntime's output for it is undefined)");
+  }
+
+  void Compute(KernelContext& ctx) override {
+    Tensor& labels = ctx.output(0);
+    const int64_t cols = spec_.score_columns();
+    float* z = ctx.has_output(1) ? ctx.output(1).data<float>() : nullptr;
+    // 0 for NONE, else 0.5: the one-row, one-label form's threshold (the ONNX reference's).
+    const float threshold = spec_.post == TreeSpec::PostTransform::kNone ? 0.0f : 0.5f;
+    ForEachFeatureRow(ctx.input(0), spec_.features, ctx, [&](int64_t r, const double* row) {
+      float local[2];
+      std::vector<float> scratch(z || cols <= 2 ? 0 : static_cast<size_t>(cols));
+      float* out = z ? z + r * cols : cols <= 2 ? local : scratch.data();
+      int64_t best = -1;  // the label's index; -1: none (the one-label form below its threshold)
+      if (spec_.binary) {
+        // onnxruntime's binary rule: the score's sign picks the label; Z is [1 - p, p] with p the
+        // logistic of the score under LOGISTIC, else the score itself (no other transform applies).
+        LinearScores(spec_, row, out + 1);
+        best = out[1] > 0 ? 1 : 0;
+        if (spec_.post == TreeSpec::PostTransform::kLogistic) out[1] = Logistic(out[1]);
+        out[0] = 1.0f - out[1];
+      } else {
+        LinearScores(spec_, row, out);
+        PostTransform(spec_.post, out, cols);
+        if (cols > 1) best = std::max_element(out, out + cols) - out;
+        else if (out[0] >= threshold) best = 0;
+      }
+      if (spec_.string_labels.empty()) labels.data<int64_t>()[r] = best < 0 ? 0 : spec_.int_labels[static_cast<size_t>(best)];
+      else labels.strings()[r] = best < 0 ? std::string() : spec_.string_labels[static_cast<size_t>(best)];
+    });
+  }
+
+ private:
+  LinearModelSpec spec_;
+};
+ONEFLOW_KERNEL_CLASS(LinearClassifier, LinearClassifierKernel);
+
+// Y = X / (max x, sum |x| or sqrt(sum x^2)) per row, in float; a zero divisor leaves the row as is.
+// MAX divides by the largest value, not the largest magnitude: the spec's formula and onnxruntime's
+// (scikit-learn's "max" norm takes magnitudes, so rows whose largest magnitude is negative differ).
+void NormalizerKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const std::string norm = ctx.attrs().GetString("norm");
+  const bool max = norm == "MAX", l1 = norm == "L1";  // else L2 (inference checked)
+  const int64_t features = x.numel() == 0 ? 0 : x.dim(x.rank() - 1);
+  float* y = ctx.output(0).data<float>();
+  if (features == 0) return;
+  ForEachFeatureRow(x, features, ctx, [&](int64_t r, const double* row) {
+    double div = 0;
+    for (int64_t f = 0; f < features; ++f) {
+      const double v = row[f];
+      div = max ? (f == 0 ? v : std::max(div, v)) : l1 ? div + std::fabs(v) : div + v * v;
+    }
+    if (!max && !l1) div = std::sqrt(div);
+    for (int64_t f = 0; f < features; ++f)
+      y[r * features + f] = static_cast<float>(div == 0 ? row[f] : row[f] / div);
+  });
+}
+ONEFLOW_KERNEL(Normalizer, NormalizerKernel);
+
+// Y[..., c] = 1 where X's element is category c. Numbers are compared as int64 (a float truncated),
+// as onnxruntime does; an element in no category gives a row of zeros, or an error when zeros=0.
+class OneHotEncoderKernel final : public OpKernel {
+ public:
+  explicit OneHotEncoderKernel(const KernelInitContext& c) : zeros_(c.attrs().GetInt("zeros") != 0) {
+    const AttrMap& a = c.attrs();
+    const std::vector<std::string> strings = a.has("cats_strings") ? a.GetStrings("cats_strings") : std::vector<std::string>{};
+    const std::vector<int64_t> ints = a.GetInts("cats_int64s", {});
+    for (size_t i = strings.size(); i-- > 0;) by_string_[strings[i]] = static_cast<int64_t>(i);  // first wins
+    for (size_t i = ints.size(); i-- > 0;) by_int_[ints[i]] = static_cast<int64_t>(i);
+    categories_ = static_cast<int64_t>(strings.empty() ? ints.size() : strings.size());
+  }
+
+  void Compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    float* y = ctx.output(0).data<float>();
+    std::fill(y, y + x.numel() * categories_, 0.0f);
+    auto place = [&](int64_t i, int64_t category, const auto& value) {
+      if (category >= 0) y[i * categories_ + category] = 1.0f;
+      else OF_REQUIRE(zeros_, ctx.node_desc(), ": element ", i, " (", value, ") is in no category and zeros=0");
+    };
+    if (x.dtype() == DType::kString) {
+      OF_REQUIRE(!by_string_.empty(), ctx.node_desc(), ": X holds strings but the categories are integers");
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        auto it = by_string_.find(x.strings()[i]);
+        place(i, it == by_string_.end() ? -1 : it->second, x.strings()[i]);
+      }
+      return;
+    }
+    OF_REQUIRE(!by_int_.empty(), ctx.node_desc(), ": X holds numbers but the categories are strings");
+    DispatchNumeric(x.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* in = x.data<T>();
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const double v = static_cast<double>(in[i]);
+        auto it = std::isfinite(v) && std::fabs(v) < 9.2e18 ? by_int_.find(static_cast<int64_t>(in[i])) : by_int_.end();
+        place(i, it == by_int_.end() ? -1 : it->second, v);
+      }
+    });
+  }
+
+ private:
+  bool zeros_;
+  int64_t categories_ = 0;
+  std::unordered_map<std::string, int64_t> by_string_;
+  std::unordered_map<int64_t, int64_t> by_int_;
+};
+ONEFLOW_KERNEL_CLASS(OneHotEncoder, OneHotEncoderKernel);
 
 }  // namespace
 
