@@ -34,3 +34,22 @@ def both(data, feeds):
     got = ours(data, feeds)
     assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
     return got, want
+
+
+def run_both(data, feeds, rtol=1e-5, atol=1e-5):
+    """Every output of the model `data` from oneflow, after checking each against onnxruntime's on the same
+    feeds: same shape and dtype, strings and integers equal, floats within rtol/atol."""
+    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+    with oneflow.Session(data) as s:
+        got = s.run(feeds)
+    names = [o.name for o in onnx.load_from_string(data).graph.output]
+    got = [np.asarray(got[n]) for n in names]
+    for name, g, w in zip(names, got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype, (name, g.dtype, g.shape, w.dtype, w.shape)
+        if w.dtype == object:
+            assert g.tolist() == w.tolist(), name
+        elif w.dtype.kind == "f":
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=name)
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=name)
+    return got

@@ -17,28 +17,10 @@ from onnx import TensorProto, helper  # noqa: E402
 from skl2onnx.common.data_types import FloatTensorType, Int64TensorType, StringTensorType  # noqa: E402
 
 import oneflow  # noqa: E402
+from single_op import run_both  # noqa: E402  (oneflow's outputs, each checked against onnxruntime's)
 
 ML = "ai.onnx.ml"
 rng = np.random.default_rng(21)
-
-
-def run_both(data, feeds):
-    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
-    with oneflow.Session(data) as s:
-        got = s.run(feeds)
-    names = [o.name for o in onnx.load_from_string(data).graph.output]
-    got = [np.asarray(got[n]) for n in names]
-    for g, w in zip(got, want):
-        assert g.shape == w.shape, (g.shape, w.shape)
-        if w.dtype == object:
-            assert g.tolist() == w.tolist()
-        elif w.dtype.kind == "f":
-            assert g.dtype == w.dtype
-            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
-        else:
-            assert g.dtype == w.dtype
-            np.testing.assert_array_equal(g, w)
-    return got
 
 
 def features():

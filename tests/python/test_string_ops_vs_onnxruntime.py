@@ -12,6 +12,7 @@ ort = pytest.importorskip("onnxruntime", reason="onnxruntime is the reference")
 from onnx import TensorProto, helper  # noqa: E402
 
 import oneflow  # noqa: E402
+from single_op import run_both  # noqa: E402  (oneflow's outputs, each checked against onnxruntime's)
 
 ML = "ai.onnx.ml"
 S = TensorProto.STRING
@@ -27,23 +28,6 @@ def string_model(nodes, inputs, outputs, opset=20, ml=None, inits=()):
 
 def sval(name, shape=None):
     return helper.make_tensor_value_info(name, S, shape)
-
-
-def run_both(data, feeds):
-    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
-    with oneflow.Session(data) as s:
-        got = s.run(feeds)
-    names = [o.name for o in onnx.load_from_string(data).graph.output]
-    got = [np.asarray(got[n]) for n in names]
-    for g, w in zip(got, want):
-        assert g.shape == w.shape, (g.shape, w.shape)
-        if w.dtype == object:
-            assert g.dtype == object
-            assert g.tolist() == w.tolist()
-        else:
-            assert g.dtype == w.dtype
-            np.testing.assert_array_equal(g, w)
-    return got
 
 
 def arr(values, shape=None):

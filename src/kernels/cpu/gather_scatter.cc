@@ -84,16 +84,6 @@ void GatherElementsKernel(KernelContext& ctx) {
   const int64_t axis = NormalizeAxis(ctx.attrs().GetInt("axis"), x.rank());
   CheckIndexShape(ctx, ctx.input(1).shape(), x.shape(), axis);
   const std::vector<int64_t> idx = ReadIndices(ctx.input(1), x.dim(axis), ctx.node_desc());
-  if (x.dtype() == DType::kString) {  // objects: copied one by one (skl2onnx gathers string columns)
-    const int64_t outer = ShapeProduct(x.shape(), 0, static_cast<size_t>(axis)), d = x.dim(axis);
-    const int64_t inner = ShapeProduct(x.shape(), static_cast<size_t>(axis) + 1, x.shape().size());
-    const int64_t n = static_cast<int64_t>(idx.size());
-    for (int64_t w = 0; w < outer * n; ++w) {
-      const std::string* s = x.strings() + ((w / n) * d + idx[static_cast<size_t>(w % n)]) * inner;
-      std::copy(s, s + inner, y.strings() + w * inner);
-    }
-    return;
-  }
   const size_t esz = DTypeSize(x.dtype());
   const char* src = static_cast<const char*>(x.raw());
   char* dst = static_cast<char*>(y.raw());
