@@ -15,6 +15,7 @@
 #include "graph/ops/linear_model.h"
 #include "graph/ops/tree_ensemble.h"
 
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/isa_region.h"
 #include "kernels/kernel.h"
 
@@ -441,26 +442,42 @@ void ForEachFeatureRow(const Tensor& x, int64_t features, KernelContext& ctx, Fn
   });
 }
 
-// scores[k] = intercepts[k] + row . coefficients[k], in float as onnxruntime keeps them.
-void LinearScores(const LinearModelSpec& s, const double* row, float* scores) {
-  for (int64_t k = 0; k < s.rows; ++k) {
-    const float* w = s.coefficients.data() + k * s.features;
-    double acc = s.intercepts[static_cast<size_t>(k)];
-    for (int64_t f = 0; f < s.features; ++f) acc += static_cast<double>(w[f]) * row[f];
-    scores[k] = static_cast<float>(acc);
+// scores [N, rows] = X W^T + b for X [N, F] (a 1-D X is one row), through the GEMM in float as
+// onnxruntime computes them; X of another type is converted to float first.
+std::vector<float> LinearScores(const Tensor& x, const LinearModelSpec& s, KernelContext& ctx, int64_t& n) {
+  OF_REQUIRE(x.rank() == 1 || x.rank() == 2, ctx.node_desc(), ": X must be [N, F] or [F], got ", DescribeValue(x));
+  n = x.rank() == 1 ? 1 : x.dim(0);
+  OF_REQUIRE(x.numel() == n * s.features, ctx.node_desc(), ": X is ", DescribeValue(x), " but the model reads ",
+             s.features, " features per row");
+  std::vector<float> converted;
+  const float* a = x.dtype() == DType::kFloat32 ? x.data<float>() : nullptr;
+  if (!a) {
+    converted.resize(static_cast<size_t>(x.numel()));
+    DispatchNumeric(x.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* in = x.data<T>();
+      for (int64_t i = 0; i < x.numel(); ++i) converted[static_cast<size_t>(i)] = static_cast<float>(in[i]);
+    });
+    a = converted.data();
   }
+  std::vector<float> scores(static_cast<size_t>(n * s.rows));
+  GemmEpilogue bias;
+  bias.col_bias = s.intercepts.data();
+  if (n > 0)
+    Sgemm(n, s.rows, s.features, 1.0f, GemmOperand::Raw(a, s.features), GemmOperand::Raw(s.coefficients.data(), s.features, true),
+          0.0f, scores.data(), s.rows, &bias, &ctx.pool());
+  return scores;
 }
 
 class LinearRegressorKernel final : public OpKernel {
  public:
   explicit LinearRegressorKernel(const KernelInitContext& c) : spec_(ParseLinearRegressorSpec(c.attrs(), c.node().Describe())) {}
   void Compute(KernelContext& ctx) override {
+    int64_t n = 0;
+    std::vector<float> scores = LinearScores(ctx.input(0), spec_, ctx, n);
     float* y = ctx.output(0).data<float>();
-    ForEachFeatureRow(ctx.input(0), spec_.features, ctx, [&](int64_t r, const double* row) {
-      float* out = y + r * spec_.rows;
-      LinearScores(spec_, row, out);
-      PostTransform(spec_.post, out, spec_.rows);
-    });
+    std::copy(scores.begin(), scores.end(), y);
+    for (int64_t r = 0; r < n; ++r) PostTransform(spec_.post, y + r * spec_.rows, spec_.rows);
   }
 
  private:
@@ -482,27 +499,28 @@ class LinearClassifierKernel final : public OpKernel {
     float* z = ctx.has_output(1) ? ctx.output(1).data<float>() : nullptr;
     // 0 for NONE, else 0.5: the one-row, one-label form's threshold (the ONNX reference's).
     const float threshold = spec_.post == TreeSpec::PostTransform::kNone ? 0.0f : 0.5f;
-    ForEachFeatureRow(ctx.input(0), spec_.features, ctx, [&](int64_t r, const double* row) {
-      float local[2];
-      std::vector<float> scratch(z || cols <= 2 ? 0 : static_cast<size_t>(cols));
-      float* out = z ? z + r * cols : cols <= 2 ? local : scratch.data();
+    int64_t n = 0;
+    const std::vector<float> scores = LinearScores(ctx.input(0), spec_, ctx, n);
+    std::vector<float> scratch(z ? 0 : static_cast<size_t>(cols));
+    for (int64_t r = 0; r < n; ++r) {
+      float* out = z ? z + r * cols : scratch.data();
+      const float* raw = scores.data() + r * spec_.rows;
       int64_t best = -1;  // the label's index; -1: none (the one-label form below its threshold)
       if (spec_.binary) {
         // onnxruntime's binary rule: the score's sign picks the label; Z is [1 - p, p] with p the
         // logistic of the score under LOGISTIC, else the score itself (no other transform applies).
-        LinearScores(spec_, row, out + 1);
-        best = out[1] > 0 ? 1 : 0;
-        if (spec_.post == TreeSpec::PostTransform::kLogistic) out[1] = Logistic(out[1]);
+        best = raw[0] > 0 ? 1 : 0;
+        out[1] = spec_.post == TreeSpec::PostTransform::kLogistic ? Logistic(raw[0]) : raw[0];
         out[0] = 1.0f - out[1];
       } else {
-        LinearScores(spec_, row, out);
+        std::copy(raw, raw + cols, out);
         PostTransform(spec_.post, out, cols);
         if (cols > 1) best = std::max_element(out, out + cols) - out;
         else if (out[0] >= threshold) best = 0;
       }
       if (spec_.string_labels.empty()) labels.data<int64_t>()[r] = best < 0 ? 0 : spec_.int_labels[static_cast<size_t>(best)];
       else labels.strings()[r] = best < 0 ? std::string() : spec_.string_labels[static_cast<size_t>(best)];
-    });
+    }
   }
 
  private:
